@@ -1,0 +1,43 @@
+"""The one place where numeric switches are pinned, and the record of what they are.
+
+Each switch here changes results on some machine this suite runs on: on this repository's
+AMX CPU, torch.set_float32_matmul_precision("medium") runs float32 matmuls of size >= 32
+in bfloat16 (relative error ~2e-3, far beyond the float32 tolerance). TF32 switches only
+matter on GPUs, but a GPU run must compute the same float32 as a CPU run.
+Only frameworks already imported are touched: pinning never imports one.
+"""
+
+import sys
+
+
+def _torch(torch):
+    torch.set_float32_matmul_precision("highest")
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    return {
+        "torch.float32_matmul_precision": torch.get_float32_matmul_precision(),
+        "torch.cuda.matmul.allow_tf32": torch.backends.cuda.matmul.allow_tf32,
+        "torch.cudnn.allow_tf32": torch.backends.cudnn.allow_tf32,
+    }
+
+
+def _tensorflow(tf):
+    tf.config.experimental.enable_tensor_float_32_execution(False)
+    return {"tensorflow.tensor_float_32_execution": tf.config.experimental.tensor_float_32_execution_enabled()}
+
+
+def _jax(jax):
+    jax.config.update("jax_default_matmul_precision", "highest")
+    return {"jax.default_matmul_precision": jax.config.jax_default_matmul_precision}
+
+
+_PINS = {"torch": _torch, "tensorflow": _tensorflow, "jax": _jax}
+
+
+def pin():
+    """Pin every imported framework's switches; return {switch: value} as now set."""
+    record = {}
+    for module_name, pin_one in _PINS.items():
+        if module_name in sys.modules:
+            record.update(pin_one(sys.modules[module_name]))
+    return record

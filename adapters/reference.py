@@ -1,0 +1,109 @@
+"""The oracle: scaled dot-product self-attention in float64 NumPy, line by line after the math.
+
+Shape letters: T query tokens, S key tokens (T == S in self-attention), B batch,
+D d_in, H d_out (= d_k). Leading batch axes are optional everywhere.
+Golden expected values are computed by this file, so it must stay the plainest possible
+statement of the math: no framework, no fused path, no shortcut.
+"""
+
+import numpy as np
+
+DTYPES = ("float64",)
+
+
+def version():
+    return f"numpy {np.__version__}"
+
+
+def _f64(*arrays):
+    return [np.asarray(a, dtype=np.float64) for a in arrays]
+
+
+# --- the mapping-table rows -------------------------------------------------
+
+
+def create_parameter(d_in, d_out, seed):
+    # The conforming draw for `nn.Parameter(torch.rand(d_in, d_out))`: uniform on [0, 1).
+    value = np.random.default_rng(seed).random((d_in, d_out))
+    return {"parameter": value, "trainable": True}
+
+
+def project(x, w):
+    x, w = _f64(x, w)
+    return x @ w  # (.., T, D) @ (D, H) -> (.., T, H)
+
+
+def transposed_matmul(q, k):
+    q, k = _f64(q, k)
+    return q @ np.swapaxes(k, -1, -2)  # (.., T, H) @ (.., H, S) -> (.., T, S)
+
+
+def scale(scores, d_k):
+    (scores,) = _f64(scores)
+    return scores / np.sqrt(d_k)
+
+
+def softmax(scores):
+    (scores,) = _f64(scores)
+    shifted = scores - scores.max(axis=-1, keepdims=True)  # exp never overflows
+    e = np.exp(shifted)
+    return e / e.sum(axis=-1, keepdims=True)  # normalise over keys, the last axis
+
+
+def blend(weights, v):
+    weights, v = _f64(weights, v)
+    return weights @ v  # (.., T, S) @ (.., S, H) -> (.., T, H)
+
+
+def dot_columns(x, w):
+    x, w = _f64(x, w)
+    return np.array([np.dot(x, w[:, j]) for j in range(w.shape[1])])
+
+
+# --- the whole pipeline ------------------------------------------------------
+
+
+def attention(x, w_query, w_key, w_value):
+    queries = project(x, w_query)  # (.., T, H)
+    keys = project(x, w_key)  # (.., S, H)
+    values = project(x, w_value)  # (.., S, H)
+    attn_scores = transposed_matmul(queries, keys)  # (.., T, S)
+    d_k = keys.shape[-1]
+    attn_weights = softmax(scale(attn_scores, d_k))  # (.., T, S), rows sum to 1
+    context_vec = blend(attn_weights, values)  # (.., T, H)
+    return {
+        "query": queries,
+        "key": keys,
+        "value": values,
+        "scores": attn_scores,
+        "d_k": d_k,
+        "weights": attn_weights,
+        "context": context_vec,
+    }
+
+
+# --- module forms ------------------------------------------------------------
+# The oracle has no modules and no autograd: v1 is the pipeline, v2 is the pipeline
+# with nn.Linear's [d_out, d_in] weights transposed back to [d_in, d_out].
+
+
+def self_attention_v1(x, w_query, w_key, w_value):
+    context = attention(x, w_query, w_key, w_value)["context"]
+    return {"context": context, "context_no_grad": context}
+
+
+def self_attention_v2(x, w_query, w_key, w_value):
+    w_query, w_key, w_value = (np.swapaxes(w, -1, -2) for w in _f64(w_query, w_key, w_value))
+    return attention(x, w_query, w_key, w_value)["context"]
+
+
+def exercise_3_1(x, w_query, w_key, w_value):
+    transposed = (np.swapaxes(w, -1, -2) for w in _f64(w_query, w_key, w_value))
+    return {
+        "context": self_attention_v1(x, *transposed)["context"],
+        "context_v2": self_attention_v2(x, w_query, w_key, w_value),
+    }
+
+
+def parameters(d_in, d_out, form):
+    return {"count": 3 * d_in * d_out, "trainable": [True, True, True]}

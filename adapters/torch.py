@@ -1,0 +1,141 @@
+"""PyTorch, written the way the PyTorch document writes it (SelfAttention_v1 and _v2)."""
+
+import numpy as np
+import torch
+from torch import nn
+
+DTYPES = ("float32",)
+
+
+def version():
+    return f"torch {torch.__version__}"
+
+
+def _t(a):
+    return torch.from_numpy(np.array(a))  # np.array copies: torch never aliases the caller's data
+
+
+def _np(t):
+    return t.detach().numpy()
+
+
+class SelfAttention_v1(nn.Module):
+    def __init__(self, d_in, d_out):
+        super().__init__()
+        self.W_query = nn.Parameter(torch.rand(d_in, d_out))
+        self.W_key = nn.Parameter(torch.rand(d_in, d_out))
+        self.W_value = nn.Parameter(torch.rand(d_in, d_out))
+
+    def forward(self, x):
+        queries = x @ self.W_query  # (.., T, H)
+        keys = x @ self.W_key  # (.., S, H)
+        values = x @ self.W_value  # (.., S, H)
+        attn_scores = queries @ keys.mT  # (.., T, S); the document's keys.T reverses every axis of a batch
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
+        return attn_weights @ values
+
+
+class SelfAttention_v2(nn.Module):
+    def __init__(self, d_in, d_out, qkv_bias=False):
+        super().__init__()
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+
+    def forward(self, x):
+        queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)
+        attn_scores = queries @ keys.mT
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
+        return attn_weights @ values
+
+
+def _v1(w_query, w_key, w_value):
+    d_in, d_out = w_query.shape
+    module = SelfAttention_v1(d_in, d_out).to(_t(w_query).dtype)
+    module.load_state_dict({"W_query": _t(w_query), "W_key": _t(w_key), "W_value": _t(w_value)})
+    return module
+
+
+def _v2(w_query, w_key, w_value):
+    d_out, d_in = w_query.shape  # nn.Linear stores [d_out, d_in]: the golden layout, no transpose
+    module = SelfAttention_v2(d_in, d_out).to(_t(w_query).dtype)
+    module.load_state_dict({"W_query.weight": _t(w_query), "W_key.weight": _t(w_key), "W_value.weight": _t(w_value)})
+    return module
+
+
+# --- the mapping-table rows -------------------------------------------------
+
+
+def create_parameter(d_in, d_out, seed):
+    torch.manual_seed(seed)
+    parameter = nn.Parameter(torch.rand(d_in, d_out))
+    return {"parameter": _np(parameter), "trainable": parameter.requires_grad}
+
+
+def project(x, w):
+    return _np(_t(x) @ _t(w))
+
+
+def transposed_matmul(q, k):
+    return _np(_t(q) @ _t(k).mT)
+
+
+def scale(scores, d_k):
+    return _np(_t(scores) / d_k**0.5)
+
+
+def softmax(scores):
+    return _np(torch.softmax(_t(scores), dim=-1))
+
+
+def blend(weights, v):
+    return _np(_t(weights) @ _t(v))
+
+
+def dot_columns(x, w):
+    x, w = _t(x), _t(w)
+    return _np(torch.stack([torch.dot(x, w[:, j]) for j in range(w.shape[1])]))
+
+
+# --- the whole pipeline and the module forms ---------------------------------
+
+
+def attention(x, w_query, w_key, w_value):
+    x, W_query, W_key, W_value = _t(x), _t(w_query), _t(w_key), _t(w_value)
+    queries = x @ W_query
+    keys = x @ W_key
+    values = x @ W_value
+    attn_scores = queries @ keys.mT
+    d_k = keys.shape[-1]
+    attn_weights = torch.softmax(attn_scores / d_k**0.5, dim=-1)
+    context_vec = attn_weights @ values
+    outputs = {"query": queries, "key": keys, "value": values, "scores": attn_scores,
+               "weights": attn_weights, "context": context_vec}
+    return {name: _np(t) for name, t in outputs.items()} | {"d_k": d_k}
+
+
+def self_attention_v1(x, w_query, w_key, w_value):
+    module = _v1(w_query, w_key, w_value)
+    context = module(_t(x))
+    module.requires_grad_(False)  # the document's print trick: values must not change
+    return {"context": _np(context), "context_no_grad": _np(module(_t(x)))}
+
+
+def self_attention_v2(x, w_query, w_key, w_value):
+    return _np(_v2(w_query, w_key, w_value)(_t(x)))
+
+
+def exercise_3_1(x, w_query, w_key, w_value):
+    sa_v2 = _v2(w_query, w_key, w_value)
+    d_out, d_in = w_query.shape
+    sa_v1 = SelfAttention_v1(d_in, d_out).to(sa_v2.W_query.weight.dtype)
+    sa_v1.W_query.data = sa_v2.W_query.weight.T.clone()
+    sa_v1.W_key.data = sa_v2.W_key.weight.T.clone()
+    sa_v1.W_value.data = sa_v2.W_value.weight.T.clone()
+    return {"context": _np(sa_v1(_t(x))), "context_v2": _np(sa_v2(_t(x)))}
+
+
+def parameters(d_in, d_out, form):
+    module = {"v1": SelfAttention_v1, "v2": SelfAttention_v2}[form](d_in, d_out)
+    return {"count": sum(p.numel() for p in module.parameters()),
+            "trainable": [p.requires_grad for p in module.parameters()]}
