@@ -1,0 +1,298 @@
+"""The spec: cases as YAML data, loaded safely and validated before anything runs.
+
+Every error names the file, the case and the field in one line. Importing this package
+imports no framework (adapters/__init__.py is framework-free by design).
+"""
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from adapters import CONTRACT
+
+SPEC_DIR = Path(__file__).resolve().parent
+DOCS_DIR = SPEC_DIR.parent.parent / "shared" / "seeds"
+MAX_SPEC_BYTES = 1_000_000
+
+# op -> the names of what it returns, in order. A single output is returned bare.
+OPS = {
+    "create_parameter": ("parameter", "trainable"),
+    "project": ("projection",),
+    "transposed_matmul": ("scores",),
+    "scale": ("scaled",),
+    "softmax": ("weights",),
+    "blend": ("context",),
+    "dot_columns": ("by_hand",),
+    "attention": ("query", "key", "value", "scores", "d_k", "weights", "context"),
+    "self_attention_v1": ("context", "context_no_grad"),
+    "self_attention_v2": ("context",),
+    "exercise_3_1": ("context", "context_v2"),
+    "parameters": ("count", "trainable"),
+}
+QUANTITIES = tuple(sorted({q for outputs in OPS.values() for q in outputs}))
+EXPECTATION_FIELDS = {
+    "row", "printed", "decimals", "golden", "same_as", "equals", "shape", "row_sums",
+    "in_range", "check_dtype", "tolerance", "source", "note",
+}
+CASE_FIELDS = {"id", "op", "inputs", "expect", "note"}
+TOP_FIELDS = {"documents", "vocabulary", "printed_rounding", "tolerances", "cases"}
+
+
+class SpecError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    name: str
+    reason: str
+    by_dtype: dict  # dtype -> (atol, rtol)
+
+    def bounds(self, dtype):
+        return self.by_dtype[dtype]
+
+
+@dataclass(frozen=True)
+class Expectation:
+    output: str
+    checks: dict  # field -> value, only the fields given
+    source: dict = field(default_factory=dict)
+
+    def __getattr__(self, name):
+        if name in EXPECTATION_FIELDS:
+            return self.checks.get(name)
+        raise AttributeError(name)
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    op: str
+    inputs: dict
+    expect: dict  # output name -> Expectation
+    file: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Spec:
+    cases: dict  # id -> Case
+    tolerances: dict  # name -> Tolerance
+    documents: dict
+    vocabulary: tuple
+
+    def items(self, quantity):
+        """(case, expectation) pairs that check one quantity, in file order."""
+        return [(c, c.expect[quantity]) for c in self.cases.values() if quantity in c.expect]
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader (no tags that build objects) that also refuses duplicate mapping keys."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if key in seen:
+                raise SpecError(f"line {key_node.start_mark.line + 1}: duplicate key {key!r}")
+            seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
+def _is_number(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _numbers(value):
+    """Flatten a number or nested list of numbers; None when it is anything else or ragged."""
+    if _is_number(value):
+        return [value], ()
+    if not isinstance(value, list) or not value:
+        return None
+    parts = [_numbers(v) for v in value]
+    if any(p is None for p in parts) or len({p[1] for p in parts}) != 1:
+        return None
+    return [n for p in parts for n in p[0]], (len(value),) + parts[0][1]
+
+
+def shape_of(value):
+    parsed = _numbers(value)
+    return None if parsed is None else parsed[1]
+
+
+def _read(path):
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise SpecError(f"{path}: cannot read: {exc.strerror}") from None
+    if len(data) > MAX_SPEC_BYTES:
+        raise SpecError(f"{path}: {len(data)} bytes is over the {MAX_SPEC_BYTES}-byte limit for a spec file")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise SpecError(f"{path}: not UTF-8 text") from None
+    try:
+        doc = yaml.load(text, Loader=_UniqueKeyLoader)
+    except SpecError as exc:
+        raise SpecError(f"{path}: {exc}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}: " if mark else ""
+        raise SpecError(f"{path}: {where}not valid YAML: {getattr(exc, 'problem', None) or exc}") from None
+    except RecursionError:
+        raise SpecError(f"{path}: nested too deeply") from None
+    if not isinstance(doc, dict):
+        raise SpecError(f"{path}: top level must be a mapping with {sorted(TOP_FIELDS)}")
+    return doc
+
+
+def _tolerances(path, raw):
+    if not isinstance(raw, dict) or not raw:
+        raise SpecError(f"{path}: field 'tolerances': must be a mapping of named tolerances")
+    out = {}
+    for name, entry in raw.items():
+        at = f"{path}: tolerance {name!r}"
+        if not isinstance(entry, dict) or not isinstance(entry.get("reason"), str) or not entry["reason"].strip():
+            raise SpecError(f"{at}: field 'reason': every tolerance says why it is what it is")
+        by_dtype = {}
+        for dtype, bounds in entry.items():
+            if dtype == "reason":
+                continue
+            if dtype not in ("float16", "bfloat16", "float32", "float64"):
+                raise SpecError(f"{at}: field {dtype!r}: unknown key (expected reason or a dtype name)")
+            if not isinstance(bounds, dict) or set(bounds) != {"atol", "rtol"} or not all(_is_number(v) and v >= 0 for v in bounds.values()):
+                raise SpecError(f"{at}: field {dtype!r}: must be {{atol: number >= 0, rtol: number >= 0}}")
+            by_dtype[dtype] = (float(bounds["atol"]), float(bounds["rtol"]))
+        out[name] = Tolerance(name, entry["reason"], by_dtype)
+    return out
+
+
+def _expectation(at, output, raw, tolerances, documents, outputs):
+    at = f"{at}: field 'expect.{output}'"
+    if output not in outputs:
+        raise SpecError(f"{at}: this op returns {list(outputs)}, not {output!r}")
+    if not isinstance(raw, dict):
+        raise SpecError(f"{at}: must be a mapping")
+    unknown = set(raw) - EXPECTATION_FIELDS
+    if unknown:
+        raise SpecError(f"{at}.{sorted(unknown)[0]}: unknown key (allowed: {sorted(EXPECTATION_FIELDS)})")
+    checks = {k: v for k, v in raw.items() if k not in ("source", "note")}
+    if not set(checks) - {"row", "tolerance", "decimals"}:
+        raise SpecError(f"{at}: checks nothing (give printed, golden, same_as, equals, shape, row_sums or in_range)")
+    if "row" in raw and not (isinstance(raw["row"], int) and not isinstance(raw["row"], bool) and raw["row"] >= 0):
+        raise SpecError(f"{at}.row: must be a non-negative integer")
+    for key in ("printed", "row_sums"):
+        if key in raw and shape_of(raw[key]) is None:
+            raise SpecError(f"{at}.{key}: must be a finite number or a regular (not ragged) list of finite numbers")
+    if "printed" in raw:
+        if not (isinstance(raw.get("decimals"), int) and not isinstance(raw.get("decimals"), bool) and 0 <= raw["decimals"] <= 8):
+            raise SpecError(f"{at}.decimals: a printed value says how many decimals the document printed (0..8)")
+    if ("printed" in raw or "shape" in raw) and not raw.get("source"):
+        raise SpecError(f"{at}.source: a value copied from a document says where it came from")
+    if "source" in raw:
+        src = raw["source"]
+        if not (isinstance(src, dict) and set(src) == {"doc", "quote"} and src["doc"] in documents and isinstance(src["quote"], str) and src["quote"].strip()):
+            raise SpecError(f"{at}.source: must be {{doc: one of {sorted(documents)}, quote: the sentence or code line}}")
+    if "shape" in raw and not (isinstance(raw["shape"], list) and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in raw["shape"])):
+        raise SpecError(f"{at}.shape: must be a list of non-negative integers")
+    if "golden" in raw and not isinstance(raw["golden"], str):
+        raise SpecError(f"{at}.golden: must be a reference like 'file.json#tensor'")
+    if "same_as" in raw and raw["same_as"] not in outputs:
+        raise SpecError(f"{at}.same_as: {raw['same_as']!r} is not an output of this op {list(outputs)}")
+    if "in_range" in raw and not (isinstance(raw["in_range"], list) and len(raw["in_range"]) == 2 and all(map(_is_number, raw["in_range"]))):
+        raise SpecError(f"{at}.in_range: must be [low, high], read as low <= value < high")
+    if "check_dtype" in raw and raw["check_dtype"] is not True:
+        raise SpecError(f"{at}.check_dtype: only `true` means something here")
+    needs_tolerance = {"golden", "same_as", "row_sums", "printed"} & set(raw)
+    name = raw.get("tolerance", "golden" if needs_tolerance else None)
+    if name is not None and name not in tolerances:
+        raise SpecError(f"{at}.tolerance: {name!r} is not defined under 'tolerances'")
+    if name is not None:
+        checks["tolerance"] = name
+    return Expectation(output, checks, raw.get("source") or {})
+
+
+def _input(at, name, value):
+    if isinstance(value, str):
+        if "#" not in value and not value.isidentifier():
+            raise SpecError(f"{at}: field 'inputs.{name}': a string input is a golden reference 'file.json#tensor' or a word like v1")
+    elif isinstance(value, bool) or (not _is_number(value) and shape_of(value) is None):
+        raise SpecError(f"{at}: field 'inputs.{name}': must be a golden reference, a finite number or a regular list of finite numbers")
+    return value
+
+
+def load_file(path, documents=None):
+    path = Path(path)
+    doc = _read(path)
+    unknown = set(doc) - TOP_FIELDS
+    if unknown:
+        raise SpecError(f"{path}: field {sorted(unknown)[0]!r}: unknown key (allowed: {sorted(TOP_FIELDS)})")
+    missing = TOP_FIELDS - set(doc)
+    if missing:
+        raise SpecError(f"{path}: field {sorted(missing)[0]!r}: missing")
+    documents = doc["documents"]
+    if not isinstance(documents, dict) or not all(isinstance(v, str) for v in documents.values()):
+        raise SpecError(f"{path}: field 'documents': must map a short name to a document file name")
+    vocabulary = doc["vocabulary"]
+    if not isinstance(vocabulary, list) or not all(isinstance(w, str) for w in vocabulary):
+        raise SpecError(f"{path}: field 'vocabulary': must be a list of words")
+    tolerances = _tolerances(path, doc["tolerances"])
+    if not isinstance(doc["cases"], list) or not doc["cases"]:
+        raise SpecError(f"{path}: field 'cases': must be a non-empty list")
+    cases = {}
+    for index, raw in enumerate(doc["cases"]):
+        case_id = raw.get("id") if isinstance(raw, dict) else None
+        at = f"{path}: case {case_id!r}" if isinstance(case_id, str) else f"{path}: case #{index + 1}"
+        if not isinstance(raw, dict):
+            raise SpecError(f"{at}: must be a mapping")
+        unknown = set(raw) - CASE_FIELDS
+        if unknown:
+            raise SpecError(f"{at}: field {sorted(unknown)[0]!r}: unknown key (allowed: {sorted(CASE_FIELDS)})")
+        for key in ("id", "op", "inputs", "expect"):
+            if key not in raw:
+                raise SpecError(f"{at}: field {key!r}: missing")
+        if not isinstance(case_id, str) or not case_id:
+            raise SpecError(f"{at}: field 'id': must be a string")
+        bad = [w for w in case_id.split("_") if w not in vocabulary]
+        if bad:
+            raise SpecError(f"{at}: field 'id': word {bad[0]!r} is not in the vocabulary")
+        if case_id in cases:
+            raise SpecError(f"{at}: field 'id': duplicate id")
+        op = raw["op"]
+        if op not in OPS:
+            raise SpecError(f"{at}: field 'op': {op!r} is not one of {sorted(OPS)}")
+        if not isinstance(raw["inputs"], dict) or set(raw["inputs"]) != set(CONTRACT[op]):
+            raise SpecError(f"{at}: field 'inputs': {op} takes exactly {list(CONTRACT[op])}")
+        inputs = {name: _input(at, name, value) for name, value in raw["inputs"].items()}
+        if not isinstance(raw["expect"], dict) or not raw["expect"]:
+            raise SpecError(f"{at}: field 'expect': must be a non-empty mapping of output name -> checks")
+        expect = {out: _expectation(at, out, chk, tolerances, documents, OPS[op]) for out, chk in raw["expect"].items()}
+        cases[case_id] = Case(case_id, op, inputs, expect, str(path), raw.get("note", ""))
+    return Spec(cases, tolerances, documents, tuple(vocabulary))
+
+
+def load(path=None):
+    """The spec; by default the one file spec/attention.yaml."""
+    return load_file(path or SPEC_DIR / "attention.yaml")
+
+
+def printed_mismatches(built_goldens):
+    """Lines for every printed number the reference no longer reproduces from these goldens."""
+    from adapters import reference
+    from spec import golden as golden_io
+    from spec.check import Nonconformance, evaluate
+
+    spec = load()
+    goldens = golden_io.Goldens(files={name: tensors for name, (_, tensors) in built_goldens.items()})
+    problems = []
+    for case in spec.cases.values():
+        for exp in case.expect.values():
+            if exp.printed is None:
+                continue
+            try:
+                evaluate(spec, "reference", reference, case, exp.output, "float64", goldens)
+            except Nonconformance as exc:
+                problems.append(str(exc))
+    return problems

@@ -1,0 +1,135 @@
+"""Running one case on one adapter, and the one comparison helper every check goes through."""
+
+import numpy as np
+
+from spec import OPS
+
+
+class Nonconformance(AssertionError):
+    pass
+
+
+_outputs = {}  # (adapter, case id, dtype, goldens) -> outputs: every quantity of a case shares one call
+
+
+def _resolve(value, dtype, goldens):
+    if isinstance(value, str) and "#" in value:
+        return goldens.tensor(value).astype(dtype)
+    if isinstance(value, (int, str)) and not isinstance(value, bool):
+        return value  # sizes, seeds and d_k stay Python ints; 'v1'/'v2' stay words
+    return np.array(value, dtype=dtype)
+
+
+def outputs(adapter_name, adapter, case, dtype, goldens):
+    key = (adapter_name, case.id, dtype, id(goldens))
+    if key not in _outputs:
+        kwargs = {name: _resolve(value, dtype, goldens) for name, value in case.inputs.items()}
+        result = getattr(adapter, case.op)(**kwargs)
+        names = OPS[case.op]
+        if len(names) == 1:
+            result = {names[0]: result}
+        elif not isinstance(result, dict) or set(result) != set(names):
+            got = sorted(result) if isinstance(result, dict) else type(result).__name__
+            raise Nonconformance(f"{adapter_name} {case.op}() returned {got}, should return a dict with {sorted(names)}")
+        _outputs[key] = result
+    return _outputs[key]
+
+
+def ulps(got, expected, dtype):
+    """Distance in units of the last place of `dtype` at the expected value."""
+    if dtype not in ("float16", "float32", "float64"):
+        return None
+    exp = np.asarray(expected, dtype=np.float64).astype(dtype)
+    return float(np.abs(np.asarray(got, dtype=np.float64) - exp) / np.spacing(np.abs(exp)))
+
+
+def compare(got, expected, atol, rtol):
+    """(margin, worst index, error, allowed): margin is worst |error| / allowed, > 1 fails."""
+    got = np.asarray(got, dtype=np.float64)
+    expected = np.asarray(expected, dtype=np.float64)
+    err = np.abs(got - expected)
+    allowed = atol + rtol * np.abs(expected)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(err == 0, 0.0, err / allowed)
+    ratio = np.where(np.isnan(got), np.inf, ratio)  # NaN never conforms
+    worst = np.unravel_index(np.argmax(ratio), ratio.shape) if ratio.ndim else ()
+    return float(ratio[worst]), worst, float(err[worst]), float(allowed[worst])
+
+
+def _fail(label, message):
+    raise Nonconformance(f"{label}: {message}")
+
+
+def evaluate(spec, adapter_name, adapter, case, output, dtype, goldens):
+    """Check one output of one case; return the margin used (0 = exact, 1 = whole budget).
+
+    Raises Nonconformance with a one-paragraph message naming the framework, dtype, case,
+    output, worst element, got vs expected, the error against its tolerance and its origin.
+    """
+    exp = case.expect[output]
+    label = f"{adapter_name} {dtype}, case {case.id!r}, output {output!r}"
+    results = outputs(adapter_name, adapter, case, dtype, goldens)
+    got = results[output]
+    if exp.shape is not None and list(np.shape(got)) != exp.shape:
+        _fail(label, f"shape {list(np.shape(got))} but should be {exp.shape} ({_origin(spec, exp)})")
+    if exp.row is not None:
+        got = np.asarray(got)[exp.row]
+    if exp.check_dtype and str(np.asarray(got).dtype) != dtype:
+        _fail(label, f"dtype {np.asarray(got).dtype} but should be {dtype}")
+    if exp.in_range is not None:
+        low, high = exp.in_range
+        values = np.asarray(got, dtype=np.float64)
+        if values.size == 0 or values.min() < low or values.max() >= high:
+            _fail(label, f"values span [{values.min()!r}, {values.max()!r}] but should lie in [{low}, {high})")
+    if exp.equals is not None:
+        if np.shape(got) != np.shape(exp.equals) or not np.array_equal(np.asarray(got), np.asarray(exp.equals)):
+            _fail(label, f"got {_show(got)} but should be exactly {exp.equals!r} ({_origin(spec, exp)})")
+
+    margin = 0.0
+    tol = spec.tolerances[exp.tolerance] if exp.tolerance else None
+    targets = []
+    if exp.printed is not None:
+        atol, rtol = tol.bounds(dtype)
+        # The document rounded a float32 result to `decimals`: allow half a unit of that place,
+        # plus the dtype's own tolerance for how far any framework's float32 may sit from it.
+        half_unit = 0.5 * 10.0 ** -exp.decimals
+        targets.append((exp.printed, half_unit + atol, rtol, f"printed to {exp.decimals} decimals + '{tol.name}'", _origin(spec, exp)))
+    if exp.golden is not None:
+        atol, rtol = tol.bounds(dtype)
+        targets.append((goldens.tensor(exp.golden), atol, rtol, f"'{tol.name}'", f"golden {exp.golden}"))
+    if exp.same_as is not None:
+        atol, rtol = tol.bounds(dtype)
+        other = results[exp.same_as]
+        targets.append((other if exp.row is None else np.asarray(other)[exp.row], atol, rtol, f"'{tol.name}'", f"the same call's {exp.same_as!r}"))
+    for expected, atol, rtol, tol_text, origin in targets:
+        if np.shape(got) != np.shape(expected):
+            _fail(label, f"shape {list(np.shape(got))} but should be {list(np.shape(expected))} ({origin})")
+        m, index, err, allowed = compare(got, expected, atol, rtol)
+        if m > 1:
+            where = list((exp.row,) + tuple(int(i) for i in index)) if exp.row is not None else [int(i) for i in index]
+            g, e = np.asarray(got)[index], np.asarray(expected, dtype=np.float64)[index]
+            ulp = ulps(g, e, dtype)
+            ulp_text = f", {ulp:.3g} ULP" if ulp is not None else ""
+            _fail(label, f"worst element {where}: got {float(g)!r} but should be {float(e)!r} "
+                         f"(|error| {err:.3g} > allowed {allowed:.3g} from tolerance {tol_text}{ulp_text}); "
+                         f"expected value: {origin}")
+        margin = max(margin, m)
+    if exp.row_sums is not None:
+        atol, rtol = tol.bounds(dtype)
+        sums = np.asarray(got, dtype=np.float64).sum(axis=-1)
+        m, index, err, allowed = compare(sums, np.full_like(sums, exp.row_sums), atol, rtol)
+        if m > 1:
+            _fail(label, f"row {[int(i) for i in index]} sums to {float(sums[index])!r} but should sum to {exp.row_sums} "
+                         f"(|error| {err:.3g} > allowed {allowed:.3g} from tolerance '{tol.name}')")
+        margin = max(margin, m)
+    return margin
+
+
+def _show(value):
+    return repr(value.tolist() if isinstance(value, np.ndarray) else value)
+
+
+def _origin(spec, exp):
+    if not exp.source:
+        return "no document source"
+    return f"{spec.documents[exp.source['doc']]}: {exp.source['quote'].strip()!r}"

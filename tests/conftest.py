@@ -1,0 +1,168 @@
+"""Points the suite at adapters, parametrizes it from the spec, and refuses to go silently green.
+
+    pytest --adapter torch            # one framework (repeatable; default: reference)
+    pytest --adapter mypkg.my_adapter # any importable module that meets the contract
+
+A requested adapter that does not import, or breaks the contract, stops the run (exit 4).
+A complete run (no -k, -m or node ids) that ran fewer conformance tests than the spec defines
+for the requested adapters fails. Each adapter's results go to reports/<adapter>.json for
+the summary table; a stale report is deleted before its adapter is even imported.
+"""
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+import adapters
+import spec
+from spec import golden
+from spec.check import evaluate
+
+ROOT = Path(__file__).resolve().parent.parent
+REPORTS = ROOT / "reports"
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("attention-conformance")
+    group.addoption("--adapter", action="append", default=[], metavar="NAME",
+                    help=f"adapter to run the spec against: one of {', '.join(adapters.NAMES)} or a dotted module path "
+                         "(repeatable; default: reference)")
+    group.addoption("--golden-dir", default=str(golden.GOLDEN_DIR), metavar="DIR", help="golden tensors to compare against")
+
+
+class Check:
+    """One conformance test: one output of one case, on one adapter, in one dtype."""
+
+    def __init__(self, adapter_name, dtype, case, quantity):
+        self.adapter_name, self.dtype, self.case, self.quantity = adapter_name, dtype, case, quantity
+        self.id = f"{adapter_name}-{dtype}-{case.id}"
+        self.margin = None
+
+    def __call__(self):
+        __tracebackhide__ = True
+        config = _state
+        self.margin = evaluate(config.spec, self.adapter_name, config.loaded[self.adapter_name],
+                               self.case, self.quantity, self.dtype, config.goldens)
+
+
+class _State:
+    spec = goldens = None
+    loaded = {}
+    numerics = {}
+    expected = set()
+    results = {}
+
+
+_state = _State()
+
+
+def _report_name(name):
+    return name if name in adapters.NAMES else name.replace(".", "_")
+
+
+def pytest_configure(config):
+    names = config.getoption("adapter") or ["reference"]
+    REPORTS.mkdir(exist_ok=True)
+    for name in names:
+        (REPORTS / f"{_report_name(name)}.json").unlink(missing_ok=True)
+    try:
+        _state.spec = spec.load()
+        _state.goldens = golden.Goldens(config.getoption("golden_dir"))
+    except (spec.SpecError, golden.GoldenError) as exc:
+        raise pytest.UsageError(str(exc)) from None
+    try:
+        _state.loaded = {name: adapters.load(name) for name in names}
+    except adapters.AdapterError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    _state.numerics = adapters._numerics.pin()
+    _state.expected = {
+        f"test_{q}[{name}-{dtype}-{case.id}]"
+        for name, module in _state.loaded.items()
+        for dtype in module.DTYPES
+        for q in spec.QUANTITIES
+        for case, _ in _state.spec.items(q)
+    }
+    _state.results = {name: {} for name in names}
+
+
+def pytest_report_header(config):
+    lines = [f"adapter {name}: {module.version()}, dtypes {', '.join(module.DTYPES)}" for name, module in _state.loaded.items()]
+    lines.append("numeric switches: " + (", ".join(f"{k}={v}" for k, v in _state.numerics.items()) or "none (no framework imported)"))
+    return lines
+
+
+def pytest_generate_tests(metafunc):
+    if "check" not in metafunc.fixturenames:
+        return
+    quantity = metafunc.function.__name__.removeprefix("test_")
+    checks = [
+        Check(name, dtype, case, quantity)
+        for name, module in _state.loaded.items()
+        for dtype in module.DTYPES
+        for case, _ in _state.spec.items(quantity)
+    ]
+    metafunc.parametrize("check", checks, ids=[c.id for c in checks])
+
+
+def _is_narrowed(config):
+    return bool(config.option.keyword or config.option.markexpr or config.option.deselect or
+                any("::" in a for a in config.args) or getattr(config.option, "lf", False) or config.option.maxfail)
+
+
+def pytest_runtest_logreport(report):
+    if report.when != "call" and not (report.when == "setup" and report.failed):
+        return
+    name = report.nodeid.rsplit("::", 1)[-1]
+    if name not in _state.expected:
+        return
+    adapter_name = name[name.index("[") + 1:].split("-")[0]
+    _state.results.setdefault(adapter_name, {})[name] = {
+        "outcome": report.outcome,
+        "margin": getattr(report, "margin", None),
+        "message": str(report.longrepr.reprcrash.message) if report.failed and hasattr(report.longrepr, "reprcrash") else None,
+    }
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    check = getattr(item, "callspec", None) and item.callspec.params.get("check")
+    if check is not None and call.when == "call":
+        report.margin = check.margin
+    return report
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if _state.spec is None:
+        return
+    ran = {name for results in _state.results.values() for name in results}
+    missing = sorted(_state.expected - ran)
+    complete = not _is_narrowed(session.config)
+    for name, module in _state.loaded.items():
+        results = _state.results.get(name, {})
+        report = {
+            "adapter": name,
+            "version": module.version(),
+            "dtypes": list(module.DTYPES),
+            "numerics": _state.numerics,
+            "complete": complete,
+            "expected": sum(1 for t in _state.expected if f"[{name}-" in t),
+            "tests": results,
+            "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        }
+        (REPORTS / f"{_report_name(name)}.json").write_text(json.dumps(report, indent=1) + "\n")
+    if complete and missing:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        reporter.write_line(f"FAILED: ran {len(ran)} of {len(_state.expected)} conformance tests the spec defines; "
+                            f"first missing: {', '.join(missing[:5])}", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_ignore_collect(collection_path, config):
+    # Rebuilding goldens draws from torch's generator: only an environment that has torch can.
+    if collection_path.name == "test_regenerate.py":
+        return "torch" not in (config.getoption("adapter") or [])
+    return None
+
