@@ -164,7 +164,7 @@ def drift(built, directory):
                 err = np.abs(old[tensor] - new[tensor]) - rtol * np.abs(new[tensor])
                 if err.size and err.max() > 0:
                     i = np.unravel_index(np.argmax(err), err.shape)
-                    problems.append(f"{at}{list(i)}: stored {old[tensor][i]!r}, rebuilt {new[tensor][i]!r}")
+                    problems.append(f"{at}{[int(n) for n in i]}: stored {float(old[tensor][i])!r}, rebuilt {float(new[tensor][i])!r}")
     return problems
 
 

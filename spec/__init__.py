@@ -170,45 +170,47 @@ def _tolerances(path, raw):
 
 
 def _expectation(at, output, raw, tolerances, documents, outputs):
-    at = f"{at}: field 'expect.{output}'"
+    def fail(sub, message):
+        raise SpecError(f"{at}: field 'expect.{output}{'.' + sub if sub else ''}': {message}")
+
     if output not in outputs:
-        raise SpecError(f"{at}: this op returns {list(outputs)}, not {output!r}")
+        fail("", f"this op returns {list(outputs)}, not {output!r}")
     if not isinstance(raw, dict):
-        raise SpecError(f"{at}: must be a mapping")
+        fail("", "must be a mapping")
     unknown = set(raw) - EXPECTATION_FIELDS
     if unknown:
-        raise SpecError(f"{at}.{sorted(unknown)[0]}: unknown key (allowed: {sorted(EXPECTATION_FIELDS)})")
+        fail(sorted(unknown)[0], f"unknown key (allowed: {sorted(EXPECTATION_FIELDS)})")
     checks = {k: v for k, v in raw.items() if k not in ("source", "note")}
     if not set(checks) - {"row", "tolerance", "decimals"}:
-        raise SpecError(f"{at}: checks nothing (give printed, golden, same_as, equals, shape, row_sums or in_range)")
+        fail("", "checks nothing (give printed, golden, same_as, equals, shape, row_sums or in_range)")
     if "row" in raw and not (isinstance(raw["row"], int) and not isinstance(raw["row"], bool) and raw["row"] >= 0):
-        raise SpecError(f"{at}.row: must be a non-negative integer")
+        fail("row", "must be a non-negative integer")
     for key in ("printed", "row_sums"):
         if key in raw and shape_of(raw[key]) is None:
-            raise SpecError(f"{at}.{key}: must be a finite number or a regular (not ragged) list of finite numbers")
+            fail(key, "must be a finite number or a regular (not ragged) list of finite numbers")
     if "printed" in raw:
         if not (isinstance(raw.get("decimals"), int) and not isinstance(raw.get("decimals"), bool) and 0 <= raw["decimals"] <= 8):
-            raise SpecError(f"{at}.decimals: a printed value says how many decimals the document printed (0..8)")
+            fail("decimals", "a printed value says how many decimals the document printed (0..8)")
     if ("printed" in raw or "shape" in raw) and not raw.get("source"):
-        raise SpecError(f"{at}.source: a value copied from a document says where it came from")
+        fail("source", "a value copied from a document says where it came from")
     if "source" in raw:
         src = raw["source"]
         if not (isinstance(src, dict) and set(src) == {"doc", "quote"} and src["doc"] in documents and isinstance(src["quote"], str) and src["quote"].strip()):
-            raise SpecError(f"{at}.source: must be {{doc: one of {sorted(documents)}, quote: the sentence or code line}}")
+            fail("source", f"must be {{doc: one of {sorted(documents)}, quote: the sentence or code line}}")
     if "shape" in raw and not (isinstance(raw["shape"], list) and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in raw["shape"])):
-        raise SpecError(f"{at}.shape: must be a list of non-negative integers")
+        fail("shape", "must be a list of non-negative integers")
     if "golden" in raw and not isinstance(raw["golden"], str):
-        raise SpecError(f"{at}.golden: must be a reference like 'file.json#tensor'")
+        fail("golden", "must be a reference like 'file.json#tensor'")
     if "same_as" in raw and raw["same_as"] not in outputs:
-        raise SpecError(f"{at}.same_as: {raw['same_as']!r} is not an output of this op {list(outputs)}")
+        fail("same_as", f"{raw['same_as']!r} is not an output of this op {list(outputs)}")
     if "in_range" in raw and not (isinstance(raw["in_range"], list) and len(raw["in_range"]) == 2 and all(map(_is_number, raw["in_range"]))):
-        raise SpecError(f"{at}.in_range: must be [low, high], read as low <= value < high")
+        fail("in_range", "must be [low, high], read as low <= value < high")
     if "check_dtype" in raw and raw["check_dtype"] is not True:
-        raise SpecError(f"{at}.check_dtype: only `true` means something here")
+        fail("check_dtype", "only `true` means something here")
     needs_tolerance = {"golden", "same_as", "row_sums", "printed"} & set(raw)
     name = raw.get("tolerance", "golden" if needs_tolerance else None)
     if name is not None and name not in tolerances:
-        raise SpecError(f"{at}.tolerance: {name!r} is not defined under 'tolerances'")
+        fail("tolerance", f"{name!r} is not defined under 'tolerances'")
     if name is not None:
         checks["tolerance"] = name
     return Expectation(output, checks, raw.get("source") or {})

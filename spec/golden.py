@@ -106,9 +106,12 @@ def parse(text, where):
         if not (isinstance(shape, list) and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape)):
             raise GoldenError(f"{at}: field 'shape': must be a list of non-negative integers")
         try:
-            array = np.array(entry["data"], dtype=np.float64)
-        except (ValueError, TypeError) as exc:
-            raise GoldenError(f"{at}: field 'data': not a regular array of numbers ({exc})") from None
+            cells = np.array(entry["data"], dtype=object)
+        except ValueError:
+            raise GoldenError(f"{at}: field 'data': ragged rows, not a regular array") from None
+        if not all(type(v) in (int, float) for v in cells.flat):  # numpy would turn "2" into 2.0
+            raise GoldenError(f"{at}: field 'data': every element must be a number")
+        array = cells.astype(np.float64)
         if list(array.shape) != shape:
             raise GoldenError(f"{at}: field 'data': shape {list(array.shape)} but 'shape' says {shape}")
         # float64 holds every float32 exactly, and the shortest float32 text parses back to it.

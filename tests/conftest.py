@@ -6,7 +6,8 @@
 A requested adapter that does not import, or breaks the contract, stops the run (exit 4).
 A complete run (no -k, -m or node ids) that ran fewer conformance tests than the spec defines
 for the requested adapters fails. Each adapter's results go to reports/<adapter>.json for
-the summary table; a stale report is deleted before its adapter is even imported.
+the summary table when --adapter is given; a stale report is deleted before its adapter is
+even imported, so a framework that fails to import shows as missing, never as its last result.
 """
 
 import json
@@ -53,6 +54,7 @@ class _State:
     numerics = {}
     expected = set()
     results = {}
+    conformance_collected = False
 
 
 _state = _State()
@@ -64,9 +66,10 @@ def _report_name(name):
 
 def pytest_configure(config):
     names = config.getoption("adapter") or ["reference"]
-    REPORTS.mkdir(exist_ok=True)
-    for name in names:
-        (REPORTS / f"{_report_name(name)}.json").unlink(missing_ok=True)
+    if config.getoption("adapter"):  # only a run asked for an adapter reports on it
+        REPORTS.mkdir(exist_ok=True)
+        for name in names:
+            (REPORTS / f"{_report_name(name)}.json").unlink(missing_ok=True)
     try:
         _state.spec = spec.load()
         _state.goldens = golden.Goldens(config.getoption("golden_dir"))
@@ -93,7 +96,19 @@ def pytest_report_header(config):
     return lines
 
 
+MUTANTS = sorted(p.stem for p in (ROOT / "tests" / "mutants").glob("*__*.py"))
+
+
+@pytest.fixture
+def goldens():
+    return _state.goldens
+
+
 def pytest_generate_tests(metafunc):
+    if "requested_adapter" in metafunc.fixturenames:
+        metafunc.parametrize("requested_adapter", list(_state.loaded))
+    if "mutant" in metafunc.fixturenames:  # tests/mutants/<adapter>__<bug>.py, for the adapters under test
+        metafunc.parametrize("mutant", [m for m in MUTANTS if m.split("__")[0] in _state.loaded])
     if "check" not in metafunc.fixturenames:
         return
     quantity = metafunc.function.__name__.removeprefix("test_")
@@ -104,6 +119,12 @@ def pytest_generate_tests(metafunc):
         for case, _ in _state.spec.items(quantity)
     ]
     metafunc.parametrize("check", checks, ids=[c.id for c in checks])
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items):
+    # Before -k/-m deselect anything: was the spec-driven module part of this run at all?
+    _state.conformance_collected = any(item.path.name == "test_conformance.py" for item in items)
 
 
 def _is_narrowed(config):
@@ -139,8 +160,8 @@ def pytest_sessionfinish(session, exitstatus):
         return
     ran = {name for results in _state.results.values() for name in results}
     missing = sorted(_state.expected - ran)
-    complete = not _is_narrowed(session.config)
-    for name, module in _state.loaded.items():
+    complete = _state.conformance_collected and not _is_narrowed(session.config)
+    for name, module in _state.loaded.items() if session.config.getoption("adapter") and _state.conformance_collected else ():
         results = _state.results.get(name, {})
         report = {
             "adapter": name,
@@ -158,11 +179,3 @@ def pytest_sessionfinish(session, exitstatus):
         reporter.write_line(f"FAILED: ran {len(ran)} of {len(_state.expected)} conformance tests the spec defines; "
                             f"first missing: {', '.join(missing[:5])}", red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
-
-
-def pytest_ignore_collect(collection_path, config):
-    # Rebuilding goldens draws from torch's generator: only an environment that has torch can.
-    if collection_path.name == "test_regenerate.py":
-        return "torch" not in (config.getoption("adapter") or [])
-    return None
-

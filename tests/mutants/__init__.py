@@ -1,0 +1,7 @@
+"""Deliberately wrong adapters (and near misses) that check the checker.
+
+A file is named <adapter>__<what it does>.py and runs when <adapter> is under test.
+Each module is a full adapter: it starts from the real one and replaces one function.
+EXPECTED = "caught": the spec must fail it somewhere, and fail every case in MUST_FAIL with
+wrong numbers (not a crash). EXPECTED = "passes": a harmless difference that must not fail.
+"""

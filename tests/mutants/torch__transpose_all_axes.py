@@ -1,0 +1,11 @@
+"""The document's keys.T on a batch: reverses every axis, which fits when B == T == d."""
+
+from adapters.torch import *  # noqa: F403 - the real adapter, one function replaced
+from adapters.torch import _np, _t
+
+EXPECTED = "caught"
+MUST_FAIL = ("row_transposed_matmul_batched_cube",)
+
+
+def transposed_matmul(q, k):
+    return _np(_t(q) @ _t(k).T)

@@ -1,0 +1,61 @@
+"""The suite checking itself, for each adapter under test: isolation, and wrong adapters caught."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import adapters
+import spec
+from spec.check import run_all
+
+ROOT = Path(__file__).resolve().parent.parent
+FRAMEWORKS = ("torch", "tensorflow", "keras", "jax", "jaxlib", "flax")
+
+
+def test_importing_the_suite_imports_no_framework(requested_adapter):
+    """Import the harness in a fresh process, then load the adapter: only then may a framework appear."""
+    code = (
+        "import json, sys\n"
+        "import adapters, spec, spec.check, spec.golden\n"
+        f"frameworks = {FRAMEWORKS!r}\n"
+        "before = [m for m in frameworks if m in sys.modules]\n"
+        f"adapters.load({requested_adapter!r})\n"
+        "after = [m for m in frameworks if m in sys.modules]\n"
+        "print(json.dumps([before, after]))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    before, after = json.loads(out.stdout.splitlines()[-1])
+    assert before == [], f"importing the suite loaded {before}"
+    # The proof means something only where the framework is installed and loads on demand.
+    assert (after == []) == (requested_adapter == "reference"), f"loading {requested_adapter} imported {after}"
+
+
+def test_every_output_the_spec_checks_has_a_test_function():
+    import test_conformance
+
+    missing = [q for q in spec.QUANTITIES if not hasattr(test_conformance, f"test_{q}")]
+    assert missing == [], f"outputs with no test function (their cases would never run): {missing}"
+
+
+def test_registry_is_what_tox_runs():
+    import configparser
+
+    tox = configparser.ConfigParser()
+    tox.read(ROOT / "tox.ini")
+    envs = [e.strip() for e in tox["tox"]["env_list"].replace("\n", ",").split(",") if e.strip()]
+    assert sorted(set(envs) - {"suite", "summary"}) == sorted(adapters.NAMES)
+
+
+def test_wrong_adapter_is_caught(mutant, goldens):
+    name = mutant
+    module = adapters.load(f"tests.mutants.{name}")
+    results = run_all(spec.load(), name, module, goldens)
+    caught = {t: msg for t, (outcome, msg) in results.items() if outcome != "passed"}
+    if module.EXPECTED == "passes":
+        assert caught == {}, f"{name} should pass but failed: {next(iter(caught.items()))}"
+        return
+    assert caught, f"{name} passed every case: the suite cannot tell this bug from a conforming adapter"
+    for case_id in module.MUST_FAIL:
+        outcomes = {t: results[t][0] for t in results if t.endswith(f"-{case_id}]")}
+        assert "failed" in outcomes.values(), f"{name}: case {case_id} should give wrong numbers, got {outcomes}"

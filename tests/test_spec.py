@@ -1,0 +1,131 @@
+"""A malformed spec is refused in one line that names the file, the case and the field."""
+
+import pytest
+import yaml
+
+import spec
+
+VALID = """\
+documents: {"000": 000_607594879886645b.txt}
+vocabulary: [sat, cat]
+printed_rounding: half a unit of the last printed place
+tolerances:
+  golden:
+    reason: measured
+    float32: {atol: 1.0e-7, rtol: 9.5e-7}
+    float64: {atol: 1.0e-15, rtol: 1.0e-13}
+cases:
+  - id: sat
+    op: softmax
+    inputs: {scores: [1.0, 2.0]}
+    expect:
+      weights:
+        printed: [0.2689, 0.7311]
+        decimals: 4
+        source: {doc: "000", quote: "a line"}
+"""
+
+# name -> (replace this, with this, fragments the one-line error must contain)
+MALFORMED = {
+    "yaml_syntax": ("inputs: {scores: [1.0, 2.0]}", "inputs: {scores: [1.0, 2.0}", ["line 12", "not valid YAML"]),
+    "tab_indent": ("    op: softmax", "\top: softmax", ["not valid YAML"]),
+    "duplicate_key": ("    op: softmax\n", "    op: softmax\n    op: softmax\n", ["duplicate key 'op'"]),
+    "duplicate_id": ("        source: {doc: \"000\", quote: \"a line\"}\n",
+                     "        source: {doc: \"000\", quote: \"a line\"}\n  - id: sat\n    op: softmax\n    inputs: {scores: [1.0]}\n"
+                     "    expect: {weights: {golden: f.json#t}}\n", ["case 'sat'", "field 'id'", "duplicate"]),
+    "id_outside_vocabulary": ("  - id: sat", "  - id: sat_mat", ["case 'sat_mat'", "field 'id'", "'mat'"]),
+    "unknown_top_key": ("cases:", "casses: []\ncases:", ["field 'casses'", "unknown key"]),
+    "unknown_case_key": ("    op: softmax", "    op: softmax\n    tolerence: golden", ["case 'sat'", "field 'tolerence'"]),
+    "unknown_expect_key": ("        decimals: 4", "        decimals: 4\n        atol: 1", ["case 'sat'", "expect.weights.atol", "unknown key"]),
+    "missing_op": ("    op: softmax\n", "", ["case 'sat'", "field 'op'", "missing"]),
+    "unknown_op": ("op: softmax", "op: softmin", ["case 'sat'", "field 'op'", "softmin"]),
+    "wrong_inputs": ("inputs: {scores: [1.0, 2.0]}", "inputs: {logits: [1.0, 2.0]}", ["case 'sat'", "field 'inputs'"]),
+    "unknown_output": ("      weights:", "      probabilities:", ["case 'sat'", "expect.probabilities"]),
+    "ragged_printed": ("printed: [0.2689, 0.7311]", "printed: [[0.2689], [0.7311, 0.1]]", ["case 'sat'", "expect.weights.printed", "ragged"]),
+    "string_number": ("printed: [0.2689, 0.7311]", "printed: [0.2689, '0.7311']", ["case 'sat'", "expect.weights.printed"]),
+    "nan_printed": ("printed: [0.2689, 0.7311]", "printed: [0.2689, .nan]", ["case 'sat'", "expect.weights.printed", "finite"]),
+    "inf_input": ("inputs: {scores: [1.0, 2.0]}", "inputs: {scores: [1.0, .inf]}", ["case 'sat'", "field 'inputs.scores'"]),
+    "bool_input": ("inputs: {scores: [1.0, 2.0]}", "inputs: {scores: true}", ["case 'sat'", "field 'inputs.scores'"]),
+    "python_tag": ("inputs: {scores: [1.0, 2.0]}", "inputs: {scores: !!python/object/apply:os.system ['true']}", ["not valid YAML"]),
+    "missing_source": ("        source: {doc: \"000\", quote: \"a line\"}\n", "", ["case 'sat'", "expect.weights.source"]),
+    "unknown_document": ('source: {doc: "000"', 'source: {doc: "001"', ["case 'sat'", "expect.weights.source"]),
+    "missing_decimals": ("        decimals: 4\n", "", ["case 'sat'", "expect.weights.decimals"]),
+    "unknown_tolerance": ("        decimals: 4", "        decimals: 4\n        tolerance: loose", ["case 'sat'", "expect.weights.tolerance", "'loose'"]),
+    "tolerance_without_reason": ("    reason: measured\n", "", ["tolerance 'golden'", "field 'reason'"]),
+    "negative_tolerance": ("atol: 1.0e-7", "atol: -1.0e-7", ["tolerance 'golden'", "field 'float32'"]),
+    "checks_nothing": ("        printed: [0.2689, 0.7311]\n        decimals: 4\n", "        decimals: 4\n", ["case 'sat'", "checks nothing"]),
+    "empty_file": (VALID, "", ["top level must be a mapping"]),
+}
+
+
+def _write(tmp_path, text):
+    path = tmp_path / "broken.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_the_valid_base_loads(tmp_path):
+    assert list(spec.load_file(_write(tmp_path, VALID)).cases) == ["sat"]
+
+
+@pytest.mark.parametrize("name", sorted(MALFORMED))
+def test_malformed_spec_is_refused_in_one_line(tmp_path, name):
+    old, new, fragments = MALFORMED[name]
+    assert old in VALID, "the corpus entry no longer edits the base spec"
+    path = _write(tmp_path, VALID.replace(old, new, 1))
+    before = path.read_bytes()
+    with pytest.raises(spec.SpecError) as info:
+        spec.load_file(path)
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith(str(path))
+    for fragment in fragments:
+        assert fragment in message
+    assert path.read_bytes() == before
+
+
+def test_binary_garbage_is_refused(tmp_path):
+    path = tmp_path / "garbage.yaml"
+    path.write_bytes(bytes(range(256)) * 4)
+    with pytest.raises(spec.SpecError, match="not UTF-8"):
+        spec.load_file(path)
+
+
+def test_oversized_spec_is_refused_before_parsing(tmp_path):
+    path = _write(tmp_path, VALID + "#" * spec.MAX_SPEC_BYTES)
+    with pytest.raises(spec.SpecError, match="over the"):
+        spec.load_file(path)
+
+
+def test_deeply_nested_spec_is_refused(tmp_path):
+    path = _write(tmp_path, VALID.replace("[1.0, 2.0]", "[" * 5000 + "1" + "]" * 5000))
+    with pytest.raises(spec.SpecError):
+        spec.load_file(path)
+
+
+def test_executable_tags_build_nothing(tmp_path):
+    # SafeLoader refuses the tag before constructing anything, so nothing ran.
+    marker = tmp_path / "ran"
+    path = _write(tmp_path, VALID.replace("[1.0, 2.0]", f"!!python/object/apply:os.system ['touch {marker}']"))
+    with pytest.raises(spec.SpecError):
+        spec.load_file(path)
+    assert not marker.exists()
+
+
+def test_the_repository_spec_loads_and_cites_real_lines():
+    """Every quote in the spec is a line (or a line's text) of its document, whitespace-insensitive."""
+    loaded = spec.load()
+    docs = {key: " ".join((spec.DOCS_DIR / name).read_text().split()) for key, name in loaded.documents.items()}
+    unmatched = []
+    for case in loaded.cases.values():
+        for exp in case.expect.values():
+            if exp.source:
+                quote = " ".join(exp.source["quote"].split())
+                if quote not in docs[exp.source["doc"]]:
+                    unmatched.append((case.id, exp.output, quote))
+    assert unmatched == []
+
+
+def test_spec_yaml_has_no_duplicate_keys_or_anchors_lost():
+    text = (spec.SPEC_DIR / "attention.yaml").read_text()
+    assert yaml.safe_load(text)["cases"]
