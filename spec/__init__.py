@@ -13,7 +13,7 @@ import yaml
 from adapters import CONTRACT
 
 SPEC_DIR = Path(__file__).resolve().parent
-DOCS_DIR = SPEC_DIR.parent.parent / "shared" / "seeds"
+DOCS_DIR = SPEC_DIR / "documents"  # copies of ../shared/seeds/, so quotes are checked on any clone
 MAX_SPEC_BYTES = 1_000_000
 
 # op -> the names of what it returns, in order. A single output is returned bare.
