@@ -1,0 +1,21 @@
+"""nn.Linear's [d_out, d_in] weights loaded into Dense's [d_in, d_out] kernel without the transpose."""
+
+from adapters.tensorflow import *  # noqa: F403 - the real adapter, one function replaced
+from adapters.tensorflow import SelfAttentionV2, _np, _t
+
+EXPECTED = "caught"
+MUST_FAIL = ("v2_binary_square",)  # with d_in == d_out the kernel fits and is silently wrong
+
+
+def _v2(w_query, w_key, w_value):
+    d_out, d_in = w_query.shape
+    layer = SelfAttentionV2(d_out, dtype=str(w_query.dtype))
+    layer.build((None, d_in))
+    for dense, w in ((layer.W_query, w_query), (layer.W_key, w_key), (layer.W_value, w_value)):
+        dense.set_weights([w])
+    return layer
+
+
+def self_attention_v2(x, w_query, w_key, w_value):
+    return _np(_v2(w_query, w_key, w_value)(_t(x)))
+

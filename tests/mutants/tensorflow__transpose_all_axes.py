@@ -1,0 +1,11 @@
+"""tf.transpose(k) on a batch reverses every axis, silently; with B == T == d it still fits."""
+
+from adapters.tensorflow import *  # noqa: F403 - the real adapter, one function replaced
+from adapters.tensorflow import _np, _t
+
+EXPECTED = "caught"
+MUST_FAIL = ("row_transposed_matmul_batched_cube",)
+
+
+def transposed_matmul(q, k):
+    return _np(tf.linalg.matmul(_t(q), tf.transpose(_t(k))))  # noqa: F405
