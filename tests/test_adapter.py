@@ -43,8 +43,13 @@ def test_registry_is_what_tox_runs():
 
     tox = configparser.ConfigParser()
     tox.read(ROOT / "tox.ini")
-    envs = [e.strip() for e in tox["tox"]["env_list"].replace("\n", ",").split(",") if e.strip()]
-    assert sorted(set(envs) - {"suite", "summary"}) == sorted(adapters.NAMES)
+    def names(text):
+        return sorted(set(e.strip() for e in text.replace("\n", ",").split(",") if e.strip()) - {"suite", "summary"})
+
+    main_job = tox["tox"]["labels"].split("=", 1)[1]
+    assert names(tox["tox"]["env_list"]) == sorted(adapters.NAMES), "tox env_list"
+    assert names(main_job) == sorted(adapters.NAMES), "tox label conformance (the main job)"
+    assert names(tox["testenv:summary"]["depends"]) == sorted(adapters.NAMES), "summary's depends"
 
 
 def test_wrong_adapter_is_caught(mutant, goldens):
