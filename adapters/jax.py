@@ -1,0 +1,130 @@
+"""JAX: parameters are a pytree, modules are pure functions of it.
+
+v2 is a Dense-style params dict {"kernel": [d_in, d_out]}, written out rather than taken from
+flax: flax.nnx.Linear would add a dependency to do one matrix multiply, and the layout
+difference this suite tests (nn.Linear's [d_out, d_in] against [d_in, d_out]) is plainer here.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+DTYPES = ("float32",)
+
+
+def version():
+    return f"jax {jax.__version__}"
+
+
+def _np(a):
+    return np.asarray(a)
+
+
+def _scaled_softmax(attn_scores, keys):
+    return jax.nn.softmax(attn_scores / jnp.sqrt(keys.shape[-1]), axis=-1)
+
+
+def _attend(queries, keys, values):
+    attn_scores = queries @ jnp.swapaxes(keys, -1, -2)  # (.., T, S); keys.T would reverse every axis of a batch
+    return _scaled_softmax(attn_scores, keys) @ values
+
+
+def self_attention_v1_apply(params, x):
+    return _attend(x @ params["W_query"], x @ params["W_key"], x @ params["W_value"])
+
+
+def self_attention_v2_apply(params, x):
+    def dense(p, inputs):
+        return inputs @ p["kernel"]
+
+    return _attend(dense(params["W_query"], x), dense(params["W_key"], x), dense(params["W_value"], x))
+
+
+def _v2_params(w_query, w_key, w_value):
+    # Dense kernels are [d_in, d_out]; the golden weights are nn.Linear's [d_out, d_in].
+    return {name: {"kernel": jnp.asarray(w).T} for name, w in (("W_query", w_query), ("W_key", w_key), ("W_value", w_value))}
+
+
+def _trainable(params, apply, x):
+    """JAX has no trainable flag: a leaf is trainable when jax.grad reaches it with a float gradient."""
+    grads = jax.grad(lambda p: apply(p, x).sum())(params)
+    return [bool(jnp.issubdtype(g.dtype, jnp.floating)) for g in jax.tree.leaves(grads)]
+
+
+# --- the mapping-table rows -------------------------------------------------
+
+
+def create_parameter(d_in, d_out, seed):
+    parameter = jax.random.uniform(jax.random.key(seed), (d_in, d_out))
+    trainable = _trainable({"W": parameter}, lambda p, x: x @ p["W"], jnp.ones((1, d_in)))
+    return {"parameter": _np(parameter), "trainable": all(trainable)}
+
+
+def project(x, w):
+    return _np(jnp.asarray(x) @ jnp.asarray(w))
+
+
+def transposed_matmul(q, k):
+    return _np(jnp.asarray(q) @ jnp.swapaxes(jnp.asarray(k), -1, -2))
+
+
+def scale(scores, d_k):
+    return _np(jnp.asarray(scores) / jnp.sqrt(d_k))
+
+
+def softmax(scores):
+    return _np(jax.nn.softmax(jnp.asarray(scores), axis=-1))
+
+
+def blend(weights, v):
+    return _np(jnp.asarray(weights) @ jnp.asarray(v))
+
+
+def dot_columns(x, w):
+    x, w = jnp.asarray(x), jnp.asarray(w)
+    return _np(jnp.stack([jnp.dot(x, w[:, j]) for j in range(w.shape[1])]))
+
+
+# --- the whole pipeline and the module forms ---------------------------------
+
+
+def attention(x, w_query, w_key, w_value):
+    x = jnp.asarray(x)
+    queries = x @ jnp.asarray(w_query)
+    keys = x @ jnp.asarray(w_key)
+    values = x @ jnp.asarray(w_value)
+    attn_scores = queries @ jnp.swapaxes(keys, -1, -2)
+    attn_weights = _scaled_softmax(attn_scores, keys)
+    context_vec = attn_weights @ values
+    outputs = {"query": queries, "key": keys, "value": values, "scores": attn_scores,
+               "weights": attn_weights, "context": context_vec}
+    return {name: _np(a) for name, a in outputs.items()} | {"d_k": keys.shape[-1]}
+
+
+def self_attention_v1(x, w_query, w_key, w_value):
+    params = {"W_query": jnp.asarray(w_query), "W_key": jnp.asarray(w_key), "W_value": jnp.asarray(w_value)}
+    context = self_attention_v1_apply(params, jnp.asarray(x))
+    frozen = self_attention_v1_apply(jax.lax.stop_gradient(params), jnp.asarray(x))
+    return {"context": _np(context), "context_no_grad": _np(frozen)}
+
+
+def self_attention_v2(x, w_query, w_key, w_value):
+    return _np(self_attention_v2_apply(_v2_params(w_query, w_key, w_value), jnp.asarray(x)))
+
+
+def exercise_3_1(x, w_query, w_key, w_value):
+    v2 = _v2_params(w_query, w_key, w_value)
+    v1 = {name: layer["kernel"] for name, layer in v2.items()}  # kernels are already [d_in, d_out]
+    x = jnp.asarray(x)
+    return {"context": _np(self_attention_v1_apply(v1, x)), "context_v2": _np(self_attention_v2_apply(v2, x))}
+
+
+def parameters(d_in, d_out, form):
+    keys = jax.random.split(jax.random.key(0), 3)
+    draws = [jax.random.uniform(k, (d_in, d_out)) for k in keys]
+    if form == "v1":
+        params, apply = dict(zip(("W_query", "W_key", "W_value"), draws)), self_attention_v1_apply
+    else:
+        params, apply = _v2_params(*(w.T for w in draws)), self_attention_v2_apply
+    return {"count": sum(leaf.size for leaf in jax.tree.leaves(params)),
+            "trainable": _trainable(params, apply, jnp.ones((1, d_in)))}

@@ -1,0 +1,8 @@
+"""Every float output 1 ULP away from jax's: within what float32 rounding allows."""
+
+from adapters import jax as base
+from tests.mutants._one_ulp import one_ulp_off
+
+EXPECTED = "passes"
+DTYPES = base.DTYPES
+globals().update(one_ulp_off(base))

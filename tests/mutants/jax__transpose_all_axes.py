@@ -1,0 +1,11 @@
+"""k.T on a batch: JAX reverses every axis silently; with B == T == d it still fits."""
+
+from adapters.jax import *  # noqa: F403 - the real adapter, one function replaced
+from adapters.jax import _np
+
+EXPECTED = "caught"
+MUST_FAIL = ("row_transposed_matmul_batched_cube",)
+
+
+def transposed_matmul(q, k):
+    return _np(jnp.asarray(q) @ jnp.asarray(k).T)  # noqa: F405
