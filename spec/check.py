@@ -43,6 +43,15 @@ def ulps(got, expected, dtype):
     return float(np.abs(np.asarray(got, dtype=np.float64) - exp) / np.spacing(np.abs(exp)))
 
 
+def max_ulps(got, expected, dtype):
+    """Largest distance over all elements, in ULPs of `dtype` at the expected values (0 for non-floats)."""
+    if dtype not in ("float16", "float32", "float64") or np.size(got) == 0:
+        return 0.0
+    exp = np.asarray(expected, dtype=np.float64).astype(dtype)
+    err = np.abs(np.asarray(got, dtype=np.float64) - np.asarray(expected, dtype=np.float64))
+    return float(np.max(err / np.spacing(np.abs(exp)).astype(np.float64)))
+
+
 def compare(got, expected, atol, rtol):
     """(margin, worst index, error, allowed): margin is worst |error| / allowed, > 1 fails."""
     got = np.asarray(got, dtype=np.float64)
@@ -61,7 +70,7 @@ def _fail(label, message):
 
 
 def evaluate(spec, adapter_name, adapter, case, output, dtype, goldens):
-    """Check one output of one case; return the margin used (0 = exact, 1 = whole budget).
+    """Check one output of one case; return (margin, worst ULP): margin 0 = exact, 1 = whole budget.
 
     The margin counts computed expectations only: against a printed number it mostly measures
     how close the true value sits to the document's rounding boundary, the same for everyone.
@@ -88,7 +97,7 @@ def evaluate(spec, adapter_name, adapter, case, output, dtype, goldens):
         if np.shape(got) != np.shape(exp.equals) or not np.array_equal(np.asarray(got), np.asarray(exp.equals)):
             _fail(label, f"got {_show(got)} but should be exactly {exp.equals!r} ({_origin(spec, exp)})")
 
-    margin = 0.0
+    margin, worst_ulp = 0.0, 0.0
     tol = spec.tolerances[exp.tolerance] if exp.tolerance else None
     targets = []
     if exp.printed is not None:
@@ -116,7 +125,9 @@ def evaluate(spec, adapter_name, adapter, case, output, dtype, goldens):
             _fail(label, f"worst element {where}: got {float(g)!r} but should be {float(e)!r} "
                          f"(|error| {err:.3g} > allowed {allowed:.3g} from tolerance {tol_text}{ulp_text}); "
                          f"expected value: {origin}")
-        margin = max(margin, m) if counts else margin
+        if counts:
+            margin = max(margin, m)
+            worst_ulp = max(worst_ulp, max_ulps(got, expected, dtype))
     if exp.row_sums is not None:
         atol, rtol = tol.bounds(dtype)
         sums = np.asarray(got, dtype=np.float64).sum(axis=-1)
@@ -125,7 +136,7 @@ def evaluate(spec, adapter_name, adapter, case, output, dtype, goldens):
             _fail(label, f"row {[int(i) for i in index]} sums to {float(sums[index])!r} but should sum to {exp.row_sums} "
                          f"(|error| {err:.3g} > allowed {allowed:.3g} from tolerance '{tol.name}')")
         margin = max(margin, m)
-    return margin
+    return margin, worst_ulp
 
 
 def _show(value):

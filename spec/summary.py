@@ -18,25 +18,27 @@ REPORTS = Path(__file__).resolve().parent.parent / "reports"
 def row(name):
     path = REPORTS / f"{name}.json"
     if not path.exists():
-        return [name, "-", "-", "-", "-", "-", "-", "MISSING: no report (environment not run, or framework did not import)"], False
+        return [name, "-", "-", "-", "-", "-", "-", "-", "MISSING: no report (environment not run, or framework did not import)"], False
     report = json.loads(path.read_text())
     tests = report["tests"].values()
     passed = sum(t["outcome"] == "passed" for t in tests)
     failed = len(report["tests"]) - passed
     margins = [t["margin"] for t in tests if t["margin"] is not None]
+    ulps = [t["ulp"] for t in tests if t.get("ulp") is not None]
     worst = f"{max(margins):.3f}" if margins else "-"
+    worst_ulp = f"{max(ulps):.2f}" if ulps else "-"
     if failed:
         status = f"FAILED: {failed} test(s)"
     elif not report["complete"] or passed < report["expected"]:
         status = f"INCOMPLETE: {passed} of {report['expected']} ran"
     else:
         status = "conforms"
-    cells = [name, report["version"], ", ".join(report["dtypes"]), str(report["expected"]), str(passed), str(failed), worst, status]
+    cells = [name, report["version"], ", ".join(report["dtypes"]), str(report["expected"]), str(passed), str(failed), worst, worst_ulp, status]
     return cells, status == "conforms"
 
 
 def main():
-    header = ["framework", "version", "dtypes", "cases", "passed", "failed", "worst margin", "status"]
+    header = ["framework", "version", "dtypes", "cases", "passed", "failed", "worst margin", "worst ULP", "status"]
     rows, ok = [], True
     for name in NAMES:
         cells, good = row(name)
@@ -48,7 +50,8 @@ def main():
     print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
     for cells in rows:
         print(line(cells))
-    print("\nworst margin: largest |error| / tolerance over computed expectations (1.0 would use the whole budget)")
+    print("\nworst margin: largest |error| / tolerance over computed expectations (1.0 would use the whole budget);"
+          "\nworst ULP: largest distance from the float64 expectation, in units of the last place of the dtype")
     return 0 if ok else 1
 
 

@@ -39,12 +39,12 @@ class Check:
     def __init__(self, adapter_name, dtype, case, quantity):
         self.adapter_name, self.dtype, self.case, self.quantity = adapter_name, dtype, case, quantity
         self.id = f"{adapter_name}-{dtype}-{case.id}"
-        self.margin = None
+        self.margin = self.ulp = None
 
     def __call__(self):
         __tracebackhide__ = True
         config = _state
-        self.margin = evaluate(config.spec, self.adapter_name, config.loaded[self.adapter_name],
+        self.margin, self.ulp = evaluate(config.spec, self.adapter_name, config.loaded[self.adapter_name],
                                self.case, self.quantity, self.dtype, config.goldens)
 
 
@@ -142,6 +142,7 @@ def pytest_runtest_logreport(report):
     _state.results.setdefault(adapter_name, {})[name] = {
         "outcome": report.outcome,
         "margin": getattr(report, "margin", None),
+        "ulp": getattr(report, "ulp", None),
         "message": str(report.longrepr.reprcrash.message) if report.failed and hasattr(report.longrepr, "reprcrash") else None,
     }
 
@@ -151,7 +152,7 @@ def pytest_runtest_makereport(item, call):
     report = yield
     check = getattr(item, "callspec", None) and item.callspec.params.get("check")
     if check is not None and call.when == "call":
-        report.margin = check.margin
+        report.margin, report.ulp = check.margin, check.ulp
     return report
 
 
