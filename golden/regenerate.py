@@ -99,9 +99,11 @@ def build():
 
     s = np.array(THERMOSTAT_S, dtype=np.float32)
     s8 = s * np.float32(8)  # exact: multiplying by a power of two
+    s2000 = s * np.float32(2000)  # exp(1000) overflows even float64: softmax must subtract the max
     files["doc000_thermostat.json"] = (
-        "Softmax thermostat: s and 8 s (float32), their softmax (float64)",
-        {"s": s, "s_x8": s8, "softmax_s": reference.softmax(s), "softmax_s_x8": reference.softmax(s8)},
+        "Softmax thermostat: s, 8 s and 2000 s (float32), their softmax (float64)",
+        {"s": s, "s_x8": s8, "s_x2000": s2000, "softmax_s": reference.softmax(s),
+         "softmax_s_x8": reference.softmax(s8), "softmax_s_x2000": reference.softmax(s2000)},
     )
 
     xb = np.array(DOC004_X, dtype=np.float32)

@@ -1,6 +1,7 @@
 """The per-framework summary table, from reports/<adapter>.json written by each tox environment.
 
-    python -m spec.summary    # exit 1 unless every registered adapter ran completely and passed
+    python -m spec.summary    # exit 1 unless every registered adapter ran completely and passed,
+                              # and every wrong adapter in tests/mutants was run and caught
 
 An adapter with no report did not run (or could not import its framework): it shows as
 MISSING, never as passing.
@@ -13,6 +14,7 @@ from pathlib import Path
 from adapters import NAMES
 
 REPORTS = Path(__file__).resolve().parent.parent / "reports"
+MUTANTS = Path(__file__).resolve().parent.parent / "tests" / "mutants"
 
 
 def row(name):
@@ -37,6 +39,44 @@ def row(name):
     return cells, status == "conforms"
 
 
+def mutant_names():
+    """tests/mutants/<adapter>__<bug>.py, the deliberately wrong (and near-miss) adapters."""
+    return sorted(p.stem for p in MUTANTS.glob("*__*.py") if not p.stem.startswith("_"))
+
+
+def _short(test_id, mutant):
+    return test_id.replace(f"[{mutant}-", "[")
+
+
+def kill_rate():
+    """Lines of the wrong-adapter table, and whether every one was run and behaved as expected."""
+    ran = {}
+    for path in sorted(REPORTS.glob("*.json")):
+        ran |= json.loads(path.read_text()).get("mutants", {})
+    names = mutant_names()
+    lines, ok, caught, wrong = [], True, 0, 0
+    for name in names:
+        result = ran.get(name)
+        if result is None:
+            lines.append(f"| {name} | - | NOT RUN (its framework's environment did not report) |")
+            ok = False
+            continue
+        hits = result["caught_by"]
+        if result["expected"] == "caught":
+            wrong += 1
+            caught += bool(hits)
+            ok &= bool(hits)
+            shown = ", ".join(_short(h, name) for h in hits[:3]) + (f" and {len(hits) - 3} more" if len(hits) > 3 else "")
+            lines.append(f"| {name} | must fail | {'caught by ' + shown if hits else 'NOT CAUGHT'} ({len(hits)} of {result['cases']}) |")
+        else:
+            ok &= not hits
+            lines.append(f"| {name} | must pass | {'passed all ' + str(result['cases']) if not hits else 'FALSE ALARM: ' + ', '.join(_short(h, name) for h in hits[:3])} |")
+    rate = f"{100 * caught / wrong:.0f}%" if wrong else "-"
+    head = [f"Wrong adapters caught (kill rate): {caught} of {wrong}, {rate}", "",
+            "| adapter (tests/mutants) | expectation | result (failing tests) |", "|---|---|---|"]
+    return head + lines, ok
+
+
 def main():
     header = ["framework", "version", "dtypes", "cases", "passed", "failed", "worst margin", "worst ULP", "status"]
     rows, ok = [], True
@@ -52,7 +92,10 @@ def main():
         print(line(cells))
     print("\nworst margin: largest |error| / tolerance over computed expectations (1.0 would use the whole budget);"
           "\nworst ULP: largest distance from the float64 expectation, in units of the last place of the dtype")
-    return 0 if ok else 1
+    lines, mutants_ok = kill_rate()
+    print()
+    print("\n".join(lines))
+    return 0 if ok and mutants_ok else 1
 
 
 if __name__ == "__main__":

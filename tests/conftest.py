@@ -20,6 +20,7 @@ import adapters
 import spec
 from spec import golden
 from spec.check import evaluate
+from spec.summary import mutant_names
 
 ROOT = Path(__file__).resolve().parent.parent
 REPORTS = ROOT / "reports"
@@ -54,6 +55,7 @@ class _State:
     numerics = {}
     expected = set()
     results = {}
+    mutants = {}
     conformance_collected = False
 
 
@@ -96,12 +98,23 @@ def pytest_report_header(config):
     return lines
 
 
-MUTANTS = sorted(p.stem for p in (ROOT / "tests" / "mutants").glob("*__*.py"))
+MUTANTS = mutant_names()
 
 
 @pytest.fixture
 def goldens():
     return _state.goldens
+
+
+@pytest.fixture
+def record_mutant():
+    """Keep what a wrong adapter did, for the kill-rate table in the summary."""
+
+    def record(name, expected, results):
+        failing = sorted(t for t, (outcome, _) in results.items() if outcome != "passed")
+        _state.mutants[name] = {"expected": expected, "cases": len(results), "caught_by": failing}
+
+    return record
 
 
 def pytest_generate_tests(metafunc):
@@ -172,6 +185,7 @@ def pytest_sessionfinish(session, exitstatus):
             "complete": complete,
             "expected": sum(1 for t in _state.expected if f"[{name}-" in t),
             "tests": results,
+            "mutants": {m: r for m, r in _state.mutants.items() if m.split("__")[0] == name},
             "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
         }
         (REPORTS / f"{_report_name(name)}.json").write_text(json.dumps(report, indent=1) + "\n")

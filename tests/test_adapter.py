@@ -52,10 +52,11 @@ def test_registry_is_what_tox_runs():
     assert names(tox["testenv:summary"]["depends"]) == sorted(adapters.NAMES), "summary's depends"
 
 
-def test_wrong_adapter_is_caught(mutant, goldens):
+def test_wrong_adapter_is_caught(mutant, goldens, record_mutant):
     name = mutant
     module = adapters.load(f"tests.mutants.{name}")
     results = run_all(spec.load(), name, module, goldens)
+    record_mutant(name, module.EXPECTED, results)
     caught = {t: msg for t, (outcome, msg) in results.items() if outcome != "passed"}
     if module.EXPECTED == "passes":
         assert caught == {}, f"{name} should pass but failed: {next(iter(caught.items()))}"

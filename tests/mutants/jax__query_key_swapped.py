@@ -1,0 +1,11 @@
+"""W_query and W_key swapped: scores come out transposed, and nothing errors."""
+
+from adapters import jax as base
+from adapters.jax import *  # noqa: F403 - the real adapter, one function replaced
+
+EXPECTED = "caught"
+MUST_FAIL = ("sat", "binary", "batched_cube")
+
+
+def attention(x, w_query, w_key, w_value):
+    return base.attention(x, w_key, w_query, w_value)

@@ -1,0 +1,12 @@
+"""Scores never divided by sqrt(d_k): the thermostat removed."""
+
+import numpy as np
+
+from adapters.reference import *  # noqa: F403 - the real adapter, one function replaced
+
+EXPECTED = "caught"
+MUST_FAIL = ("row_scale_binary",)
+
+
+def scale(scores, d_k):
+    return np.asarray(scores, dtype=np.float64)

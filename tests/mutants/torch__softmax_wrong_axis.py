@@ -1,0 +1,11 @@
+"""torch.softmax(scores, dim=0): normalises down each column, over queries, instead of over keys."""
+
+from adapters.torch import *  # noqa: F403 - the real adapter, one function replaced
+from adapters.torch import _np, _t
+
+EXPECTED = "caught"
+MUST_FAIL = ("row_softmax_binary",)
+
+
+def softmax(scores):
+    return _np(torch.softmax(_t(scores), dim=0))  # noqa: F405
