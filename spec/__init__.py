@@ -5,6 +5,7 @@ imports no framework (adapters/__init__.py is framework-free by design).
 """
 
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -199,8 +200,8 @@ def _expectation(at, output, raw, tolerances, documents, outputs):
             fail("source", f"must be {{doc: one of {sorted(documents)}, quote: the sentence or code line}}")
     if "shape" in raw and not (isinstance(raw["shape"], list) and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in raw["shape"])):
         fail("shape", "must be a list of non-negative integers")
-    if "golden" in raw and not isinstance(raw["golden"], str):
-        fail("golden", "must be a reference like 'file.json#tensor'")
+    if "golden" in raw and not (isinstance(raw["golden"], str) and GOLDEN_REF.match(raw["golden"])):
+        fail("golden", "must be a reference like 'file.json#tensor' to a file inside golden/")
     if "same_as" in raw and raw["same_as"] not in outputs:
         fail("same_as", f"{raw['same_as']!r} is not an output of this op {list(outputs)}")
     if "in_range" in raw and not (isinstance(raw["in_range"], list) and len(raw["in_range"]) == 2 and all(map(_is_number, raw["in_range"]))):
@@ -216,8 +217,13 @@ def _expectation(at, output, raw, tolerances, documents, outputs):
     return Expectation(output, checks, raw.get("source") or {})
 
 
+GOLDEN_REF = re.compile(r"^[a-z0-9_]+\.json#\w+(\[\d+\])?$")
+
+
 def _input(at, name, value):
     if isinstance(value, str):
+        if "#" in value and not GOLDEN_REF.match(value):
+            raise SpecError(f"{at}: field 'inputs.{name}': golden reference {value!r} must be 'file.json#tensor' inside golden/")
         if "#" not in value and not value.isidentifier():
             raise SpecError(f"{at}: field 'inputs.{name}': a string input is a golden reference 'file.json#tensor' or a word like v1")
     elif isinstance(value, bool) or (not _is_number(value) and shape_of(value) is None):
@@ -273,6 +279,33 @@ def load_file(path, documents=None):
         expect = {out: _expectation(at, out, chk, tolerances, documents, OPS[op]) for out, chk in raw["expect"].items()}
         cases[case_id] = Case(case_id, op, inputs, expect, str(path), raw.get("note", ""))
     return Spec(cases, tolerances, documents, tuple(vocabulary))
+
+
+def golden_references(loaded):
+    """Every golden reference the spec uses, in inputs and expectations."""
+    refs = set()
+    for case in loaded.cases.values():
+        refs |= {v for v in case.inputs.values() if isinstance(v, str) and "#" in v}
+        refs |= {e.golden for e in case.expect.values() if e.golden}
+    return sorted(refs)
+
+
+def load_divergences(path):
+    """{test id: reason} from a known-divergences file; every entry must give a reason."""
+    path = Path(path)
+    doc = _read(path)
+    out = {}
+    for test_id, entry in doc.items():
+        at = f"{path}: entry {test_id!r}"
+        if not (isinstance(test_id, str) and test_id.startswith("test_") and "[" in test_id):
+            raise SpecError(f"{at}: the key must be a test id like 'test_scores[torch-float32-sat]'")
+        if not isinstance(entry, dict) or not isinstance(entry.get("reason"), str) or not entry["reason"].strip():
+            raise SpecError(f"{at}: field 'reason': say why this test is expected to fail")
+        unknown = set(entry) - {"reason", "link"}
+        if unknown:
+            raise SpecError(f"{at}: field {sorted(unknown)[0]!r}: unknown key (allowed: link, reason)")
+        out[test_id] = entry["reason"] + (f" ({entry['link']})" if entry.get("link") else "")
+    return out
 
 
 def load(path=None):

@@ -32,6 +32,9 @@ def pytest_addoption(parser):
                     help=f"adapter to run the spec against: one of {', '.join(adapters.NAMES)} or a dotted module path "
                          "(repeatable; default: reference)")
     group.addoption("--golden-dir", default=str(golden.GOLDEN_DIR), metavar="DIR", help="golden tensors to compare against")
+    group.addoption("--spec", default=str(spec.SPEC_DIR / "attention.yaml"), metavar="FILE", help="the spec to run")
+    group.addoption("--known-divergences", default=str(spec.SPEC_DIR / "known_divergences.yaml"), metavar="FILE",
+                    help="tests expected to fail, with reasons (run as strict xfail)")
 
 
 class Check:
@@ -56,6 +59,7 @@ class _State:
     expected = set()
     results = {}
     mutants = {}
+    divergences = {}
     conformance_collected = False
 
 
@@ -73,8 +77,11 @@ def pytest_configure(config):
         for name in names:
             (REPORTS / f"{_report_name(name)}.json").unlink(missing_ok=True)
     try:
-        _state.spec = spec.load()
+        _state.spec = spec.load(config.getoption("spec"))
         _state.goldens = golden.Goldens(config.getoption("golden_dir"))
+        for ref in spec.golden_references(_state.spec):  # every golden read and hash-checked before any test
+            _state.goldens.tensor(ref)
+        _state.divergences = spec.load_divergences(config.getoption("known_divergences"))
     except (spec.SpecError, golden.GoldenError) as exc:
         raise pytest.UsageError(str(exc)) from None
     try:
@@ -138,6 +145,10 @@ def pytest_generate_tests(metafunc):
 def pytest_collection_modifyitems(items):
     # Before -k/-m deselect anything: was the spec-driven module part of this run at all?
     _state.conformance_collected = any(item.path.name == "test_conformance.py" for item in items)
+    for item in items:
+        reason = _state.divergences.get(item.name)
+        if reason is not None:
+            item.add_marker(pytest.mark.xfail(reason=f"known divergence: {reason}", strict=True))
 
 
 def _is_narrowed(config):
@@ -151,9 +162,9 @@ def pytest_runtest_logreport(report):
     name = report.nodeid.rsplit("::", 1)[-1]
     if name not in _state.expected:
         return
-    adapter_name = name[name.index("[") + 1:].split("-")[0]
+    adapter_name = _adapter_of(name)
     _state.results.setdefault(adapter_name, {})[name] = {
-        "outcome": report.outcome,
+        "outcome": "diverged" if hasattr(report, "wasxfail") and report.skipped else report.outcome,
         "margin": getattr(report, "margin", None),
         "ulp": getattr(report, "ulp", None),
         "message": str(report.longrepr.reprcrash.message) if report.failed and hasattr(report.longrepr, "reprcrash") else None,
@@ -189,8 +200,16 @@ def pytest_sessionfinish(session, exitstatus):
             "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
         }
         (REPORTS / f"{_report_name(name)}.json").write_text(json.dumps(report, indent=1) + "\n")
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     if complete and missing:
-        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         reporter.write_line(f"FAILED: ran {len(ran)} of {len(_state.expected)} conformance tests the spec defines; "
                             f"first missing: {', '.join(missing[:5])}", red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    stale = sorted(t for t in _state.divergences if t not in _state.expected and _adapter_of(t) in _state.loaded)
+    if complete and stale:
+        reporter.write_line(f"FAILED: known divergences that match no test (renamed or fixed?): {', '.join(stale)}", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def _adapter_of(test_id):
+    return test_id[test_id.index("[") + 1:].split("-")[0]

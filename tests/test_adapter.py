@@ -50,6 +50,9 @@ def test_registry_is_what_tox_runs():
     assert names(tox["tox"]["env_list"]) == sorted(adapters.NAMES), "tox env_list"
     assert names(main_job) == sorted(adapters.NAMES), "tox label conformance (the main job)"
     assert names(tox["testenv:summary"]["depends"]) == sorted(adapters.NAMES), "summary's depends"
+    commands = tox["testenv"]["commands"] + tox["testenv:suite"]["commands"]
+    unrun = [p.name for p in sorted((ROOT / "tests").glob("test_*.py")) if f"tests/{p.name}" not in commands]
+    assert unrun == [], "test files no tox environment runs"
 
 
 def test_wrong_adapter_is_caught(mutant, goldens, record_mutant):
@@ -65,3 +68,23 @@ def test_wrong_adapter_is_caught(mutant, goldens, record_mutant):
     for case_id in module.MUST_FAIL:
         outcomes = {t: results[t][0] for t in results if t.endswith(f"-{case_id}]")}
         assert "failed" in outcomes.values(), f"{name}: case {case_id} should give wrong numbers, got {outcomes}"
+
+
+def test_two_runs_give_bit_identical_results(requested_adapter):
+    """The whole spec twice, in two fresh processes: every output must match to the bit."""
+    code = (
+        "import hashlib, numpy as np, adapters, spec\n"
+        "from spec.golden import Goldens\n"
+        "from spec.check import outputs, run_all\n"
+        f"name = {requested_adapter!r}\n"
+        "adapter, loaded, goldens = adapters.load(name), spec.load(), Goldens()\n"
+        "results = run_all(loaded, name, adapter, goldens)\n"
+        "digest = hashlib.sha256(repr(sorted((t, o) for t, (o, _) in results.items())).encode())\n"
+        "for case in loaded.cases.values():\n"
+        "    for key, value in sorted(outputs(name, adapter, case, adapter.DTYPES[0], goldens).items()):\n"
+        "        digest.update(key.encode() + np.asarray(value).tobytes())\n"
+        "print(digest.hexdigest())\n"
+    )
+    runs = [subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()[-1]
+            for _ in range(2)]
+    assert runs[0] == runs[1]

@@ -55,6 +55,10 @@ MALFORMED = {
     "negative_tolerance": ("atol: 1.0e-7", "atol: -1.0e-7", ["tolerance 'golden'", "field 'float32'"]),
     "checks_nothing": ("        printed: [0.2689, 0.7311]\n        decimals: 4\n", "        decimals: 4\n", ["case 'sat'", "checks nothing"]),
     "empty_file": (VALID, "", ["top level must be a mapping"]),
+    "golden_ref_outside": ("inputs: {scores: [1.0, 2.0]}", "inputs: {scores: '../spec/x.json#s'}",
+                           ["case 'sat'", "field 'inputs.scores'", "inside golden/"]),
+    "golden_expectation_absolute": ("        decimals: 4", "        decimals: 4\n        golden: /etc/passwd#x",
+                                    ["case 'sat'", "expect.weights.golden", "inside golden/"]),
 }
 
 
