@@ -16,7 +16,8 @@ from pathlib import Path
 NAMES = tuple(sorted(p.stem for p in Path(__file__).parent.glob("*.py") if not p.stem.startswith("_")))
 
 # name -> parameter names. The first group mirrors the rows of the PyTorch-to-TF mapping
-# table in 004_616018589080e108.txt; the rest are the pipeline and the two module forms.
+# table in 004_616018589080e108.txt; then the pipeline, the two module forms, and training
+# (gradients of L = sum(context * g), and one plain SGD step on v1's weights).
 CONTRACT = {
     "version": (),
     "create_parameter": ("d_in", "d_out", "seed"),
@@ -31,6 +32,8 @@ CONTRACT = {
     "self_attention_v2": ("x", "w_query", "w_key", "w_value"),
     "exercise_3_1": ("x", "w_query", "w_key", "w_value"),
     "parameters": ("d_in", "d_out", "form"),
+    "gradients": ("x", "w_query", "w_key", "w_value", "g", "form"),
+    "sgd_step": ("x", "w_query", "w_key", "w_value", "g", "lr"),
 }
 
 

@@ -128,3 +128,30 @@ def parameters(d_in, d_out, form):
         params, apply = _v2_params(*(w.T for w in draws)), self_attention_v2_apply
     return {"count": sum(leaf.size for leaf in jax.tree.leaves(params)),
             "trainable": _trainable(params, apply, jnp.ones((1, d_in)))}
+
+
+# --- training ------------------------------------------------------------------
+
+
+def _loss(apply):
+    return lambda params, x, g: jnp.sum(apply(params, x) * g)
+
+
+def gradients(x, w_query, w_key, w_value, g, form):
+    x, g = jnp.asarray(x), jnp.asarray(g)
+    if form == "v1":
+        params = {"W_query": jnp.asarray(w_query), "W_key": jnp.asarray(w_key), "W_value": jnp.asarray(w_value)}
+        grads, grad_x = jax.grad(_loss(self_attention_v1_apply), argnums=(0, 1))(params, x, g)
+    else:
+        params = _v2_params(w_query, w_key, w_value)
+        grads, grad_x = jax.grad(_loss(self_attention_v2_apply), argnums=(0, 1))(params, x, g)
+        grads = {name: layer["kernel"].T for name, layer in grads.items()}  # back to nn.Linear's [d_out, d_in]
+    return {"grad_w_query": _np(grads["W_query"]), "grad_w_key": _np(grads["W_key"]),
+            "grad_w_value": _np(grads["W_value"]), "grad_x": _np(grad_x)}
+
+
+def sgd_step(x, w_query, w_key, w_value, g, lr):
+    params = {"W_query": jnp.asarray(w_query), "W_key": jnp.asarray(w_key), "W_value": jnp.asarray(w_value)}
+    grads = jax.grad(_loss(self_attention_v1_apply))(params, jnp.asarray(x), jnp.asarray(g))
+    params = jax.tree.map(lambda w, d: w - lr * d, params, grads)  # plain SGD, no optax needed for one step
+    return {"w_query": _np(params["W_query"]), "w_key": _np(params["W_key"]), "w_value": _np(params["W_value"])}

@@ -107,3 +107,42 @@ def exercise_3_1(x, w_query, w_key, w_value):
 
 def parameters(d_in, d_out, form):
     return {"count": 3 * d_in * d_out, "trainable": [True, True, True]}
+
+
+# --- training: the analytic backward pass, for the loss L = sum(context * g) ------------------
+
+
+def _backward(x, w_query, w_key, w_value, g):
+    """dL/dW_query, dL/dW_key, dL/dW_value, dL/dx, written after the chain rule."""
+    x, w_query, w_key, w_value, g = _f64(x, w_query, w_key, w_value, g)
+    out = attention(x, w_query, w_key, w_value)
+    queries, keys, values, attn_weights = out["query"], out["key"], out["value"], out["weights"]
+    d_context = g  # (.., T, H)
+    d_weights = d_context @ np.swapaxes(values, -1, -2)  # (.., T, S)
+    d_values = np.swapaxes(attn_weights, -1, -2) @ d_context  # (.., S, H)
+    # softmax backward, row by row: dz = a * (da - sum(da * a))
+    d_scaled = attn_weights * (d_weights - (d_weights * attn_weights).sum(axis=-1, keepdims=True))
+    d_scores = d_scaled / np.sqrt(keys.shape[-1])
+    d_queries = d_scores @ keys  # (.., T, H)
+    d_keys = np.swapaxes(d_scores, -1, -2) @ queries  # (.., S, H)
+
+    def d_weight(d_proj):  # x^T @ d_proj, summed over every leading (batch, token) axis: (D, H)
+        return x.reshape(-1, x.shape[-1]).T @ d_proj.reshape(-1, d_proj.shape[-1])
+
+    d_x = d_queries @ w_query.T + d_keys @ w_key.T + d_values @ w_value.T  # (.., T, D)
+    return d_weight(d_queries), d_weight(d_keys), d_weight(d_values), d_x
+
+
+def gradients(x, w_query, w_key, w_value, g, form):
+    if form == "v2":  # nn.Linear layout in, gradients back in the same layout
+        w_query, w_key, w_value = (np.swapaxes(w, -1, -2) for w in _f64(w_query, w_key, w_value))
+    d_wq, d_wk, d_wv, d_x = _backward(x, w_query, w_key, w_value, g)
+    if form == "v2":
+        d_wq, d_wk, d_wv = d_wq.T, d_wk.T, d_wv.T
+    return {"grad_w_query": d_wq, "grad_w_key": d_wk, "grad_w_value": d_wv, "grad_x": d_x}
+
+
+def sgd_step(x, w_query, w_key, w_value, g, lr):
+    d_wq, d_wk, d_wv, _ = _backward(x, w_query, w_key, w_value, g)
+    w_query, w_key, w_value = _f64(w_query, w_key, w_value)
+    return {"w_query": w_query - lr * d_wq, "w_key": w_key - lr * d_wk, "w_value": w_value - lr * d_wv}

@@ -153,3 +153,33 @@ def parameters(d_in, d_out, form):
         variables = layer.weights
     return {"count": int(sum(math.prod(v.shape) for v in variables)),
             "trainable": [bool(v.trainable) for v in variables]}
+
+
+# --- training ------------------------------------------------------------------
+
+
+def gradients(x, w_query, w_key, w_value, g, form):
+    x = _t(x)
+    if form == "v1":
+        module = SelfAttentionV1(w_query, w_key, w_value)
+        variables = [module.W_query, module.W_key, module.W_value]
+    else:
+        module = _v2(w_query, w_key, w_value)
+        variables = [module.W_query.kernel, module.W_key.kernel, module.W_value.kernel]
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        loss = tf.reduce_sum(module(x) * _t(g))
+    *grads, grad_x = tape.gradient(loss, variables + [x])
+    if form == "v2":  # Dense kernels are [d_in, d_out]: back to the nn.Linear layout the weights came in
+        grads = [tf.transpose(grad) for grad in grads]
+    return {"grad_w_query": _np(grads[0]), "grad_w_key": _np(grads[1]), "grad_w_value": _np(grads[2]), "grad_x": _np(grad_x)}
+
+
+def sgd_step(x, w_query, w_key, w_value, g, lr):
+    module = SelfAttentionV1(w_query, w_key, w_value)
+    variables = [module.W_query, module.W_key, module.W_value]
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(module(_t(x)) * _t(g))
+    grads = tape.gradient(loss, variables)
+    keras.optimizers.SGD(learning_rate=lr).apply_gradients(zip(grads, variables))
+    return {"w_query": _np(module.W_query), "w_key": _np(module.W_key), "w_value": _np(module.W_value)}

@@ -139,3 +139,28 @@ def parameters(d_in, d_out, form):
     module = {"v1": SelfAttention_v1, "v2": SelfAttention_v2}[form](d_in, d_out)
     return {"count": sum(p.numel() for p in module.parameters()),
             "trainable": [p.requires_grad for p in module.parameters()]}
+
+
+# --- training ------------------------------------------------------------------
+
+
+def gradients(x, w_query, w_key, w_value, g, form):
+    module = _v1(w_query, w_key, w_value) if form == "v1" else _v2(w_query, w_key, w_value)
+    x = _t(x).requires_grad_()
+    loss = (module(x) * _t(g)).sum()
+    loss.backward()
+    # nn.Linear's gradient lands in its own [d_out, d_in] layout: the layout the weights came in.
+    params = [module.W_query, module.W_key, module.W_value]
+    if form == "v2":
+        params = [layer.weight for layer in params]
+    return {"grad_w_query": _np(params[0].grad), "grad_w_key": _np(params[1].grad),
+            "grad_w_value": _np(params[2].grad), "grad_x": _np(x.grad)}
+
+
+def sgd_step(x, w_query, w_key, w_value, g, lr):
+    module = _v1(w_query, w_key, w_value)
+    optimizer = torch.optim.SGD(module.parameters(), lr=lr)
+    optimizer.zero_grad()
+    (module(_t(x)) * _t(g)).sum().backward()
+    optimizer.step()
+    return {"w_query": _np(module.W_query), "w_key": _np(module.W_key), "w_value": _np(module.W_value)}

@@ -37,15 +37,16 @@ DOC000_X = [  # 000_607594879886645b.txt, "X = torch.tensor([...])"
 DOC004_X = [[1, 0, 1, 0], [0, 1, 0, 1], [1, 1, 0, 0], [0, 0, 1, 1], [1, 0, 0, 1]]  # 004_616018589080e108.txt
 THERMOSTAT_S = [0.1, -0.2, 0.3, -0.2, 0.5]  # 000_607594879886645b.txt, "s = torch.tensor([...])"
 
-RNG = "torch.manual_seed(seed) then torch's CPU Mersenne Twister (torch.rand, nn.Linear's kaiming-uniform init)"
+RNG = ("torch.manual_seed(seed) then torch's CPU Mersenne Twister (torch.rand, nn.Linear's kaiming-uniform init); "
+       "g, the loss weights, is the next draw: torch.rand(context.shape) * 2 - 1")
 # golden file -> (seed, how its weights are drawn). Seeds 123 and 789 are the document's.
 SEEDS = {
-    "doc000_seed123.json": (123, "W_query, W_key, W_value = torch.rand(3, 2) three times, as the document"),
-    "doc000_seed789_v2.json": (789, "SelfAttention_v2(3, 2): three nn.Linear(3, 2, bias=False), [d_out, d_in]"),
+    "doc000_seed123.json": (123, "W_query, W_key, W_value = torch.rand(3, 2) three times, as the document; then g"),
+    "doc000_seed789_v2.json": (789, "SelfAttention_v2(3, 2): three nn.Linear(3, 2, bias=False), [d_out, d_in]; then g"),
     "doc000_thermostat.json": (None, "no random draw: s as printed, float32"),
     "doc004_binary.json": (4, "torch.rand(4, 4) three times: the uniform draw the mapping table's left column makes"),
-    "doc004_binary_v2.json": (789, "SelfAttention_v2(4, 4): d_in == d_out, so a missing transpose is silently wrong"),
-    "batched_cube.json": (3, "x = torch.rand(3, 3, 3), then torch.rand(3, 3) three times: B == T == d_in == d_out"),
+    "doc004_binary_v2.json": (789, "SelfAttention_v2(4, 4): d_in == d_out, so a missing transpose is silently wrong; then g"),
+    "batched_cube.json": (3, "x = torch.rand(3, 3, 3), then torch.rand(3, 3) three times: B == T == d_in == d_out; then g"),
 }
 STAGE_INPUTS = {  # mapping-table row -> (reference function, float32 inputs drawn from the pipeline)
     "row_scores": (reference.transposed_matmul, ("query", "key")),
@@ -74,6 +75,20 @@ def _pipeline(x, w_query, w_key, w_value):
     return tensors
 
 
+LR = 0.1  # the SGD step's learning rate, also in spec/attention.yaml
+
+
+def _training(torch, tensors, form):
+    """g, the loss weights of L = sum(context * g), drawn next from the same stream; the float64
+    gradients in the layout of the stored weights; for v1 weights, the weights after one SGD step."""
+    g = (torch.rand(tensors["context"].shape) * 2 - 1).numpy().astype(np.float32)
+    weights = [tensors[w] for w in ("w_query", "w_key", "w_value")]
+    out = {"g": g} | reference.gradients(tensors["x"], *weights, g, form)
+    if form == "v1":
+        out |= {f"sgd_{k}": v for k, v in reference.sgd_step(tensors["x"], *weights, g, LR).items()}
+    return tensors | out
+
+
 def _linear_weights(torch, seed, d_in, d_out):
     torch.manual_seed(seed)
     layers = [torch.nn.Linear(d_in, d_out, bias=False) for _ in range(3)]  # W_query, W_key, W_value
@@ -88,13 +103,13 @@ def build():
     x = np.array(DOC000_X, dtype=np.float32)
     torch.manual_seed(123)
     w = [_f32(torch.rand(3, 2)) for _ in range(3)]
-    files["doc000_seed123.json"] = ("The cat sat on the mat, seed-123 weights [d_in, d_out]", _pipeline(x, *w))
+    files["doc000_seed123.json"] = ("The cat sat on the mat, seed-123 weights [d_in, d_out]", _training(torch, _pipeline(x, *w), "v1"))
 
     w2 = _linear_weights(torch, 789, 3, 2)
     v1_layout = [wi.T.copy() for wi in w2]
     files["doc000_seed789_v2.json"] = (
         "The cat sat on the mat, SelfAttention_v2 at seed 789; w_* in nn.Linear layout [d_out, d_in]",
-        _pipeline(x, *v1_layout) | {"w_query": w2[0], "w_key": w2[1], "w_value": w2[2]},
+        _training(torch, _pipeline(x, *v1_layout) | {"w_query": w2[0], "w_key": w2[1], "w_value": w2[2]}, "v2"),
     )
 
     s = np.array(THERMOSTAT_S, dtype=np.float32)
@@ -114,13 +129,13 @@ def build():
     wb2 = _linear_weights(torch, 789, 4, 4)
     files["doc004_binary_v2.json"] = (
         "Binary 5x4 X, SelfAttention_v2(4, 4) at seed 789; w_* in nn.Linear layout [d_out, d_in]",
-        _pipeline(xb, *[wi.T.copy() for wi in wb2]) | {"w_query": wb2[0], "w_key": wb2[1], "w_value": wb2[2]},
+        _training(torch, _pipeline(xb, *[wi.T.copy() for wi in wb2]) | {"w_query": wb2[0], "w_key": wb2[1], "w_value": wb2[2]}, "v2"),
     )
 
     torch.manual_seed(3)
     xc = _f32(torch.rand(3, 3, 3))
     wc = [_f32(torch.rand(3, 3)) for _ in range(3)]
-    files["batched_cube.json"] = ("Batch of 3 sequences of 3 tokens, d_in = d_out = 3: .T on 3-D fits silently", _pipeline(xc, *wc))
+    files["batched_cube.json"] = ("Batch of 3 sequences of 3 tokens, d_in = d_out = 3: .T on 3-D fits silently", _training(torch, _pipeline(xc, *wc), "v1"))
     return files
 
 

@@ -31,6 +31,8 @@ OPS = {
     "self_attention_v2": ("context",),
     "exercise_3_1": ("context", "context_v2"),
     "parameters": ("count", "trainable"),
+    "gradients": ("grad_w_query", "grad_w_key", "grad_w_value", "grad_x"),
+    "sgd_step": ("w_query", "w_key", "w_value"),
 }
 QUANTITIES = tuple(sorted({q for outputs in OPS.values() for q in outputs}))
 EXPECTATION_FIELDS = {

@@ -15,8 +15,8 @@ _outputs = {}  # (adapter, case id, dtype, goldens) -> outputs: every quantity o
 def _resolve(value, dtype, goldens):
     if isinstance(value, str) and "#" in value:
         return goldens.tensor(value).astype(dtype)
-    if isinstance(value, (int, str)) and not isinstance(value, bool):
-        return value  # sizes, seeds and d_k stay Python ints; 'v1'/'v2' stay words
+    if isinstance(value, (int, float, str)) and not isinstance(value, bool):
+        return value  # sizes, seeds, d_k and the learning rate stay Python scalars; 'v1'/'v2' stay words
     return np.array(value, dtype=dtype)
 
 

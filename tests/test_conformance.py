@@ -65,3 +65,31 @@ def test_trainable(check):
 
 def test_count(check):
     check()
+
+
+def test_grad_w_query(check):
+    check()
+
+
+def test_grad_w_key(check):
+    check()
+
+
+def test_grad_w_value(check):
+    check()
+
+
+def test_grad_x(check):
+    check()
+
+
+def test_w_query(check):
+    check()
+
+
+def test_w_key(check):
+    check()
+
+
+def test_w_value(check):
+    check()

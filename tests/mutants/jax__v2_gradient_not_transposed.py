@@ -1,0 +1,14 @@
+"""v2's kernel gradients returned in Dense's [d_in, d_out] layout, not the weights' nn.Linear one."""
+
+from adapters import jax as base
+from adapters.jax import *  # noqa: F403 - the real adapter, one function replaced
+
+EXPECTED = "caught"
+MUST_FAIL = ("binary_square_v2",)  # d_in == d_out: the wrong layout fits
+
+
+def gradients(x, w_query, w_key, w_value, g, form):
+    out = base.gradients(x, w_query, w_key, w_value, g, form)
+    if form == "v2":
+        out |= {k: v.T for k, v in out.items() if k != "grad_x"}
+    return out
