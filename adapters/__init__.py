@@ -16,8 +16,8 @@ from pathlib import Path
 NAMES = tuple(sorted(p.stem for p in Path(__file__).parent.glob("*.py") if not p.stem.startswith("_")))
 
 # name -> parameter names. The first group mirrors the rows of the PyTorch-to-TF mapping
-# table in 004_616018589080e108.txt; then the pipeline, the two module forms, and training
-# (gradients of L = sum(context * g), and one plain SGD step on v1's weights).
+# table in 004_616018589080e108.txt; then the pipeline, the two module forms, masks (True =
+# hidden), dropout, heads, and training (gradients of L = sum(context * g), one SGD step).
 CONTRACT = {
     "version": (),
     "create_parameter": ("d_in", "d_out", "seed"),
@@ -32,6 +32,10 @@ CONTRACT = {
     "self_attention_v2": ("x", "w_query", "w_key", "w_value"),
     "exercise_3_1": ("x", "w_query", "w_key", "w_value"),
     "parameters": ("d_in", "d_out", "form"),
+    "causal_attention": ("x", "w_query", "w_key", "w_value"),
+    "masked_attention": ("x", "w_query", "w_key", "w_value", "mask"),
+    "dropout": ("weights", "p", "seed"),
+    "multi_head_attention": ("x", "w_query", "w_key", "w_value", "w_out", "num_heads", "causal"),
     "gradients": ("x", "w_query", "w_key", "w_value", "g", "form"),
     "sgd_step": ("x", "w_query", "w_key", "w_value", "g", "lr"),
 }

@@ -130,6 +130,50 @@ def parameters(d_in, d_out, form):
             "trainable": _trainable(params, apply, jnp.ones((1, d_in)))}
 
 
+# --- masks, dropout and heads ---------------------------------------------------
+
+
+def _masked_weights(attn_scores, keys, hidden):
+    return _scaled_softmax(jnp.where(hidden, -jnp.inf, attn_scores), keys)  # True = hidden
+
+
+def masked_attention(x, w_query, w_key, w_value, mask):
+    x = jnp.asarray(x)
+    queries, keys, values = x @ jnp.asarray(w_query), x @ jnp.asarray(w_key), x @ jnp.asarray(w_value)
+    attn_weights = _masked_weights(queries @ jnp.swapaxes(keys, -1, -2), keys, jnp.asarray(mask))
+    return {"weights": _np(attn_weights), "context": _np(attn_weights @ values)}
+
+
+def _causal_mask(T):
+    return jnp.tril(jnp.ones((T, T), dtype=bool)) == 0  # above the diagonal: the future
+
+
+def causal_attention(x, w_query, w_key, w_value):
+    return masked_attention(x, w_query, w_key, w_value, _causal_mask(x.shape[-2]))
+
+
+def dropout(weights, p, seed):
+    weights = jnp.asarray(weights)
+    keep = jax.random.bernoulli(jax.random.key(seed), 1 - p, weights.shape)
+    return {"dropout_eval": _np(weights), "dropout_train": _np(jnp.where(keep, weights / (1 - p), 0))}
+
+
+def multi_head_attention(x, w_query, w_key, w_value, w_out, num_heads, causal):
+    x = jnp.asarray(x)
+    d_out = w_query.shape[1]
+    head_dim = d_out // num_heads
+
+    def split(t):  # (.., T, d_out) -> (.., N, T, H)
+        return jnp.swapaxes(t.reshape(*t.shape[:-1], num_heads, head_dim), -3, -2)
+
+    queries, keys, values = (split(x @ jnp.asarray(w)) for w in (w_query, w_key, w_value))
+    scores = queries @ jnp.swapaxes(keys, -1, -2)
+    weights = _masked_weights(scores, keys, _causal_mask(x.shape[-2])) if causal else _scaled_softmax(scores, keys)
+    heads = weights @ values  # (.., N, T, H)
+    merged = jnp.swapaxes(heads, -3, -2).reshape(*x.shape[:-1], d_out)
+    return {"heads": _np(heads), "context": _np(merged @ jnp.asarray(w_out))}
+
+
 # --- training ------------------------------------------------------------------
 
 

@@ -82,6 +82,49 @@ def attention(x, w_query, w_key, w_value):
     }
 
 
+# --- masks, dropout and heads -------------------------------------------------
+# Conventions (spec/attention.yaml says why): query i sees keys 0..i (T == S); a mask is True
+# where a key is hidden; a row whose every key is hidden gets zero weights and a zero context.
+
+
+def _masked_softmax(scaled, hidden):
+    filled = np.where(hidden, -np.inf, scaled)  # the -inf before softmax trick
+    row_max = filled.max(axis=-1, keepdims=True)
+    empty = np.isneginf(row_max)  # every key hidden: nothing to attend to
+    e = np.where(hidden, 0.0, np.exp(filled - np.where(empty, 0.0, row_max)))
+    total = e.sum(axis=-1, keepdims=True)
+    return np.where(empty, 0.0, e / np.where(empty, 1.0, total))
+
+
+def masked_attention(x, w_query, w_key, w_value, mask):
+    out = attention(x, w_query, w_key, w_value)
+    weights = _masked_softmax(scale(out["scores"], out["d_k"]), np.asarray(mask, dtype=bool))
+    return {"weights": weights, "context": blend(weights, out["value"])}
+
+
+def causal_attention(x, w_query, w_key, w_value):
+    T = np.shape(x)[-2]
+    above_diagonal = np.triu(np.ones((T, T), dtype=bool), k=1)  # key j > query i is the future
+    return masked_attention(x, w_query, w_key, w_value, above_diagonal)
+
+
+def dropout(weights, p, seed):
+    (weights,) = _f64(weights)
+    keep = np.random.default_rng(seed).random(weights.shape) >= p
+    return {"dropout_eval": weights, "dropout_train": np.where(keep, weights / (1 - p), 0.0)}
+
+
+def multi_head_attention(x, w_query, w_key, w_value, w_out, num_heads, causal):
+    """Heads are slices of d_out: head n uses columns n*H:(n+1)*H of each weight, H = d_out / N."""
+    x, w_query, w_key, w_value, w_out = _f64(x, w_query, w_key, w_value, w_out)
+    H = w_query.shape[-1] // num_heads
+    single = causal_attention if causal else attention
+    heads = [single(x, *(w[:, n * H:(n + 1) * H] for w in (w_query, w_key, w_value)))["context"]
+             for n in range(num_heads)]  # N x (B, T, H)
+    merged = np.concatenate(heads, axis=-1)  # (B, T, N*H)
+    return {"heads": np.stack(heads, axis=-3), "context": merged @ w_out}  # heads: (B, N, T, H)
+
+
 # --- module forms ------------------------------------------------------------
 # The oracle has no modules and no autograd: v1 is the pipeline, v2 is the pipeline
 # with nn.Linear's [d_out, d_in] weights transposed back to [d_in, d_out].

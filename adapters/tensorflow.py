@@ -155,6 +155,52 @@ def parameters(d_in, d_out, form):
             "trainable": [bool(v.trainable) for v in variables]}
 
 
+# --- masks, dropout and heads ---------------------------------------------------
+
+
+def _masked_weights(attn_scores, keys, hidden):
+    attn_scores = tf.where(hidden, tf.constant(-math.inf, attn_scores.dtype), attn_scores)  # True = hidden
+    return _scaled_softmax(attn_scores, keys)
+
+
+def masked_attention(x, w_query, w_key, w_value, mask):
+    x = _t(x)
+    Q, K, V = _matmul(x, _t(w_query)), _matmul(x, _t(w_key)), _matmul(x, _t(w_value))
+    weights = _masked_weights(tf.linalg.matmul(Q, K, transpose_b=True), K, _t(mask))
+    return {"weights": _np(weights), "context": _np(tf.linalg.matmul(weights, V))}
+
+
+def _causal_mask(T):
+    return tf.linalg.band_part(tf.ones([T, T]), -1, 0) == 0  # outside the lower band: the future
+
+
+def causal_attention(x, w_query, w_key, w_value):
+    return masked_attention(x, w_query, w_key, w_value, _np(_causal_mask(x.shape[-2])))
+
+
+def dropout(weights, p, seed):
+    layer, weights = keras.layers.Dropout(p, seed=seed), _t(weights)
+    return {"dropout_eval": _np(layer(weights, training=False)), "dropout_train": _np(layer(weights, training=True))}
+
+
+def multi_head_attention(x, w_query, w_key, w_value, w_out, num_heads, causal):
+    x = _t(x)
+    d_out = w_query.shape[1]
+    head_dim = d_out // num_heads
+    rank = len(x.shape) + 1  # after the split
+    swap = list(range(rank - 3)) + [rank - 2, rank - 3, rank - 1]  # (.., T, N, H) <-> (.., N, T, H)
+
+    def split(t):
+        return tf.transpose(tf.reshape(t, t.shape[:-1] + [num_heads, head_dim]), swap)
+
+    Q, K, V = (split(_matmul(x, _t(w))) for w in (w_query, w_key, w_value))
+    scores = tf.linalg.matmul(Q, K, transpose_b=True)
+    weights = _masked_weights(scores, K, _causal_mask(x.shape[-2])) if causal else _scaled_softmax(scores, K)
+    heads = tf.linalg.matmul(weights, V)  # (.., N, T, H)
+    merged = tf.reshape(tf.transpose(heads, swap), x.shape[:-1] + [d_out])
+    return {"heads": _np(heads), "context": _np(_matmul(merged, _t(w_out)))}
+
+
 # --- training ------------------------------------------------------------------
 
 

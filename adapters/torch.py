@@ -141,6 +141,50 @@ def parameters(d_in, d_out, form):
             "trainable": [p.requires_grad for p in module.parameters()]}
 
 
+# --- masks, dropout and heads ---------------------------------------------------
+
+
+def masked_attention(x, w_query, w_key, w_value, mask):
+    x = _t(x)
+    queries, keys, values = x @ _t(w_query), x @ _t(w_key), x @ _t(w_value)
+    attn_scores = (queries @ keys.mT).masked_fill(_t(mask), -torch.inf)  # True = hidden
+    attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
+    return {"weights": _np(attn_weights), "context": _np(attn_weights @ values)}
+
+
+def _causal_mask(T):
+    return torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)  # above the diagonal: the future
+
+
+def causal_attention(x, w_query, w_key, w_value):
+    return masked_attention(x, w_query, w_key, w_value, _np(_causal_mask(x.shape[-2])))
+
+
+def dropout(weights, p, seed):
+    layer, weights = nn.Dropout(p), _t(weights)
+    evaluated = layer.eval()(weights)
+    torch.manual_seed(seed)
+    return {"dropout_eval": _np(evaluated), "dropout_train": _np(layer.train()(weights))}
+
+
+def multi_head_attention(x, w_query, w_key, w_value, w_out, num_heads, causal):
+    x = _t(x)
+    d_out = w_query.shape[1]
+    head_dim = d_out // num_heads
+
+    def split(t):  # (.., T, d_out) -> (.., N, T, H)
+        return t.view(*t.shape[:-1], num_heads, head_dim).transpose(-3, -2)
+
+    queries, keys, values = split(x @ _t(w_query)), split(x @ _t(w_key)), split(x @ _t(w_value))
+    attn_scores = queries @ keys.mT  # (.., N, T, T)
+    if causal:
+        attn_scores = attn_scores.masked_fill(_causal_mask(x.shape[-2]), -torch.inf)
+    attn_weights = torch.softmax(attn_scores / head_dim**0.5, dim=-1)
+    heads = attn_weights @ values  # (.., N, T, H)
+    merged = heads.transpose(-3, -2).reshape(*x.shape[:-1], d_out)  # (.., T, N*H)
+    return {"heads": _np(heads), "context": _np(merged @ _t(w_out))}
+
+
 # --- training ------------------------------------------------------------------
 
 

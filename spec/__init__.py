@@ -31,16 +31,21 @@ OPS = {
     "self_attention_v2": ("context",),
     "exercise_3_1": ("context", "context_v2"),
     "parameters": ("count", "trainable"),
+    "causal_attention": ("weights", "context"),
+    "masked_attention": ("weights", "context"),
+    "dropout": ("dropout_eval", "dropout_train"),
+    "multi_head_attention": ("heads", "context"),
     "gradients": ("grad_w_query", "grad_w_key", "grad_w_value", "grad_x"),
     "sgd_step": ("w_query", "w_key", "w_value"),
 }
 QUANTITIES = tuple(sorted({q for outputs in OPS.values() for q in outputs}))
 EXPECTATION_FIELDS = {
-    "row", "printed", "decimals", "golden", "same_as", "equals", "shape", "row_sums",
-    "in_range", "check_dtype", "tolerance", "source", "note",
+    "row", "printed", "decimals", "golden", "reference", "same_as", "equals", "shape", "row_sums",
+    "in_range", "check_dtype", "upper_triangle_zero", "zero_fraction", "nonzero_values",
+    "tolerance", "source", "note",
 }
 CASE_FIELDS = {"id", "op", "inputs", "expect", "note"}
-TOP_FIELDS = {"documents", "vocabulary", "printed_rounding", "tolerances", "cases"}
+TOP_FIELDS = {"documents", "vocabulary", "printed_rounding", "conventions", "tolerances", "cases"}
 
 
 class SpecError(ValueError):
@@ -85,6 +90,7 @@ class Spec:
     tolerances: dict  # name -> Tolerance
     documents: dict
     vocabulary: tuple
+    conventions: dict = field(default_factory=dict)
 
     def items(self, quantity):
         """(case, expectation) pairs that check one quantity, in file order."""
@@ -97,6 +103,8 @@ class _UniqueKeyLoader(yaml.SafeLoader):
     def construct_mapping(self, node, deep=False):
         seen = set()
         for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *anchor` may be overridden by explicit keys
+                continue
             key = self.construct_object(key_node, deep=True)
             if key in seen:
                 raise SpecError(f"line {key_node.start_mark.line + 1}: duplicate key {key!r}")
@@ -185,7 +193,7 @@ def _expectation(at, output, raw, tolerances, documents, outputs):
         fail(sorted(unknown)[0], f"unknown key (allowed: {sorted(EXPECTATION_FIELDS)})")
     checks = {k: v for k, v in raw.items() if k not in ("source", "note")}
     if not set(checks) - {"row", "tolerance", "decimals"}:
-        fail("", "checks nothing (give printed, golden, same_as, equals, shape, row_sums or in_range)")
+        fail("", "checks nothing (give printed, golden, reference, same_as, equals, shape, row_sums, ...)")
     if "row" in raw and not (isinstance(raw["row"], int) and not isinstance(raw["row"], bool) and raw["row"] >= 0):
         fail("row", "must be a non-negative integer")
     for key in ("printed", "row_sums"):
@@ -208,9 +216,17 @@ def _expectation(at, output, raw, tolerances, documents, outputs):
         fail("same_as", f"{raw['same_as']!r} is not an output of this op {list(outputs)}")
     if "in_range" in raw and not (isinstance(raw["in_range"], list) and len(raw["in_range"]) == 2 and all(map(_is_number, raw["in_range"]))):
         fail("in_range", "must be [low, high], read as low <= value < high")
-    if "check_dtype" in raw and raw["check_dtype"] is not True:
-        fail("check_dtype", "only `true` means something here")
-    needs_tolerance = {"golden", "same_as", "row_sums", "printed"} & set(raw)
+    for flag in ("check_dtype", "reference", "upper_triangle_zero"):
+        if flag in raw and raw[flag] is not True:
+            fail(flag, "only `true` means something here")
+    if "zero_fraction" in raw:
+        zf = raw["zero_fraction"]
+        if not (isinstance(zf, dict) and set(zf) == {"value", "bound", "reason"} and _is_number(zf["value"])
+                and _is_number(zf["bound"]) and isinstance(zf["reason"], str)):
+            fail("zero_fraction", "must be {value: p, bound: allowed |difference|, reason: why that bound}")
+    if "nonzero_values" in raw and not _is_number(raw["nonzero_values"]):
+        fail("nonzero_values", "must be a finite number")
+    needs_tolerance = {"golden", "reference", "same_as", "row_sums", "printed", "nonzero_values"} & set(raw)
     name = raw.get("tolerance", "golden" if needs_tolerance else None)
     if name is not None and name not in tolerances:
         fail("tolerance", f"{name!r} is not defined under 'tolerances'")
@@ -222,13 +238,34 @@ def _expectation(at, output, raw, tolerances, documents, outputs):
 GOLDEN_REF = re.compile(r"^[a-z0-9_]+\.json#\w+(\[\d+\])?$")
 
 
+GENERATED = {"fill": {"fill", "shape"}, "uniform": {"uniform", "shape", "seed"}}
+
+
+def _bools(value):
+    return isinstance(value, bool) or (isinstance(value, list) and value and all(map(_bools, value)))
+
+
 def _input(at, name, value):
+    if isinstance(value, dict):  # too big to write out: generated from a rule, identically everywhere
+        kind = next((k for k in GENERATED if k in value), None)
+        shape = value.get("shape")
+        if kind is None or set(value) != GENERATED[kind] or not (
+                isinstance(shape, list) and shape and all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in shape)):
+            raise SpecError(f"{at}: field 'inputs.{name}': a generated input is {{fill: v, shape: [..]}} "
+                            "or {uniform: [low, high], shape: [..], seed: n}")
+        return value
+    if isinstance(value, list) and _bools(value):
+        if shape_of([[int(b) for b in row] if isinstance(row, list) else int(row) for row in value]) is None:
+            raise SpecError(f"{at}: field 'inputs.{name}': ragged boolean mask")
+        return value
     if isinstance(value, str):
         if "#" in value and not GOLDEN_REF.match(value):
             raise SpecError(f"{at}: field 'inputs.{name}': golden reference {value!r} must be 'file.json#tensor' inside golden/")
         if "#" not in value and not value.isidentifier():
             raise SpecError(f"{at}: field 'inputs.{name}': a string input is a golden reference 'file.json#tensor' or a word like v1")
-    elif isinstance(value, bool) or (not _is_number(value) and shape_of(value) is None):
+    elif isinstance(value, bool):
+        return value  # a switch, like causal
+    elif not _is_number(value) and shape_of(value) is None:
         raise SpecError(f"{at}: field 'inputs.{name}': must be a golden reference, a finite number or a regular list of finite numbers")
     return value
 
@@ -248,6 +285,8 @@ def load_file(path, documents=None):
     vocabulary = doc["vocabulary"]
     if not isinstance(vocabulary, list) or not all(isinstance(w, str) for w in vocabulary):
         raise SpecError(f"{path}: field 'vocabulary': must be a list of words")
+    if not isinstance(doc["conventions"], dict) or not all(isinstance(v, str) and v.strip() for v in doc["conventions"].values()):
+        raise SpecError(f"{path}: field 'conventions': must map a name to the convention, stated in words")
     tolerances = _tolerances(path, doc["tolerances"])
     if not isinstance(doc["cases"], list) or not doc["cases"]:
         raise SpecError(f"{path}: field 'cases': must be a non-empty list")
@@ -280,7 +319,7 @@ def load_file(path, documents=None):
             raise SpecError(f"{at}: field 'expect': must be a non-empty mapping of output name -> checks")
         expect = {out: _expectation(at, out, chk, tolerances, documents, OPS[op]) for out, chk in raw["expect"].items()}
         cases[case_id] = Case(case_id, op, inputs, expect, str(path), raw.get("note", ""))
-    return Spec(cases, tolerances, documents, tuple(vocabulary))
+    return Spec(cases, tolerances, documents, tuple(vocabulary), doc["conventions"])
 
 
 def golden_references(loaded):

@@ -13,17 +13,29 @@ _outputs = {}  # (adapter, case id, dtype, goldens) -> outputs: every quantity o
 
 
 def _resolve(value, dtype, goldens):
+    """An input as the adapter receives it. Tensor data is float32, as the documents' tensors are
+    (golden inputs are stored so), then cast to the dtype under test: every dtype sees the same numbers."""
     if isinstance(value, str) and "#" in value:
-        return goldens.tensor(value).astype(dtype)
-    if isinstance(value, (int, float, str)) and not isinstance(value, bool):
-        return value  # sizes, seeds, d_k and the learning rate stay Python scalars; 'v1'/'v2' stay words
-    return np.array(value, dtype=dtype)
+        data = goldens.tensor(value)
+    elif isinstance(value, dict) and "fill" in value:
+        data = np.full(value["shape"], value["fill"])
+    elif isinstance(value, dict):  # PCG64 streams are stable across NumPy versions and machines
+        low, high = value["uniform"]
+        data = np.random.default_rng(value["seed"]).uniform(low, high, value["shape"])
+    elif isinstance(value, list) and np.asarray(value).dtype == bool:
+        return np.asarray(value)
+    elif isinstance(value, (int, float, str, bool)):
+        return value  # sizes, seeds, d_k, the learning rate and switches stay Python scalars; 'v1' stays a word
+    else:
+        data = np.array(value)
+    return np.asarray(data, dtype=np.float32).astype(dtype)
 
 
-def outputs(adapter_name, adapter, case, dtype, goldens):
-    key = (adapter_name, case.id, dtype, id(goldens))
+def outputs(adapter_name, adapter, case, dtype, goldens, input_dtype=None):
+    """The adapter's outputs for a case; input_dtype lets the reference run on the tested inputs."""
+    key = (adapter_name, case.id, dtype, input_dtype, id(goldens))
     if key not in _outputs:
-        kwargs = {name: _resolve(value, dtype, goldens) for name, value in case.inputs.items()}
+        kwargs = {name: _resolve(value, input_dtype or dtype, goldens) for name, value in case.inputs.items()}
         result = getattr(adapter, case.op)(**kwargs)
         names = OPS[case.op]
         if len(names) == 1:
@@ -44,12 +56,17 @@ def ulps(got, expected, dtype):
 
 
 def max_ulps(got, expected, dtype):
-    """Largest distance over all elements, in ULPs of `dtype` at the expected values (0 for non-floats)."""
+    """Largest |error| in ULPs of `dtype` at the tensor's largest expected magnitude.
+
+    Per-element ULPs explode where an output is a near-cancellation (an entry of 1e-8 whose
+    terms were O(1)); the tensor's own scale is the honest unit for the summary.
+    """
     if dtype not in ("float16", "float32", "float64") or np.size(got) == 0:
         return 0.0
-    exp = np.asarray(expected, dtype=np.float64).astype(dtype)
-    err = np.abs(np.asarray(got, dtype=np.float64) - np.asarray(expected, dtype=np.float64))
-    return float(np.max(err / np.spacing(np.abs(exp)).astype(np.float64)))
+    expected = np.asarray(expected, dtype=np.float64)
+    err = np.abs(np.asarray(got, dtype=np.float64) - expected)
+    unit = np.spacing(np.asarray(np.abs(expected).max(), dtype=dtype)).astype(np.float64)
+    return float(err.max() / unit)
 
 
 def compare(got, expected, atol, rtol):
@@ -93,6 +110,18 @@ def evaluate(spec, adapter_name, adapter, case, output, dtype, goldens):
         values = np.asarray(got, dtype=np.float64)
         if values.size == 0 or values.min() < low or values.max() >= high:
             _fail(label, f"values span [{values.min()!r}, {values.max()!r}] but should lie in [{low}, {high})")
+    if exp.upper_triangle_zero:
+        values = np.asarray(got)
+        above = np.triu(np.ones(values.shape[-2:], dtype=bool), k=1)
+        leaked = np.argwhere((values != 0) & above)
+        if leaked.size:
+            i = tuple(int(n) for n in leaked[0])
+            _fail(label, f"element {list(i)} above the diagonal is {float(values[i])!r}: a query sees a later key")
+    if exp.zero_fraction is not None:
+        zf = exp.zero_fraction
+        fraction = float(np.mean(np.asarray(got) == 0))
+        if abs(fraction - zf["value"]) > zf["bound"]:
+            _fail(label, f"{fraction:.5f} of the elements are zero but should be {zf['value']} +- {zf['bound']} ({zf['reason']})")
     if exp.equals is not None:
         if np.shape(got) != np.shape(exp.equals) or not np.array_equal(np.asarray(got), np.asarray(exp.equals)):
             _fail(label, f"got {_show(got)} but should be exactly {exp.equals!r} ({_origin(spec, exp)})")
@@ -109,6 +138,14 @@ def evaluate(spec, adapter_name, adapter, case, output, dtype, goldens):
     if exp.golden is not None:
         atol, rtol = tol.bounds(dtype)
         targets.append((goldens.tensor(exp.golden), atol, rtol, f"'{tol.name}'", f"golden {exp.golden}", True))
+    if exp.reference:
+        # Too big to store: the oracle computes it now, in float64, from the very inputs under test.
+        from adapters import reference
+
+        expected = outputs("reference", reference, case, "float64", goldens, input_dtype=dtype)[output]
+        atol, rtol = tol.bounds(dtype)
+        targets.append((expected if exp.row is None else np.asarray(expected)[exp.row], atol, rtol,
+                        f"'{tol.name}'", "adapters/reference.py on the same inputs", True))
     if exp.same_as is not None:
         atol, rtol = tol.bounds(dtype)
         other = results[exp.same_as]
@@ -128,6 +165,15 @@ def evaluate(spec, adapter_name, adapter, case, output, dtype, goldens):
         if counts:
             margin = max(margin, m)
             worst_ulp = max(worst_ulp, max_ulps(got, expected, dtype))
+    if exp.nonzero_values is not None:
+        atol, rtol = tol.bounds(dtype)
+        values = np.asarray(got)
+        kept = values[values != 0]
+        m, index, err, allowed = compare(kept, np.full_like(kept, exp.nonzero_values, dtype=np.float64), atol, rtol)
+        if kept.size == 0 or m > 1:
+            _fail(label, f"a kept element is {float(kept[index]) if kept.size else None!r} but every kept element "
+                         f"should be {exp.nonzero_values!r} (|error| {err:.3g} > allowed {allowed:.3g})")
+        margin = max(margin, m)
     if exp.row_sums is not None:
         atol, rtol = tol.bounds(dtype)
         sums = np.asarray(got, dtype=np.float64).sum(axis=-1)

@@ -114,6 +114,11 @@ def goldens():
 
 
 @pytest.fixture
+def known_divergences():
+    return _state.divergences
+
+
+@pytest.fixture
 def record_mutant():
     """Keep what a wrong adapter did, for the kill-rate table in the summary."""
 

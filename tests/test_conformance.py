@@ -93,3 +93,15 @@ def test_w_key(check):
 
 def test_w_value(check):
     check()
+
+
+def test_heads(check):
+    check()
+
+
+def test_dropout_eval(check):
+    check()
+
+
+def test_dropout_train(check):
+    check()

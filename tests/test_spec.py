@@ -9,6 +9,7 @@ VALID = """\
 documents: {"000": 000_607594879886645b.txt}
 vocabulary: [sat, cat]
 printed_rounding: half a unit of the last printed place
+conventions: {causal: query i sees keys 0..i}
 tolerances:
   golden:
     reason: measured
@@ -45,7 +46,7 @@ MALFORMED = {
     "string_number": ("printed: [0.2689, 0.7311]", "printed: [0.2689, '0.7311']", ["case 'sat'", "expect.weights.printed"]),
     "nan_printed": ("printed: [0.2689, 0.7311]", "printed: [0.2689, .nan]", ["case 'sat'", "expect.weights.printed", "finite"]),
     "inf_input": ("inputs: {scores: [1.0, 2.0]}", "inputs: {scores: [1.0, .inf]}", ["case 'sat'", "field 'inputs.scores'"]),
-    "bool_input": ("inputs: {scores: [1.0, 2.0]}", "inputs: {scores: true}", ["case 'sat'", "field 'inputs.scores'"]),
+    "ragged_mask": ("inputs: {scores: [1.0, 2.0]}", "inputs: {scores: [[true], [true, false]]}", ["case 'sat'", "field 'inputs.scores'"]),
     "python_tag": ("inputs: {scores: [1.0, 2.0]}", "inputs: {scores: !!python/object/apply:os.system ['true']}", ["not valid YAML"]),
     "missing_source": ("        source: {doc: \"000\", quote: \"a line\"}\n", "", ["case 'sat'", "expect.weights.source"]),
     "unknown_document": ('source: {doc: "000"', 'source: {doc: "001"', ["case 'sat'", "expect.weights.source"]),

@@ -1,4 +1,4 @@
-"""Wrap an adapter so every float it returns moves one ULP away from zero."""
+"""Wrap an adapter so every nonzero float it returns moves one ULP away from zero."""
 
 import inspect
 
@@ -11,7 +11,9 @@ def _nudge(value):
     if isinstance(value, dict):
         return {k: _nudge(v) for k, v in value.items()}
     if isinstance(value, np.ndarray) and value.dtype.kind == "f":
-        return np.nextafter(value, np.copysign(np.inf, value).astype(value.dtype))
+        # Exact zeros stay: a masked weight is exp(-inf) = 0 with no rounding to be off by.
+        nudged = np.nextafter(value, np.copysign(np.inf, value).astype(value.dtype))
+        return np.where(value == 0, value, nudged)
     return value
 
 

@@ -1,0 +1,12 @@
+"""torch.triu(..., diagonal=0): the mask also hides each token from itself."""
+
+from adapters.torch import *  # noqa: F403 - the real adapter, one function replaced
+from adapters.torch import _np
+
+EXPECTED = "caught"
+MUST_FAIL = ("causal_cat_sat_mat", "causal_first_token")
+
+
+def causal_attention(x, w_query, w_key, w_value):
+    T = x.shape[-2]
+    return masked_attention(x, w_query, w_key, w_value, _np(torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=0)))  # noqa: F405
