@@ -28,7 +28,7 @@ cases:
 
 # name -> (replace this, with this, fragments the one-line error must contain)
 MALFORMED = {
-    "yaml_syntax": ("inputs: {scores: [1.0, 2.0]}", "inputs: {scores: [1.0, 2.0}", ["line 12", "not valid YAML"]),
+    "yaml_syntax": ("inputs: {scores: [1.0, 2.0]}", "inputs: {scores: [1.0, 2.0}", ["line 13", "not valid YAML"]),
     "tab_indent": ("    op: softmax", "\top: softmax", ["not valid YAML"]),
     "duplicate_key": ("    op: softmax\n", "    op: softmax\n    op: softmax\n", ["duplicate key 'op'"]),
     "duplicate_id": ("        source: {doc: \"000\", quote: \"a line\"}\n",
