@@ -36,6 +36,9 @@ CONTRACT = {
     "masked_attention": ("x", "w_query", "w_key", "w_value", "mask"),
     "dropout": ("weights", "p", "seed"),
     "multi_head_attention": ("x", "w_query", "w_key", "w_value", "w_out", "num_heads", "causal"),
+    "draw": ("distribution", "n", "seed"),
+    "initial_weights": ("d_in", "d_out", "form", "seed"),
+    "knobs_removed": ("x",),
     "gradients": ("x", "w_query", "w_key", "w_value", "g", "form"),
     "sgd_step": ("x", "w_query", "w_key", "w_value", "g", "lr"),
 }

@@ -174,6 +174,39 @@ def multi_head_attention(x, w_query, w_key, w_value, w_out, num_heads, causal):
     return {"heads": _np(heads), "context": _np(merged @ jnp.asarray(w_out))}
 
 
+# --- what the documents say about initialisation and the knobs ---------------------
+
+
+def draw(distribution, n, seed):
+    key = jax.random.key(seed)
+    return _np(jax.random.uniform(key, (n,)) if distribution == "uniform" else jax.random.normal(key, (n,)))
+
+
+def initial_weights(d_in, d_out, form, seed):
+    keys = jax.random.split(jax.random.key(seed), 3)
+    if form == "v1":
+        params = [jax.random.uniform(k, (d_in, d_out)) for k in keys]
+    else:
+        # JAX has no nn.Linear; variance_scaling(1/3, fan_in, uniform) is its init: U(+-1/sqrt(d_in)).
+        init = jax.nn.initializers.variance_scaling(1 / 3, "fan_in", "uniform")
+        params = [init(k, (d_in, d_out)).T for k in keys]  # kernels, shown as [d_out, d_in]
+    return dict(zip(("w_query", "w_key", "w_value"), map(_np, params)))
+
+
+def knobs_removed(x):
+    x = jnp.asarray(x)
+    d = x.shape[-1]
+    eye = jnp.eye(d)
+
+    def attend(q, k, v, scaled):
+        scores = q @ jnp.swapaxes(k, -1, -2)
+        return jax.nn.softmax(scores / jnp.sqrt(d) if scaled else scores, axis=-1) @ v
+
+    params = {"W_query": eye, "W_key": eye, "W_value": eye}
+    return {"part6": _np(attend(x, x, x, False)), "part6_scaled": _np(attend(x, x, x, True)),
+            "part7_identity": _np(self_attention_v1_apply(params, x)), "part7_identity_unscaled": _np(attend(x @ eye, x @ eye, x @ eye, False))}
+
+
 # --- training ------------------------------------------------------------------
 
 

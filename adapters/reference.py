@@ -125,6 +125,34 @@ def multi_head_attention(x, w_query, w_key, w_value, w_out, num_heads, causal):
     return {"heads": np.stack(heads, axis=-3), "context": merged @ w_out}  # heads: (B, N, T, H)
 
 
+# --- what the documents say about initialisation and the knobs ---------------------
+
+
+def draw(distribution, n, seed):
+    rng = np.random.default_rng(seed)
+    return rng.random(n) if distribution == "uniform" else rng.standard_normal(n)
+
+
+def initial_weights(d_in, d_out, form, seed):
+    """Three independent draws: v1 like torch.rand, v2 like nn.Linear's U(-1/sqrt(d_in), 1/sqrt(d_in))."""
+    rng = np.random.default_rng(seed)
+    bound = 1 / np.sqrt(d_in)
+    w = [rng.random((d_in, d_out)) if form == "v1" else rng.uniform(-bound, bound, (d_out, d_in)) for _ in range(3)]
+    return {"w_query": w[0], "w_key": w[1], "w_value": w[2]}
+
+
+def knobs_removed(x):
+    """Part 6 (softmax(x x^T) x), with and without the scale, against part 7 with W = I."""
+    (x,) = _f64(x)
+    eye = np.eye(x.shape[-1])
+    part6 = blend(softmax(transposed_matmul(x, x)), x)
+    part6_scaled = blend(softmax(scale(transposed_matmul(x, x), x.shape[-1])), x)
+    q = k = v = project(x, eye)
+    unscaled = blend(softmax(transposed_matmul(q, k)), v)
+    return {"part6": part6, "part6_scaled": part6_scaled,
+            "part7_identity": attention(x, eye, eye, eye)["context"], "part7_identity_unscaled": unscaled}
+
+
 # --- module forms ------------------------------------------------------------
 # The oracle has no modules and no autograd: v1 is the pipeline, v2 is the pipeline
 # with nn.Linear's [d_out, d_in] weights transposed back to [d_in, d_out].

@@ -201,6 +201,41 @@ def multi_head_attention(x, w_query, w_key, w_value, w_out, num_heads, causal):
     return {"heads": _np(heads), "context": _np(_matmul(merged, _t(w_out)))}
 
 
+# --- what the documents say about initialisation and the knobs ---------------------
+
+
+def draw(distribution, n, seed):
+    generator = tf.random.Generator.from_seed(seed)
+    return _np(generator.uniform([n]) if distribution == "uniform" else generator.normal([n]))  # tf.randomNormal
+
+
+def initial_weights(d_in, d_out, form, seed):
+    if form == "v1":
+        generator = tf.random.Generator.from_seed(seed)
+        module = SelfAttentionV1(*(generator.uniform([d_in, d_out]) for _ in range(3)))
+        params = module.W_query, module.W_key, module.W_value
+    else:
+        keras.utils.set_random_seed(seed)
+        layer = SelfAttentionV2(d_out)  # Dense's default kernel initializer
+        layer.build((None, d_in))
+        params = (tf.transpose(dense.kernel) for dense in (layer.W_query, layer.W_key, layer.W_value))  # as [d_out, d_in]
+    return dict(zip(("w_query", "w_key", "w_value"), map(_np, params)))
+
+
+def knobs_removed(x):
+    x = _t(x)
+    d = x.shape[-1]
+    eye = tf.eye(d)
+
+    def attend(q, k, v, scaled):
+        scores = tf.linalg.matmul(q, k, transpose_b=True)
+        return tf.linalg.matmul(tf.nn.softmax(tf.math.divide(scores, math.sqrt(d)) if scaled else scores, axis=-1), v)
+
+    Q = K = V = _matmul(x, eye)
+    return {"part6": _np(attend(x, x, x, False)), "part6_scaled": _np(attend(x, x, x, True)),
+            "part7_identity": _np(SelfAttentionV1(eye, eye, eye)(x)), "part7_identity_unscaled": _np(attend(Q, K, V, False))}
+
+
 # --- training ------------------------------------------------------------------
 
 

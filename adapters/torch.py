@@ -185,6 +185,36 @@ def multi_head_attention(x, w_query, w_key, w_value, w_out, num_heads, causal):
     return {"heads": _np(heads), "context": _np(merged @ _t(w_out))}
 
 
+# --- what the documents say about initialisation and the knobs ---------------------
+
+
+def draw(distribution, n, seed):
+    torch.manual_seed(seed)
+    return _np(torch.rand(n) if distribution == "uniform" else torch.randn(n))
+
+
+def initial_weights(d_in, d_out, form, seed):
+    torch.manual_seed(seed)
+    if form == "v1":
+        module = SelfAttention_v1(d_in, d_out)
+        params = module.W_query, module.W_key, module.W_value
+    else:
+        module = SelfAttention_v2(d_in, d_out)  # nn.Linear's default init
+        params = module.W_query.weight, module.W_key.weight, module.W_value.weight
+    return dict(zip(("w_query", "w_key", "w_value"), map(_np, params)))
+
+
+def knobs_removed(x):
+    x = _t(x)
+    eye = torch.eye(x.shape[-1])
+    part6 = torch.softmax(x @ x.mT, dim=-1) @ x
+    part6_scaled = torch.softmax(x @ x.mT / x.shape[-1] ** 0.5, dim=-1) @ x
+    queries, keys, values = x @ eye, x @ eye, x @ eye
+    unscaled = torch.softmax(queries @ keys.mT, dim=-1) @ values
+    return {"part6": _np(part6), "part6_scaled": _np(part6_scaled),
+            "part7_identity": _np(_v1(_np(eye), _np(eye), _np(eye))(x)), "part7_identity_unscaled": _np(unscaled)}
+
+
 # --- training ------------------------------------------------------------------
 
 

@@ -35,16 +35,20 @@ OPS = {
     "masked_attention": ("weights", "context"),
     "dropout": ("dropout_eval", "dropout_train"),
     "multi_head_attention": ("heads", "context"),
+    "draw": ("sample",),
+    "initial_weights": ("w_query", "w_key", "w_value"),
+    "knobs_removed": ("part6", "part6_scaled", "part7_identity", "part7_identity_unscaled"),
     "gradients": ("grad_w_query", "grad_w_key", "grad_w_value", "grad_x"),
     "sgd_step": ("w_query", "w_key", "w_value"),
 }
 QUANTITIES = tuple(sorted({q for outputs in OPS.values() for q in outputs}))
 EXPECTATION_FIELDS = {
     "row", "printed", "decimals", "golden", "reference", "same_as", "equals", "shape", "row_sums",
-    "in_range", "check_dtype", "upper_triangle_zero", "zero_fraction", "nonzero_values",
+    "in_range", "check_dtype", "upper_triangle_zero", "zero_fraction", "nonzero_values", "mean",
+    "min_below", "differs_from",
     "tolerance", "source", "note",
 }
-CASE_FIELDS = {"id", "op", "inputs", "expect", "note"}
+CASE_FIELDS = {"id", "op", "inputs", "expect", "note", "erratum"}
 TOP_FIELDS = {"documents", "vocabulary", "printed_rounding", "conventions", "tolerances", "cases"}
 
 
@@ -82,6 +86,7 @@ class Case:
     expect: dict  # output name -> Expectation
     file: str
     note: str = ""
+    erratum: dict = None
 
 
 @dataclass(frozen=True)
@@ -219,14 +224,18 @@ def _expectation(at, output, raw, tolerances, documents, outputs):
     for flag in ("check_dtype", "reference", "upper_triangle_zero"):
         if flag in raw and raw[flag] is not True:
             fail(flag, "only `true` means something here")
-    if "zero_fraction" in raw:
-        zf = raw["zero_fraction"]
-        if not (isinstance(zf, dict) and set(zf) == {"value", "bound", "reason"} and _is_number(zf["value"])
-                and _is_number(zf["bound"]) and isinstance(zf["reason"], str)):
-            fail("zero_fraction", "must be {value: p, bound: allowed |difference|, reason: why that bound}")
+    for key in ("zero_fraction", "mean"):
+        stat = raw.get(key)
+        if key in raw and not (isinstance(stat, dict) and set(stat) == {"value", "bound", "reason"} and _is_number(stat["value"])
+                               and _is_number(stat["bound"]) and isinstance(stat["reason"], str)):
+            fail(key, "must be {value: expected, bound: allowed |difference|, reason: why that bound}")
+    if "min_below" in raw and not _is_number(raw["min_below"]):
+        fail("min_below", "must be a finite number")
+    if "differs_from" in raw and raw["differs_from"] not in outputs:
+        fail("differs_from", f"{raw['differs_from']!r} is not an output of this op {list(outputs)}")
     if "nonzero_values" in raw and not _is_number(raw["nonzero_values"]):
         fail("nonzero_values", "must be a finite number")
-    needs_tolerance = {"golden", "reference", "same_as", "row_sums", "printed", "nonzero_values"} & set(raw)
+    needs_tolerance = {"golden", "reference", "same_as", "differs_from", "row_sums", "printed", "nonzero_values"} & set(raw)
     name = raw.get("tolerance", "golden" if needs_tolerance else None)
     if name is not None and name not in tolerances:
         fail("tolerance", f"{name!r} is not defined under 'tolerances'")
@@ -318,7 +327,11 @@ def load_file(path, documents=None):
         if not isinstance(raw["expect"], dict) or not raw["expect"]:
             raise SpecError(f"{at}: field 'expect': must be a non-empty mapping of output name -> checks")
         expect = {out: _expectation(at, out, chk, tolerances, documents, OPS[op]) for out, chk in raw["expect"].items()}
-        cases[case_id] = Case(case_id, op, inputs, expect, str(path), raw.get("note", ""))
+        erratum = raw.get("erratum")
+        if erratum is not None and not (isinstance(erratum, dict) and set(erratum) == {"doc", "claim", "fact"}
+                                        and erratum["doc"] in documents and all(isinstance(v, str) and v.strip() for v in erratum.values())):
+            raise SpecError(f"{at}: field 'erratum': must be {{doc, claim: the document's words, fact: what holds}}")
+        cases[case_id] = Case(case_id, op, inputs, expect, str(path), raw.get("note", ""), erratum)
     return Spec(cases, tolerances, documents, tuple(vocabulary), doc["conventions"])
 
 

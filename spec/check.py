@@ -109,7 +109,7 @@ def evaluate(spec, adapter_name, adapter, case, output, dtype, goldens):
         low, high = exp.in_range
         values = np.asarray(got, dtype=np.float64)
         if values.size == 0 or values.min() < low or values.max() >= high:
-            _fail(label, f"values span [{values.min()!r}, {values.max()!r}] but should lie in [{low}, {high})")
+            _fail(label, f"values span [{float(values.min())!r}, {float(values.max())!r}] but should lie in [{low}, {high})")
     if exp.upper_triangle_zero:
         values = np.asarray(got)
         above = np.triu(np.ones(values.shape[-2:], dtype=bool), k=1)
@@ -122,6 +122,13 @@ def evaluate(spec, adapter_name, adapter, case, output, dtype, goldens):
         fraction = float(np.mean(np.asarray(got) == 0))
         if abs(fraction - zf["value"]) > zf["bound"]:
             _fail(label, f"{fraction:.5f} of the elements are zero but should be {zf['value']} +- {zf['bound']} ({zf['reason']})")
+    if exp.mean is not None:
+        stat = exp.mean
+        mean = float(np.mean(np.asarray(got, dtype=np.float64)))
+        if abs(mean - stat["value"]) > stat["bound"]:
+            _fail(label, f"mean {mean!r} but should be {stat['value']} +- {stat['bound']} ({stat['reason']})")
+    if exp.min_below is not None and not float(np.min(got)) < exp.min_below:
+        _fail(label, f"smallest value {float(np.min(got))!r} but some value should be below {exp.min_below}")
     if exp.equals is not None:
         if np.shape(got) != np.shape(exp.equals) or not np.array_equal(np.asarray(got), np.asarray(exp.equals)):
             _fail(label, f"got {_show(got)} but should be exactly {exp.equals!r} ({_origin(spec, exp)})")
@@ -165,6 +172,10 @@ def evaluate(spec, adapter_name, adapter, case, output, dtype, goldens):
         if counts:
             margin = max(margin, m)
             worst_ulp = max(worst_ulp, max_ulps(got, expected, dtype))
+    if exp.differs_from is not None:
+        atol, rtol = tol.bounds(dtype)
+        if compare(got, results[exp.differs_from], atol, rtol)[0] <= 1:
+            _fail(label, f"matches the same call's {exp.differs_from!r} within tolerance '{tol.name}', but the two should differ")
     if exp.nonzero_values is not None:
         atol, rtol = tol.bounds(dtype)
         values = np.asarray(got)

@@ -105,3 +105,23 @@ def test_dropout_eval(check):
 
 def test_dropout_train(check):
     check()
+
+
+def test_sample(check):
+    check()
+
+
+def test_part6(check):
+    check()
+
+
+def test_part6_scaled(check):
+    check()
+
+
+def test_part7_identity(check):
+    check()
+
+
+def test_part7_identity_unscaled(check):
+    check()

@@ -123,6 +123,8 @@ def test_the_repository_spec_loads_and_cites_real_lines():
     docs = {key: " ".join((spec.DOCS_DIR / name).read_text().split()) for key, name in loaded.documents.items()}
     unmatched = []
     for case in loaded.cases.values():
+        if case.erratum and " ".join(case.erratum["claim"].split()) not in docs[case.erratum["doc"]]:
+            unmatched.append((case.id, "erratum", case.erratum["claim"]))
         for exp in case.expect.values():
             if exp.source:
                 quote = " ".join(exp.source["quote"].split())
@@ -134,3 +136,10 @@ def test_the_repository_spec_loads_and_cites_real_lines():
 def test_spec_yaml_has_no_duplicate_keys_or_anchors_lost():
     text = (spec.SPEC_DIR / "attention.yaml").read_text()
     assert yaml.safe_load(text)["cases"]
+
+
+def test_every_erratum_is_listed_in_the_readme():
+    readme = (spec.SPEC_DIR.parent / "README.md").read_text()
+    errata = readme[readme.index("## Errata"):readme.index("## Golden data")]
+    missing = [c.id for c in spec.load().cases.values() if c.erratum and f"`{c.id}`" not in errata]
+    assert missing == []

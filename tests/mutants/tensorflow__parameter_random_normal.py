@@ -1,0 +1,12 @@
+"""The mapping table's right-hand column taken literally: tf.randomNormal where torch.rand is uniform."""
+
+from adapters.tensorflow import *  # noqa: F403 - the real adapter, one function replaced
+from adapters.tensorflow import _np
+
+EXPECTED = "caught"
+MUST_FAIL = ("row_parameter",)
+
+
+def create_parameter(d_in, d_out, seed):
+    parameter = tf.Variable(tf.random.Generator.from_seed(seed).normal([d_in, d_out]))  # noqa: F405
+    return {"parameter": _np(parameter), "trainable": parameter.trainable}
