@@ -28,7 +28,9 @@ def _tensorflow(tf):
 
 def _jax(jax):
     jax.config.update("jax_default_matmul_precision", "highest")
-    return {"jax.default_matmul_precision": jax.config.jax_default_matmul_precision}
+    jax.config.update("jax_enable_x64", True)  # else float64 arrays silently become float32
+    return {"jax.default_matmul_precision": jax.config.jax_default_matmul_precision,
+            "jax.enable_x64": jax.config.jax_enable_x64}
 
 
 _PINS = {"torch": _torch, "tensorflow": _tensorflow, "jax": _jax}

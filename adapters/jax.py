@@ -5,11 +5,13 @@ flax: flax.nnx.Linear would add a dependency to do one matrix multiply, and the 
 difference this suite tests (nn.Linear's [d_out, d_in] against [d_in, d_out]) is plainer here.
 """
 
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-DTYPES = ("float32",)
+DTYPES = ("float32", "float64", "float16", "bfloat16")
 
 
 def version():
@@ -21,7 +23,7 @@ def _np(a):
 
 
 def _scaled_softmax(attn_scores, keys):
-    return jax.nn.softmax(attn_scores / jnp.sqrt(keys.shape[-1]), axis=-1)
+    return jax.nn.softmax(attn_scores / math.sqrt(keys.shape[-1]), axis=-1)  # a Python float keeps the dtype
 
 
 def _attend(queries, keys, values):
@@ -55,7 +57,7 @@ def _trainable(params, apply, x):
 
 
 def create_parameter(d_in, d_out, seed):
-    parameter = jax.random.uniform(jax.random.key(seed), (d_in, d_out))
+    parameter = jax.random.uniform(jax.random.key(seed), (d_in, d_out), dtype=jnp.float32)
     trainable = _trainable({"W": parameter}, lambda p, x: x @ p["W"], jnp.ones((1, d_in)))
     return {"parameter": _np(parameter), "trainable": all(trainable)}
 
@@ -69,7 +71,7 @@ def transposed_matmul(q, k):
 
 
 def scale(scores, d_k):
-    return _np(jnp.asarray(scores) / jnp.sqrt(d_k))
+    return _np(jnp.asarray(scores) / math.sqrt(d_k))
 
 
 def softmax(scores):
@@ -179,28 +181,29 @@ def multi_head_attention(x, w_query, w_key, w_value, w_out, num_heads, causal):
 
 def draw(distribution, n, seed):
     key = jax.random.key(seed)
-    return _np(jax.random.uniform(key, (n,)) if distribution == "uniform" else jax.random.normal(key, (n,)))
+    sample = jax.random.uniform if distribution == "uniform" else jax.random.normal
+    return _np(sample(key, (n,), dtype=jnp.float32))
 
 
 def initial_weights(d_in, d_out, form, seed):
     keys = jax.random.split(jax.random.key(seed), 3)
     if form == "v1":
-        params = [jax.random.uniform(k, (d_in, d_out)) for k in keys]
+        params = [jax.random.uniform(k, (d_in, d_out), dtype=jnp.float32) for k in keys]
     else:
         # JAX has no nn.Linear; variance_scaling(1/3, fan_in, uniform) is its init: U(+-1/sqrt(d_in)).
         init = jax.nn.initializers.variance_scaling(1 / 3, "fan_in", "uniform")
-        params = [init(k, (d_in, d_out)).T for k in keys]  # kernels, shown as [d_out, d_in]
+        params = [init(k, (d_in, d_out), jnp.float32).T for k in keys]  # kernels, shown as [d_out, d_in]
     return dict(zip(("w_query", "w_key", "w_value"), map(_np, params)))
 
 
 def knobs_removed(x):
     x = jnp.asarray(x)
     d = x.shape[-1]
-    eye = jnp.eye(d)
+    eye = jnp.eye(d, dtype=x.dtype)
 
     def attend(q, k, v, scaled):
         scores = q @ jnp.swapaxes(k, -1, -2)
-        return jax.nn.softmax(scores / jnp.sqrt(d) if scaled else scores, axis=-1) @ v
+        return jax.nn.softmax(scores / math.sqrt(d) if scaled else scores, axis=-1) @ v
 
     params = {"W_query": eye, "W_key": eye, "W_value": eye}
     return {"part6": _np(attend(x, x, x, False)), "part6_scaled": _np(attend(x, x, x, True)),

@@ -6,9 +6,27 @@ Golden expected values are computed by this file, so it must stay the plainest p
 statement of the math: no framework, no fused path, no shortcut.
 """
 
+import contextlib
+import contextvars
+
 import numpy as np
 
 DTYPES = ("float64",)
+NOT_APPLICABLE = {
+    "float16": "the oracle computes in float64 only",
+    "bfloat16": "the oracle computes in float64 only",
+}
+_round_to = contextvars.ContextVar("round_to", default=None)
+
+
+@contextlib.contextmanager
+def rounding_to(dtype):
+    """Round every step's inputs to `dtype`: the plain half-precision baseline for tolerances."""
+    token = _round_to.set(dtype)
+    try:
+        yield
+    finally:
+        _round_to.reset(token)
 
 
 def version():
@@ -16,6 +34,9 @@ def version():
 
 
 def _f64(*arrays):
+    dtype = _round_to.get()
+    if dtype is not None:
+        arrays = [np.asarray(a, dtype=np.float64).astype(dtype) for a in arrays]
     return [np.asarray(a, dtype=np.float64) for a in arrays]
 
 

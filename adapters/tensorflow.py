@@ -9,7 +9,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-DTYPES = ("float32",)
+DTYPES = ("float32", "float64", "float16", "bfloat16")
 
 
 def version():

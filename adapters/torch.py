@@ -1,10 +1,11 @@
 """PyTorch, written the way the PyTorch document writes it (SelfAttention_v1 and _v2)."""
 
+import ml_dtypes
 import numpy as np
 import torch
 from torch import nn
 
-DTYPES = ("float32",)
+DTYPES = ("float32", "float64", "float16", "bfloat16")
 
 
 def version():
@@ -12,11 +13,17 @@ def version():
 
 
 def _t(a):
-    return torch.from_numpy(np.array(a))  # np.array copies: torch never aliases the caller's data
+    a = np.array(a)  # a copy: torch never aliases the caller's data
+    if a.dtype == ml_dtypes.bfloat16:  # NumPy has no bfloat16 of its own; same bits, torch's dtype
+        return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(a)
 
 
 def _np(t):
-    return t.detach().numpy()
+    t = t.detach()
+    if t.dtype == torch.bfloat16:
+        return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    return t.numpy()
 
 
 class SelfAttention_v1(nn.Module):

@@ -4,6 +4,7 @@ Every error names the file, the case and the field in one line. Importing this p
 imports no framework (adapters/__init__.py is framework-free by design).
 """
 
+import fnmatch
 import math
 import re
 from dataclasses import dataclass, field
@@ -49,7 +50,9 @@ EXPECTATION_FIELDS = {
     "tolerance", "source", "note",
 }
 CASE_FIELDS = {"id", "op", "inputs", "expect", "note", "erratum"}
-TOP_FIELDS = {"documents", "vocabulary", "printed_rounding", "conventions", "tolerances", "cases"}
+TOP_FIELDS = {"documents", "vocabulary", "printed_rounding", "conventions", "dtypes", "tolerances", "cases"}
+LOW_PRECISION = ("float16", "bfloat16")
+DTYPE_NAMES = ("float64", "float32", "float16", "bfloat16")
 
 
 class SpecError(ValueError):
@@ -96,10 +99,33 @@ class Spec:
     documents: dict
     vocabulary: tuple
     conventions: dict = field(default_factory=dict)
+    dtypes: dict = field(default_factory=lambda: {"sweep": [], "ops": []})
 
     def items(self, quantity):
         """(case, expectation) pairs that check one quantity, in file order."""
         return [(c, c.expect[quantity]) for c in self.cases.values() if quantity in c.expect]
+
+    def dtypes_for(self, adapter):
+        """The adapter's own first dtype, then the spec's sweep of other dtypes."""
+        primary = adapter.DTYPES[0]
+        return [primary] + [d for d in self.dtypes["sweep"] if d != primary]
+
+    def applies(self, case, exp, dtype, primary):
+        """Every check runs in an adapter's first dtype; the sweep repeats the forward ops' computed
+        checks (golden, reference, agreement, row sums) in the other dtypes. Printed numbers and exact
+        facts are float32 statements and stay there."""
+        if dtype == primary:
+            return True
+        computed = exp.golden is not None or exp.reference or exp.same_as is not None or exp.row_sums is not None
+        return case.op in self.dtypes["ops"] and computed
+
+    def not_applicable(self, adapter, case, dtype):
+        """The adapter's stated reason this case cannot run in this dtype, or None."""
+        reasons = getattr(adapter, "NOT_APPLICABLE", {})
+        reason = reasons.get(dtype) or reasons.get(case.op)
+        if reason is None and dtype not in adapter.DTYPES:
+            reason = f"{dtype} is not in the adapter's DTYPES"
+        return reason
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -178,9 +204,10 @@ def _tolerances(path, raw):
                 continue
             if dtype not in ("float16", "bfloat16", "float32", "float64"):
                 raise SpecError(f"{at}: field {dtype!r}: unknown key (expected reason or a dtype name)")
-            if not isinstance(bounds, dict) or set(bounds) != {"atol", "rtol"} or not all(_is_number(v) and v >= 0 for v in bounds.values()):
-                raise SpecError(f"{at}: field {dtype!r}: must be {{atol: number >= 0, rtol: number >= 0}}")
-            by_dtype[dtype] = (float(bounds["atol"]), float(bounds["rtol"]))
+            keys = ("k", "ulps") if name == "low_precision" else ("atol", "rtol")
+            if not isinstance(bounds, dict) or set(bounds) != set(keys) or not all(_is_number(v) and v >= 0 for v in bounds.values()):
+                raise SpecError(f"{at}: field {dtype!r}: must be {{{keys[0]}: number >= 0, {keys[1]}: number >= 0}}")
+            by_dtype[dtype] = (float(bounds[keys[0]]), float(bounds[keys[1]]))
         out[name] = Tolerance(name, entry["reason"], by_dtype)
     return out
 
@@ -297,6 +324,13 @@ def load_file(path, documents=None):
     if not isinstance(doc["conventions"], dict) or not all(isinstance(v, str) and v.strip() for v in doc["conventions"].values()):
         raise SpecError(f"{path}: field 'conventions': must map a name to the convention, stated in words")
     tolerances = _tolerances(path, doc["tolerances"])
+    dtypes = doc["dtypes"]
+    if not (isinstance(dtypes, dict) and set(dtypes) == {"sweep", "ops", "reason"}
+            and isinstance(dtypes["sweep"], list) and set(dtypes["sweep"]) <= set(DTYPE_NAMES)
+            and isinstance(dtypes["ops"], list) and set(dtypes["ops"]) <= set(OPS) and isinstance(dtypes["reason"], str)):
+        raise SpecError(f"{path}: field 'dtypes': must be {{sweep: [dtype names], ops: [op names], reason: why}}")
+    if set(dtypes["sweep"]) & set(LOW_PRECISION) and "low_precision" not in tolerances:
+        raise SpecError(f"{path}: field 'tolerances': a half-precision sweep needs a 'low_precision' tolerance")
     if not isinstance(doc["cases"], list) or not doc["cases"]:
         raise SpecError(f"{path}: field 'cases': must be a non-empty list")
     cases = {}
@@ -332,7 +366,7 @@ def load_file(path, documents=None):
                                         and erratum["doc"] in documents and all(isinstance(v, str) and v.strip() for v in erratum.values())):
             raise SpecError(f"{at}: field 'erratum': must be {{doc, claim: the document's words, fact: what holds}}")
         cases[case_id] = Case(case_id, op, inputs, expect, str(path), raw.get("note", ""), erratum)
-    return Spec(cases, tolerances, documents, tuple(vocabulary), doc["conventions"])
+    return Spec(cases, tolerances, documents, tuple(vocabulary), doc["conventions"], dtypes)
 
 
 def golden_references(loaded):
@@ -360,6 +394,14 @@ def load_divergences(path):
             raise SpecError(f"{at}: field {sorted(unknown)[0]!r}: unknown key (allowed: link, reason)")
         out[test_id] = entry["reason"] + (f" ({entry['link']})" if entry.get("link") else "")
     return out
+
+
+def divergence_reason(test_id, divergences):
+    """The reason a test is a known divergence, or None. A "*" in an entry matches any text."""
+    for pattern, reason in divergences.items():
+        if fnmatch.fnmatchcase(test_id, pattern.replace("[", "[[]").replace("?", "[?]")):
+            return reason
+    return None
 
 
 def load(path=None):

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from spec import OPS
+from spec import LOW_PRECISION, OPS
 
 
 class Nonconformance(AssertionError):
@@ -28,12 +28,13 @@ def _resolve(value, dtype, goldens):
         return value  # sizes, seeds, d_k, the learning rate and switches stay Python scalars; 'v1' stays a word
     else:
         data = np.array(value)
-    return np.asarray(data, dtype=np.float32).astype(dtype)
+    return np.asarray(data, dtype=np.float32).astype(np_dtype(dtype))
 
 
-def outputs(adapter_name, adapter, case, dtype, goldens, input_dtype=None):
-    """The adapter's outputs for a case; input_dtype lets the reference run on the tested inputs."""
-    key = (adapter_name, case.id, dtype, input_dtype, id(goldens))
+def outputs(adapter_name, adapter, case, dtype, goldens, input_dtype=None, rounding=None):
+    """The adapter's outputs for a case; input_dtype lets the reference run on the tested inputs,
+    and `rounding` keys the reference's rounded-at-every-step run apart from its exact one."""
+    key = (adapter_name, case.id, dtype, input_dtype, rounding, id(goldens))
     if key not in _outputs:
         kwargs = {name: _resolve(value, input_dtype or dtype, goldens) for name, value in case.inputs.items()}
         result = getattr(adapter, case.op)(**kwargs)
@@ -69,17 +70,45 @@ def max_ulps(got, expected, dtype):
     return float(err.max() / unit)
 
 
-def compare(got, expected, atol, rtol):
+def compare(got, expected, allowed):
     """(margin, worst index, error, allowed): margin is worst |error| / allowed, > 1 fails."""
     got = np.asarray(got, dtype=np.float64)
     expected = np.asarray(expected, dtype=np.float64)
     err = np.abs(got - expected)
-    allowed = atol + rtol * np.abs(expected)
+    allowed = np.broadcast_to(np.asarray(allowed, dtype=np.float64), err.shape)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(err == 0, 0.0, err / allowed)
     ratio = np.where(np.isnan(got), np.inf, ratio)  # NaN never conforms
     worst = np.unravel_index(np.argmax(ratio), ratio.shape) if ratio.ndim else ()
     return float(ratio[worst]), worst, float(err[worst]), float(allowed[worst])
+
+
+def np_dtype(name):
+    """NumPy's dtype for a spec dtype name; bfloat16 comes from ml_dtypes, as in JAX and TF."""
+    if name == "bfloat16":
+        import ml_dtypes
+
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(name)
+
+
+def allowed_error(spec, tol, dtype, expected, plain=None):
+    """What |got - expected| may be, elementwise.
+
+    float32 and float64: atol + rtol x |expected|, from the named tolerance. float16 and
+    bfloat16 (unless the tolerance is exact): k x max|plain - expected| + ulps x ULP(expected),
+    where `plain` is the same computation done plainly in that dtype (spec: low_precision). The
+    baseline is the tensor's worst plain error: elementwise, a plain result that happens to round
+    exactly would demand exactness of everyone else.
+    """
+    expected = np.asarray(expected, dtype=np.float64)
+    if dtype in LOW_PRECISION and tol.name != "exact":
+        k, n_ulps = spec.tolerances["low_precision"].bounds(dtype)
+        unit = np.spacing(np.abs(expected).astype(np_dtype(dtype))).astype(np.float64)
+        baseline = np.abs(np.asarray(plain, dtype=np.float64) - expected).max(initial=0.0)
+        return k * baseline + n_ulps * unit
+    atol, rtol = tol.bounds(dtype)
+    return atol + rtol * np.abs(expected)
 
 
 def _fail(label, message):
@@ -135,65 +164,78 @@ def evaluate(spec, adapter_name, adapter, case, output, dtype, goldens):
 
     margin, worst_ulp = 0.0, 0.0
     tol = spec.tolerances[exp.tolerance] if exp.tolerance else None
-    targets = []
-    if exp.printed is not None:
-        atol, rtol = tol.bounds(dtype)
-        # The document rounded a float32 result to `decimals`: allow half a unit of that place,
-        # plus the dtype's own tolerance for how far any framework's float32 may sit from it.
-        half_unit = 0.5 * 10.0 ** -exp.decimals
-        targets.append((exp.printed, half_unit + atol, rtol, f"printed to {exp.decimals} decimals + '{tol.name}'", _origin(spec, exp), False))
-    if exp.golden is not None:
-        atol, rtol = tol.bounds(dtype)
-        targets.append((goldens.tensor(exp.golden), atol, rtol, f"'{tol.name}'", f"golden {exp.golden}", True))
-    if exp.reference:
-        # Too big to store: the oracle computes it now, in float64, from the very inputs under test.
+    low = dtype in LOW_PRECISION
+    reference_out = plain_out = None
+    if exp.reference or (low and tol is not None):
+        # The oracle on the very inputs under test: needed when the expected value is too big to
+        # store, and in half precision, where the inputs themselves were rounded (golden values
+        # are computed from float32 inputs). There, `plain` is the same computation rounded to
+        # the dtype after every step: the error a careful computation in that dtype makes.
         from adapters import reference
 
-        expected = outputs("reference", reference, case, "float64", goldens, input_dtype=dtype)[output]
-        atol, rtol = tol.bounds(dtype)
-        targets.append((expected if exp.row is None else np.asarray(expected)[exp.row], atol, rtol,
-                        f"'{tol.name}'", "adapters/reference.py on the same inputs", True))
+        reference_out = _select(outputs("reference", reference, case, "float64", goldens, input_dtype=dtype)[output], exp.row)
+        if low:
+            with reference.rounding_to(np_dtype(dtype)):
+                plain = outputs("reference", reference, case, "float64", goldens, input_dtype=dtype, rounding=dtype)[output]
+            plain_out = _select(np.asarray(plain).astype(np_dtype(dtype)), exp.row)  # the result is stored in the dtype too
+    targets = []  # (expected, allowed, tolerance text, origin, counts toward the margin)
+    if exp.printed is not None and not low:  # a float32 result rounded by the document
+        half_unit = 0.5 * 10.0 ** -exp.decimals
+        allowed = half_unit + allowed_error(spec, tol, dtype, exp.printed)
+        targets.append((exp.printed, allowed, f"printed to {exp.decimals} decimals + '{tol.name}'", _origin(spec, exp), False))
+    if exp.golden is not None and not low:
+        expected = goldens.tensor(exp.golden)
+        targets.append((expected, allowed_error(spec, tol, dtype, expected), f"'{tol.name}'", f"golden {exp.golden}", True))
+    if exp.reference or (low and (exp.golden is not None or exp.printed is not None)):
+        text = f"'low_precision' ({dtype})" if low else f"'{tol.name}'"
+        targets.append((reference_out, allowed_error(spec, tol, dtype, reference_out, plain_out), text,
+                        "adapters/reference.py on the same inputs", True))
     if exp.same_as is not None:
-        atol, rtol = tol.bounds(dtype)
-        other = results[exp.same_as]
-        targets.append((other if exp.row is None else np.asarray(other)[exp.row], atol, rtol, f"'{tol.name}'", f"the same call's {exp.same_as!r}", True))
-    for expected, atol, rtol, tol_text, origin, counts in targets:
+        other = _select(results[exp.same_as], exp.row)
+        base = reference_out if low and tol.name != "exact" else other
+        targets.append((other, allowed_error(spec, tol, dtype, base, plain_out), f"'{tol.name}'", f"the same call's {exp.same_as!r}", True))
+    for expected, allowed, tol_text, origin, counts in targets:
         if np.shape(got) != np.shape(expected):
             _fail(label, f"shape {list(np.shape(got))} but should be {list(np.shape(expected))} ({origin})")
-        m, index, err, allowed = compare(got, expected, atol, rtol)
+        m, index, err, limit = compare(got, expected, allowed)
         if m > 1:
             where = list((exp.row,) + tuple(int(i) for i in index)) if exp.row is not None else [int(i) for i in index]
             g, e = np.asarray(got)[index], np.asarray(expected, dtype=np.float64)[index]
             ulp = ulps(g, e, dtype)
             ulp_text = f", {ulp:.3g} ULP" if ulp is not None else ""
             _fail(label, f"worst element {where}: got {float(g)!r} but should be {float(e)!r} "
-                         f"(|error| {err:.3g} > allowed {allowed:.3g} from tolerance {tol_text}{ulp_text}); "
+                         f"(|error| {err:.3g} > allowed {limit:.3g} from tolerance {tol_text}{ulp_text}); "
                          f"expected value: {origin}")
         if counts:
             margin = max(margin, m)
             worst_ulp = max(worst_ulp, max_ulps(got, expected, dtype))
     if exp.differs_from is not None:
-        atol, rtol = tol.bounds(dtype)
-        if compare(got, results[exp.differs_from], atol, rtol)[0] <= 1:
+        other = results[exp.differs_from]
+        if compare(got, other, allowed_error(spec, tol, dtype, other))[0] <= 1:
             _fail(label, f"matches the same call's {exp.differs_from!r} within tolerance '{tol.name}', but the two should differ")
     if exp.nonzero_values is not None:
-        atol, rtol = tol.bounds(dtype)
         values = np.asarray(got)
         kept = values[values != 0]
-        m, index, err, allowed = compare(kept, np.full_like(kept, exp.nonzero_values, dtype=np.float64), atol, rtol)
+        target = np.full(kept.shape, exp.nonzero_values)
+        m, index, err, limit = compare(kept, target, allowed_error(spec, tol, dtype, target))
         if kept.size == 0 or m > 1:
             _fail(label, f"a kept element is {float(kept[index]) if kept.size else None!r} but every kept element "
-                         f"should be {exp.nonzero_values!r} (|error| {err:.3g} > allowed {allowed:.3g})")
+                         f"should be {exp.nonzero_values!r} (|error| {err:.3g} > allowed {limit:.3g})")
         margin = max(margin, m)
     if exp.row_sums is not None:
-        atol, rtol = tol.bounds(dtype)
         sums = np.asarray(got, dtype=np.float64).sum(axis=-1)
-        m, index, err, allowed = compare(sums, np.full_like(sums, exp.row_sums), atol, rtol)
+        target = np.full_like(sums, exp.row_sums)
+        plain_sums = None if plain_out is None else np.asarray(plain_out, dtype=np.float64).sum(axis=-1)
+        m, index, err, limit = compare(sums, target, allowed_error(spec, tol, dtype, target, plain_sums))
         if m > 1:
             _fail(label, f"row {[int(i) for i in index]} sums to {float(sums[index])!r} but should sum to {exp.row_sums} "
-                         f"(|error| {err:.3g} > allowed {allowed:.3g} from tolerance '{tol.name}')")
+                         f"(|error| {err:.3g} > allowed {limit:.3g} from tolerance '{tol.name}')")
         margin = max(margin, m)
     return margin, worst_ulp
+
+
+def _select(value, row):
+    return value if row is None else np.asarray(value)[row]
 
 
 def _show(value):
@@ -206,17 +248,23 @@ def _origin(spec, exp):
     return f"{spec.documents[exp.source['doc']]}: {exp.source['quote'].strip()!r}"
 
 
-def run_all(spec, adapter_name, adapter, goldens):
+def run_all(spec, adapter_name, adapter, goldens, dtypes=None):
     """{test id: (outcome, message)} for the whole spec on one adapter, outside pytest.
 
     For checking the checker: a deliberately wrong adapter must produce "failed" somewhere.
     An exception from the adapter counts as "error", which would also fail its test.
+    `dtypes` narrows the run (default: every dtype the spec runs this adapter in).
     """
     results = {}
-    for dtype in adapter.DTYPES:
+    for dtype in dtypes or spec.dtypes_for(adapter):
         for case in spec.cases.values():
-            for output in case.expect:
+            for output, exp in case.expect.items():
+                if not spec.applies(case, exp, dtype, adapter.DTYPES[0]):
+                    continue
                 test_id = f"test_{output}[{adapter_name}-{dtype}-{case.id}]"
+                if spec.not_applicable(adapter, case, dtype):
+                    results[test_id] = ("not applicable", "")
+                    continue
                 try:
                     evaluate(spec, adapter_name, adapter, case, output, dtype, goldens)
                     results[test_id] = ("passed", "")

@@ -25,17 +25,19 @@ def row(name):
     tests = report["tests"].values()
     passed = sum(t["outcome"] == "passed" for t in tests)
     diverged = sum(t["outcome"] == "diverged" for t in tests)
-    failed = len(report["tests"]) - passed - diverged
+    not_applicable = sum(t["outcome"] == "not applicable" for t in tests)
+    failed = len(report["tests"]) - passed - diverged - not_applicable
     margins = [t["margin"] for t in tests if t["margin"] is not None]
     ulps = [t["ulp"] for t in tests if t.get("ulp") is not None]
     worst = f"{max(margins):.3f}" if margins else "-"
     worst_ulp = f"{max(ulps):.2f}" if ulps else "-"
     if failed:
         status = f"FAILED: {failed} test(s)"
-    elif not report["complete"] or passed + diverged < report["expected"]:
-        status = f"INCOMPLETE: {passed + diverged} of {report['expected']} ran"
+    elif not report["complete"] or passed + diverged + not_applicable < report["expected"]:
+        status = f"INCOMPLETE: {passed + diverged + not_applicable} of {report['expected']} ran"
     else:
-        status = "conforms" + (f" ({diverged} known divergences)" if diverged else "")
+        notes = [f"{diverged} known divergences"] * bool(diverged) + [f"{not_applicable} not applicable"] * bool(not_applicable)
+        status = "conforms" + (f" ({', '.join(notes)})" if notes else "")
     cells = [name, report["version"], ", ".join(report["dtypes"]), str(report["expected"]), str(passed), str(failed), worst, worst_ulp, status]
     return cells, status.startswith("conforms")
 

@@ -92,9 +92,10 @@ def pytest_configure(config):
     _state.expected = {
         f"test_{q}[{name}-{dtype}-{case.id}]"
         for name, module in _state.loaded.items()
-        for dtype in module.DTYPES
+        for dtype in _state.spec.dtypes_for(module)
         for q in spec.QUANTITIES
-        for case, _ in _state.spec.items(q)
+        for case, exp in _state.spec.items(q)
+        if _state.spec.applies(case, exp, dtype, module.DTYPES[0])
     }
     _state.results = {name: {} for name in names}
 
@@ -132,18 +133,28 @@ def record_mutant():
 def pytest_generate_tests(metafunc):
     if "requested_adapter" in metafunc.fixturenames:
         metafunc.parametrize("requested_adapter", list(_state.loaded))
+    if "deterministic_adapter" in metafunc.fixturenames:
+        # Shown on the reference and torch, the cheapest framework: a whole-spec run twice costs
+        # JAX and TensorFlow a minute of imports and compiles for the same fact.
+        names = [n for n in _state.loaded if n in ("reference", "torch")]
+        skip = pytest.mark.skip(reason="determinism is shown in the reference and torch environments")
+        metafunc.parametrize("deterministic_adapter", names or [pytest.param(None, marks=skip, id="elsewhere")])
     if "mutant" in metafunc.fixturenames:  # tests/mutants/<adapter>__<bug>.py, for the adapters under test
         metafunc.parametrize("mutant", [m for m in MUTANTS if m.split("__")[0] in _state.loaded])
     if "check" not in metafunc.fixturenames:
         return
     quantity = metafunc.function.__name__.removeprefix("test_")
-    checks = [
-        Check(name, dtype, case, quantity)
-        for name, module in _state.loaded.items()
-        for dtype in module.DTYPES
-        for case, _ in _state.spec.items(quantity)
-    ]
-    metafunc.parametrize("check", checks, ids=[c.id for c in checks])
+    params = []
+    for name, module in _state.loaded.items():
+        for dtype in _state.spec.dtypes_for(module):
+            for case, exp in _state.spec.items(quantity):
+                if not _state.spec.applies(case, exp, dtype, module.DTYPES[0]):
+                    continue
+                check = Check(name, dtype, case, quantity)
+                reason = _state.spec.not_applicable(module, case, dtype)
+                marks = [pytest.mark.skip(reason=f"not applicable: {reason}")] if reason else []
+                params.append(pytest.param(check, marks=marks, id=check.id))
+    metafunc.parametrize("check", params)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -151,7 +162,7 @@ def pytest_collection_modifyitems(items):
     # Before -k/-m deselect anything: was the spec-driven module part of this run at all?
     _state.conformance_collected = any(item.path.name == "test_conformance.py" for item in items)
     for item in items:
-        reason = _state.divergences.get(item.name)
+        reason = spec.divergence_reason(item.name, _state.divergences)
         if reason is not None:
             item.add_marker(pytest.mark.xfail(reason=f"known divergence: {reason}", strict=True))
 
@@ -162,14 +173,18 @@ def _is_narrowed(config):
 
 
 def pytest_runtest_logreport(report):
-    if report.when != "call" and not (report.when == "setup" and report.failed):
+    if report.when != "call" and not (report.when == "setup" and (report.failed or report.skipped)):
         return
     name = report.nodeid.rsplit("::", 1)[-1]
     if name not in _state.expected:
         return
     adapter_name = _adapter_of(name)
+    if report.skipped:
+        outcome = "diverged" if hasattr(report, "wasxfail") else "not applicable"
+    else:
+        outcome = report.outcome
     _state.results.setdefault(adapter_name, {})[name] = {
-        "outcome": "diverged" if hasattr(report, "wasxfail") and report.skipped else report.outcome,
+        "outcome": outcome,
         "margin": getattr(report, "margin", None),
         "ulp": getattr(report, "ulp", None),
         "message": str(report.longrepr.reprcrash.message) if report.failed and hasattr(report.longrepr, "reprcrash") else None,
@@ -196,7 +211,7 @@ def pytest_sessionfinish(session, exitstatus):
         report = {
             "adapter": name,
             "version": module.version(),
-            "dtypes": list(module.DTYPES),
+            "dtypes": _state.spec.dtypes_for(module),
             "numerics": _state.numerics,
             "complete": complete,
             "expected": sum(1 for t in _state.expected if f"[{name}-" in t),
@@ -210,7 +225,8 @@ def pytest_sessionfinish(session, exitstatus):
         reporter.write_line(f"FAILED: ran {len(ran)} of {len(_state.expected)} conformance tests the spec defines; "
                             f"first missing: {', '.join(missing[:5])}", red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
-    stale = sorted(t for t in _state.divergences if t not in _state.expected and _adapter_of(t) in _state.loaded)
+    stale = sorted(p for p in _state.divergences
+                   if _adapter_of(p) in _state.loaded and not any(spec.divergence_reason(t, {p: p}) for t in _state.expected))
     if complete and stale:
         reporter.write_line(f"FAILED: known divergences that match no test (renamed or fixed?): {', '.join(stale)}", red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -1,0 +1,13 @@
+"""float16 softmax as exp(s) / sum(exp(s)): exp overflows to inf past 11.09 in float16, and inf / inf is NaN."""
+
+from adapters.torch import *  # noqa: F403 - the real adapter, one function replaced
+from adapters.torch import _np, _t
+
+EXPECTED = "caught"
+RUN_IN = ("float16",)
+MUST_FAIL = ("thermostat_x2000",)
+
+
+def softmax(scores):
+    e = torch.exp(_t(scores))  # noqa: F405
+    return _np(e / e.sum(dim=-1, keepdim=True))
