@@ -36,6 +36,8 @@ CONTRACT = {
     "masked_attention": ("x", "w_query", "w_key", "w_value", "mask"),
     "dropout": ("weights", "p", "seed"),
     "multi_head_attention": ("x", "w_query", "w_key", "w_value", "w_out", "num_heads", "causal"),
+    "fused_attention": ("x", "w_query", "w_key", "w_value", "num_heads", "causal"),
+    "attention_layer": ("x", "w_query", "w_key", "w_value"),
     "draw": ("distribution", "n", "seed"),
     "initial_weights": ("d_in", "d_out", "form", "seed"),
     "knobs_removed": ("x",),

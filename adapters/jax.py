@@ -12,10 +12,15 @@ import jax.numpy as jnp
 import numpy as np
 
 DTYPES = ("float32", "float64", "float16", "bfloat16")
+NOT_APPLICABLE = {"attention_layer": "keras.layers.Attention's case; JAX has no attention layer of its own"}
 
 
 def version():
     return f"jax {jax.__version__}"
+
+
+def devices():
+    return ["cpu"] + ["gpu"] * any(d.platform == "gpu" for d in jax.devices())
 
 
 def _np(a):
@@ -208,6 +213,22 @@ def knobs_removed(x):
     params = {"W_query": eye, "W_key": eye, "W_value": eye}
     return {"part6": _np(attend(x, x, x, False)), "part6_scaled": _np(attend(x, x, x, True)),
             "part7_identity": _np(self_attention_v1_apply(params, x)), "part7_identity_unscaled": _np(attend(x @ eye, x @ eye, x @ eye, False))}
+
+
+def fused_attention(x, w_query, w_key, w_value, num_heads, causal):
+    x = jnp.asarray(x)
+    head_dim = w_query.shape[1] // num_heads
+
+    def split(t):  # (.., T, d_out) -> (.., T, N, H): jax.nn.dot_product_attention's layout, not torch's
+        return t.reshape(*t.shape[:-1], num_heads, head_dim)
+
+    queries, keys, values = (split(x @ jnp.asarray(w)) for w in (w_query, w_key, w_value))
+    heads = jax.nn.dot_product_attention(queries, keys, values, is_causal=causal)  # (.., T, N, H)
+    return _np(jnp.swapaxes(heads, -3, -2))
+
+
+def attention_layer(x, w_query, w_key, w_value):
+    raise NotImplementedError(NOT_APPLICABLE["attention_layer"])
 
 
 # --- training ------------------------------------------------------------------

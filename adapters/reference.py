@@ -146,6 +146,17 @@ def multi_head_attention(x, w_query, w_key, w_value, w_out, num_heads, causal):
     return {"heads": np.stack(heads, axis=-3), "context": merged @ w_out}  # heads: (B, N, T, H)
 
 
+def fused_attention(x, w_query, w_key, w_value, num_heads, causal):
+    """What a framework's fused kernel must compute: the heads of multi_head_attention."""
+    eye = np.eye(np.shape(w_query)[-1])
+    return multi_head_attention(x, w_query, w_key, w_value, eye, num_heads, causal)["heads"]
+
+
+def attention_layer(x, w_query, w_key, w_value):
+    """A library's attention layer fed the projections: it should compute scaled attention."""
+    return attention(x, w_query, w_key, w_value)["context"]
+
+
 # --- what the documents say about initialisation and the knobs ---------------------
 
 

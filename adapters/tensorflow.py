@@ -16,6 +16,10 @@ def version():
     return f"tensorflow {tf.__version__}, keras {keras.__version__}"
 
 
+def devices():
+    return ["cpu"] + ["gpu"] * bool(tf.config.list_physical_devices("GPU"))
+
+
 def _t(a):
     return tf.constant(np.asarray(a))
 
@@ -234,6 +238,28 @@ def knobs_removed(x):
     Q = K = V = _matmul(x, eye)
     return {"part6": _np(attend(x, x, x, False)), "part6_scaled": _np(attend(x, x, x, True)),
             "part7_identity": _np(SelfAttentionV1(eye, eye, eye)(x)), "part7_identity_unscaled": _np(attend(Q, K, V, False))}
+
+
+def fused_attention(x, w_query, w_key, w_value, num_heads, causal):
+    x = _t(x)
+    batched = len(x.shape) == 3
+    if not batched:
+        x = x[tf.newaxis]  # keras.ops.dot_product_attention takes 4-D [B, T, N, H] only
+    head_dim = w_query.shape[1] // num_heads
+
+    def split(t):
+        return tf.reshape(t, t.shape[:-1] + [num_heads, head_dim])
+
+    Q, K, V = (split(_matmul(x, _t(w))) for w in (w_query, w_key, w_value))
+    heads = tf.transpose(keras.ops.dot_product_attention(Q, K, V, is_causal=causal), [0, 2, 1, 3])  # (B, N, T, H)
+    return _np(heads if batched else heads[0])
+
+
+def attention_layer(x, w_query, w_key, w_value):
+    x = _t(x)
+    Q, K, V = _matmul(x, _t(w_query)), _matmul(x, _t(w_key)), _matmul(x, _t(w_value))
+    # Keras orders the inputs [query, value, key] and, with use_scale=False (the default), does not scale.
+    return _np(keras.layers.Attention(dtype=str(w_query.dtype))([Q[tf.newaxis], V[tf.newaxis], K[tf.newaxis]])[0])
 
 
 # --- training ------------------------------------------------------------------

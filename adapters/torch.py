@@ -3,13 +3,19 @@
 import ml_dtypes
 import numpy as np
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 DTYPES = ("float32", "float64", "float16", "bfloat16")
+NOT_APPLICABLE = {"attention_layer": "keras.layers.Attention's case; nn.MultiheadAttention owns its projections"}
 
 
 def version():
     return f"torch {torch.__version__}"
+
+
+def devices():
+    return ["cpu"] + ["gpu"] * torch.cuda.is_available()
 
 
 def _t(a):
@@ -220,6 +226,21 @@ def knobs_removed(x):
     unscaled = torch.softmax(queries @ keys.mT, dim=-1) @ values
     return {"part6": _np(part6), "part6_scaled": _np(part6_scaled),
             "part7_identity": _np(_v1(_np(eye), _np(eye), _np(eye))(x)), "part7_identity_unscaled": _np(unscaled)}
+
+
+def fused_attention(x, w_query, w_key, w_value, num_heads, causal):
+    x = _t(x)
+    head_dim = w_query.shape[1] // num_heads
+
+    def split(t):  # (.., T, d_out) -> (.., N, T, H), the layout SDPA takes
+        return t.view(*t.shape[:-1], num_heads, head_dim).transpose(-3, -2)
+
+    queries, keys, values = (split(x @ _t(w)) for w in (w_query, w_key, w_value))
+    return _np(F.scaled_dot_product_attention(queries, keys, values, is_causal=causal))
+
+
+def attention_layer(x, w_query, w_key, w_value):
+    raise NotImplementedError(NOT_APPLICABLE["attention_layer"])
 
 
 # --- training ------------------------------------------------------------------

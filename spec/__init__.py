@@ -36,6 +36,8 @@ OPS = {
     "masked_attention": ("weights", "context"),
     "dropout": ("dropout_eval", "dropout_train"),
     "multi_head_attention": ("heads", "context"),
+    "fused_attention": ("heads",),
+    "attention_layer": ("context",),
     "draw": ("sample",),
     "initial_weights": ("w_query", "w_key", "w_value"),
     "knobs_removed": ("part6", "part6_scaled", "part7_identity", "part7_identity_unscaled"),

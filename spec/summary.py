@@ -20,7 +20,7 @@ MUTANTS = Path(__file__).resolve().parent.parent / "tests" / "mutants"
 def row(name):
     path = REPORTS / f"{name}.json"
     if not path.exists():
-        return [name, "-", "-", "-", "-", "-", "-", "-", "MISSING: no report (environment not run, or framework did not import)"], False
+        return [name, "-", "-", "-", "-", "-", "-", "-", "-", "MISSING: no report (environment not run, or framework did not import)"], False
     report = json.loads(path.read_text())
     tests = report["tests"].values()
     passed = sum(t["outcome"] == "passed" for t in tests)
@@ -38,7 +38,9 @@ def row(name):
     else:
         notes = [f"{diverged} known divergences"] * bool(diverged) + [f"{not_applicable} not applicable"] * bool(not_applicable)
         status = "conforms" + (f" ({', '.join(notes)})" if notes else "")
-    cells = [name, report["version"], ", ".join(report["dtypes"]), str(report["expected"]), str(passed), str(failed), worst, worst_ulp, status]
+    devices = ", ".join(f"{d} {state}" for d, state in report.get("devices", {}).items())
+    cells = [name, report["version"], ", ".join(report["dtypes"]), devices, str(report["expected"]), str(passed), str(failed),
+             worst, worst_ulp, status]
     return cells, status.startswith("conforms")
 
 
@@ -81,7 +83,7 @@ def kill_rate():
 
 
 def main():
-    header = ["framework", "version", "dtypes", "cases", "passed", "failed", "worst margin", "worst ULP", "status"]
+    header = ["framework", "version", "dtypes", "devices", "cases", "passed", "failed", "worst margin", "worst ULP", "status"]
     rows, ok = [], True
     for name in NAMES:
         cells, good = row(name)

@@ -32,6 +32,8 @@ def pytest_addoption(parser):
                     help=f"adapter to run the spec against: one of {', '.join(adapters.NAMES)} or a dotted module path "
                          "(repeatable; default: reference)")
     group.addoption("--golden-dir", default=str(golden.GOLDEN_DIR), metavar="DIR", help="golden tensors to compare against")
+    group.addoption("--device", default="cpu", choices=("cpu", "gpu"),
+                    help="where the frameworks compute (default cpu); an unavailable device stops the run")
     group.addoption("--spec", default=str(spec.SPEC_DIR / "attention.yaml"), metavar="FILE", help="the spec to run")
     group.addoption("--known-divergences", default=str(spec.SPEC_DIR / "known_divergences.yaml"), metavar="FILE",
                     help="tests expected to fail, with reasons (run as strict xfail)")
@@ -56,6 +58,7 @@ class _State:
     spec = goldens = None
     loaded = {}
     numerics = {}
+    devices = {}
     expected = set()
     results = {}
     mutants = {}
@@ -89,6 +92,13 @@ def pytest_configure(config):
     except adapters.AdapterError as exc:
         raise pytest.UsageError(str(exc)) from None
     _state.numerics = adapters._numerics.pin()
+    _state.devices = {name: _devices(module) for name, module in _state.loaded.items()}
+    device = config.getoption("device")
+    for name, seen in _state.devices.items():
+        if device not in seen:
+            raise pytest.UsageError(f"device {device!r} is unavailable to adapter {name!r}: it sees {', '.join(seen)}")
+    if device != "cpu":
+        raise pytest.UsageError(f"device {device!r} is available, but placing the spec's arrays on it is not built yet")
     _state.expected = {
         f"test_{q}[{name}-{dtype}-{case.id}]"
         for name, module in _state.loaded.items()
@@ -100,8 +110,15 @@ def pytest_configure(config):
     _state.results = {name: {} for name in names}
 
 
+def _devices(module):
+    """What the adapter's framework can compute on; an adapter without devices() is CPU-only."""
+    return getattr(module, "devices", lambda: ["cpu"])()
+
+
 def pytest_report_header(config):
-    lines = [f"adapter {name}: {module.version()}, dtypes {', '.join(module.DTYPES)}" for name, module in _state.loaded.items()]
+    lines = [f"adapter {name}: {module.version()}, dtypes {', '.join(_state.spec.dtypes_for(module))}, "
+             f"devices seen {', '.join(_state.devices[name])} (running on {config.getoption('device')})"
+             for name, module in _state.loaded.items()]
     lines.append("numeric switches: " + (", ".join(f"{k}={v}" for k, v in _state.numerics.items()) or "none (no framework imported)"))
     return lines
 
@@ -139,6 +156,9 @@ def pytest_generate_tests(metafunc):
         names = [n for n in _state.loaded if n in ("reference", "torch")]
         skip = pytest.mark.skip(reason="determinism is shown in the reference and torch environments")
         metafunc.parametrize("deterministic_adapter", names or [pytest.param(None, marks=skip, id="elsewhere")])
+    if "torch_adapter" in metafunc.fixturenames:
+        skip = pytest.mark.skip(reason="torch's switch, shown in the torch environment")
+        metafunc.parametrize("torch_adapter", ["torch"] if "torch" in _state.loaded else [pytest.param(None, marks=skip, id="elsewhere")])
     if "mutant" in metafunc.fixturenames:  # tests/mutants/<adapter>__<bug>.py, for the adapters under test
         metafunc.parametrize("mutant", [m for m in MUTANTS if m.split("__")[0] in _state.loaded])
     if "check" not in metafunc.fixturenames:
@@ -212,6 +232,8 @@ def pytest_sessionfinish(session, exitstatus):
             "adapter": name,
             "version": module.version(),
             "dtypes": _state.spec.dtypes_for(module),
+            "devices": {d: "ran" if d == session.config.getoption("device") else
+                        ("unavailable" if d not in _state.devices[name] else "available, not run") for d in ("cpu", "gpu")},
             "numerics": _state.numerics,
             "complete": complete,
             "expected": sum(1 for t in _state.expected if f"[{name}-" in t),

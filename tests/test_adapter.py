@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import adapters
 import spec
 from spec.check import run_all
@@ -100,3 +102,40 @@ def test_two_runs_give_bit_identical_results(deterministic_adapter):
     runs = [subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()[-1]
             for _ in range(2)]
     assert runs[0] == runs[1]
+
+
+def test_torch_float32_matmul_pin_is_load_bearing(torch_adapter):
+    """torch.set_float32_matmul_precision("medium") runs float32 matmuls of size >= 32 in bfloat16
+    on CPUs with AMX: far outside float32 accuracy. The suite pins "highest" (adapters/_numerics.py)."""
+    import numpy as np
+    import torch
+
+    from adapters import _numerics
+
+    rng = np.random.default_rng(0)
+    a, b = (rng.uniform(-1, 1, (64, 64)).astype(np.float32) for _ in range(2))
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    # A float32 dot product of 64 terms errs by at most about 64 eps x sum |a_i b_i| (Higham);
+    # bfloat16 products err by about 2^-8 of the same sum, 2^15 times more.
+    budget = 64 * np.finfo(np.float32).eps * (np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64))
+
+    def worst(precision):
+        torch.set_float32_matmul_precision(precision)
+        try:
+            return float((np.abs((torch.from_numpy(a) @ torch.from_numpy(b)).numpy() - exact) / budget).max())
+        finally:
+            _numerics.pin()
+
+    assert torch.get_float32_matmul_precision() == "highest"
+    assert worst("highest") <= 1
+    medium = worst("medium")
+    if medium <= 1:
+        pytest.skip(f"on this CPU ({_cpu()}) 'medium' leaves float32 matmuls unchanged (no AMX): nothing to show here")
+    assert medium > 100, f"'medium' moved a 64x64 float32 matmul by {medium:.3g}x the float32 error bound"
+
+
+def _cpu():
+    for line in Path("/proc/cpuinfo").read_text().splitlines() if Path("/proc/cpuinfo").exists() else []:
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return "unknown CPU"

@@ -10,6 +10,7 @@ documents: {"000": 000_607594879886645b.txt}
 vocabulary: [sat, cat]
 printed_rounding: half a unit of the last printed place
 conventions: {causal: query i sees keys 0..i}
+dtypes: {sweep: [], ops: [], reason: float32 only}
 tolerances:
   golden:
     reason: measured
@@ -28,7 +29,7 @@ cases:
 
 # name -> (replace this, with this, fragments the one-line error must contain)
 MALFORMED = {
-    "yaml_syntax": ("inputs: {scores: [1.0, 2.0]}", "inputs: {scores: [1.0, 2.0}", ["line 13", "not valid YAML"]),
+    "yaml_syntax": ("inputs: {scores: [1.0, 2.0]}", "inputs: {scores: [1.0, 2.0}", ["line 14", "not valid YAML"]),
     "tab_indent": ("    op: softmax", "\top: softmax", ["not valid YAML"]),
     "duplicate_key": ("    op: softmax\n", "    op: softmax\n    op: softmax\n", ["duplicate key 'op'"]),
     "duplicate_id": ("        source: {doc: \"000\", quote: \"a line\"}\n",

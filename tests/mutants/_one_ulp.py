@@ -18,7 +18,7 @@ def _nudge(value):
 
 
 def one_ulp_off(base):
-    """{function name: wrapped function} for every contract function of `base`."""
+    """A whole adapter module's namespace: `base` with every contract function wrapped."""
 
     def wrap(fn):
         def wrapped(*args, **kwargs):
@@ -27,4 +27,5 @@ def one_ulp_off(base):
         wrapped.__signature__ = inspect.signature(fn)  # the contract check reads parameter names
         return wrapped
 
-    return {name: wrap(getattr(base, name)) for name in CONTRACT}
+    declared = {"DTYPES": base.DTYPES, "NOT_APPLICABLE": getattr(base, "NOT_APPLICABLE", {})}
+    return declared | {name: wrap(getattr(base, name)) for name in CONTRACT}

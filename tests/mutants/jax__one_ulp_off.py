@@ -4,5 +4,4 @@ from adapters import jax as base
 from tests.mutants._one_ulp import one_ulp_off
 
 EXPECTED = "passes"
-DTYPES = base.DTYPES
 globals().update(one_ulp_off(base))
