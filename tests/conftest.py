@@ -141,7 +141,7 @@ def record_mutant():
     """Keep what a wrong adapter did, for the kill-rate table in the summary."""
 
     def record(name, expected, results):
-        failing = sorted(t for t, (outcome, _) in results.items() if outcome != "passed")
+        failing = sorted(t for t, (outcome, _) in results.items() if outcome in ("failed", "error"))
         _state.mutants[name] = {"expected": expected, "cases": len(results), "caught_by": failing}
 
     return record
