@@ -371,6 +371,27 @@ def load_file(path, documents=None):
     return Spec(cases, tolerances, documents, tuple(vocabulary), doc["conventions"], dtypes)
 
 
+FAMILIES = ("document values", "mapping table rows", "module forms", "batches", "causal and masks",
+            "dropout", "multi-head", "fused paths", "gradients", "errata")
+
+
+def family(case):
+    """The row group a case belongs to in the conformance matrix, from its id and op."""
+    if case.id.startswith("row_"):
+        return "mapping table rows"
+    if case.id.startswith("erratum_"):
+        return "errata"
+    by_op = {"gradients": "gradients", "sgd_step": "gradients", "causal_attention": "causal and masks",
+             "masked_attention": "causal and masks", "multi_head_attention": "multi-head", "dropout": "dropout",
+             "fused_attention": "fused paths", "attention_layer": "fused paths", "self_attention_v1": "module forms",
+             "self_attention_v2": "module forms", "exercise_3_1": "module forms", "parameters": "module forms"}
+    if by_op.get(case.op, "module forms") != "module forms":
+        return by_op[case.op]
+    if "batched" in case.id or "sentences" in case.id:
+        return "batches"
+    return by_op.get(case.op, "document values")
+
+
 def golden_references(loaded):
     """Every golden reference the spec uses, in inputs and expectations."""
     refs = set()

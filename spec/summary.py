@@ -100,6 +100,10 @@ def main():
     lines, mutants_ok = kill_rate()
     print()
     print("\n".join(lines))
+    from spec import matrix
+
+    print("\nConformance matrix (also reports/matrix.md, reports/matrix.json, reports/matrix.png)\n")
+    print(matrix.write(matrix.build()))
     return 0 if ok and mutants_ok else 1
 
 

@@ -32,6 +32,7 @@ def pytest_addoption(parser):
                     help=f"adapter to run the spec against: one of {', '.join(adapters.NAMES)} or a dotted module path "
                          "(repeatable; default: reference)")
     group.addoption("--golden-dir", default=str(golden.GOLDEN_DIR), metavar="DIR", help="golden tensors to compare against")
+    group.addoption("--reports", default=str(REPORTS), metavar="DIR", help="where reports/<adapter>.json go")
     group.addoption("--device", default="cpu", choices=("cpu", "gpu"),
                     help="where the frameworks compute (default cpu); an unavailable device stops the run")
     group.addoption("--spec", default=str(spec.SPEC_DIR / "attention.yaml"), metavar="FILE", help="the spec to run")
@@ -75,10 +76,11 @@ def _report_name(name):
 
 def pytest_configure(config):
     names = config.getoption("adapter") or ["reference"]
+    _state.reports = Path(config.getoption("reports"))
     if config.getoption("adapter"):  # only a run asked for an adapter reports on it
-        REPORTS.mkdir(exist_ok=True)
+        _state.reports.mkdir(exist_ok=True)
         for name in names:
-            (REPORTS / f"{_report_name(name)}.json").unlink(missing_ok=True)
+            (_state.reports / f"{_report_name(name)}.json").unlink(missing_ok=True)
     try:
         _state.spec = spec.load(config.getoption("spec"))
         _state.goldens = golden.Goldens(config.getoption("golden_dir"))
@@ -241,7 +243,7 @@ def pytest_sessionfinish(session, exitstatus):
             "mutants": {m: r for m, r in _state.mutants.items() if m.split("__")[0] == name},
             "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
         }
-        (REPORTS / f"{_report_name(name)}.json").write_text(json.dumps(report, indent=1) + "\n")
+        (_state.reports / f"{_report_name(name)}.json").write_text(json.dumps(report, indent=1) + "\n")
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     if complete and missing:
         reporter.write_line(f"FAILED: ran {len(ran)} of {len(_state.expected)} conformance tests the spec defines; "

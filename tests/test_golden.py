@@ -98,6 +98,7 @@ def test_perturbed_golden_value_fails_the_suite_naming_tensor_and_element(golden
     _perturb(golden_copy, "doc000_seed123.json", "context", (2, 1), 1e-4, fix_manifest=True)
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--golden-dir", str(golden_copy),
+         "--reports", str(golden_copy.parent / "reports"),
          "tests/test_conformance.py", "-k", "test_context and v1_seed123"],
         cwd=ROOT, capture_output=True, text=True,
     )

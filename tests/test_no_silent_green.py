@@ -14,10 +14,16 @@ ROOT = Path(__file__).resolve().parent.parent
 MUTANT = "tests.mutants.reference__no_scale"
 
 
-def _pytest(*args, env=None):
-    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
-                         cwd=ROOT, capture_output=True, text=True, env=env)
-    return run.returncode, run.stdout + run.stderr
+@pytest.fixture
+def run_pytest(tmp_path):
+    """pytest in a fresh process, reporting into a scratch folder: never over the real reports/."""
+
+    def run(*args, env=None):
+        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--reports", str(tmp_path / "reports"), *args]
+        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=env)
+        return done.returncode, done.stdout + done.stderr
+
+    return run
 
 
 def _divergences(tmp_path, test_id):
@@ -26,43 +32,43 @@ def _divergences(tmp_path, test_id):
     return str(path)
 
 
-def test_a_known_divergence_is_an_expected_failure(tmp_path):
+def test_a_known_divergence_is_an_expected_failure(tmp_path, run_pytest):
     listed = _divergences(tmp_path, f"test_scaled[{MUTANT}-float64-row_scale_binary]")
-    code, out = _pytest("--adapter", MUTANT, "tests/test_conformance.py", "--known-divergences", listed)
+    code, out = run_pytest("--adapter", MUTANT, "tests/test_conformance.py", "--known-divergences", listed)
     assert code == 0, out[-1500:]
     assert "1 xfailed" in out
 
 
-def test_a_listed_divergence_that_passes_fails_the_run(tmp_path):
+def test_a_listed_divergence_that_passes_fails_the_run(tmp_path, run_pytest):
     listed = _divergences(tmp_path, "test_scaled[reference-float64-row_scale_binary]")
-    code, out = _pytest("--adapter", "reference", "tests/test_conformance.py", "--known-divergences", listed)
+    code, out = run_pytest("--adapter", "reference", "tests/test_conformance.py", "--known-divergences", listed)
     assert code == 1 and "XPASS(strict)" in out, out[-1500:]
 
 
-def test_a_listed_divergence_that_matches_no_test_fails_the_run(tmp_path):
+def test_a_listed_divergence_that_matches_no_test_fails_the_run(tmp_path, run_pytest):
     listed = _divergences(tmp_path, "test_scaled[reference-float64-row_scale_renamed]")
-    code, out = _pytest("--adapter", "reference", "tests/test_conformance.py", "--known-divergences", listed)
+    code, out = run_pytest("--adapter", "reference", "tests/test_conformance.py", "--known-divergences", listed)
     assert code == 1 and "match no test" in out and "row_scale_renamed" in out, out[-1500:]
 
 
-def test_a_requested_adapter_that_does_not_import_fails_in_one_line():
-    code, out = _pytest("--adapter", "no_such_framework", "tests/test_conformance.py")
+def test_a_requested_adapter_that_does_not_import_fails_in_one_line(run_pytest):
+    code, out = run_pytest("--adapter", "no_such_framework", "tests/test_conformance.py")
     assert code == 4
     assert "adapter 'no_such_framework' was requested but does not import" in out
 
 
-def test_a_run_that_loses_cases_fails(tmp_path):
+def test_a_run_that_loses_cases_fails(tmp_path, run_pytest):
     """A plugin that silently drops tests (as a buggy filter would): the count check catches it."""
     (tmp_path / "drop_cases.py").write_text("def pytest_collection_modifyitems(items):\n    del items[10:]\n")
     env = {**__import__("os").environ, "PYTHONPATH": str(tmp_path)}
-    code, out = _pytest("--adapter", "reference", "tests/test_conformance.py", "-p", "drop_cases", env=env)
+    code, out = run_pytest("--adapter", "reference", "tests/test_conformance.py", "-p", "drop_cases", env=env)
     assert code == 1 and "ran 10 of" in out, out[-1500:]
 
 
-def test_a_malformed_spec_stops_pytest_in_one_line(tmp_path):
+def test_a_malformed_spec_stops_pytest_in_one_line(tmp_path, run_pytest):
     path = tmp_path / "broken.yaml"
     path.write_text(VALID.replace("op: softmax", "op: softmin"))
-    code, out = _pytest("--spec", str(path), "tests/test_conformance.py")
+    code, out = run_pytest("--spec", str(path), "tests/test_conformance.py")
     assert code == 4
     assert f"{path}: case 'sat': field 'op'" in out
 

@@ -1,0 +1,124 @@
+"""The conformance matrix: the spec's cases (grouped by family) against framework x dtype.
+
+Built from reports/<adapter>.json, which each tox environment writes in its own process. A
+registered adapter without a report is a MISSING column, never a passing one. Written as
+reports/matrix.md, reports/matrix.json (the same content) and reports/matrix.png (a heatmap).
+"""
+
+import json
+import re
+from pathlib import Path
+
+import spec
+from adapters import NAMES
+
+REPORTS = Path(__file__).resolve().parent.parent / "reports"
+_TEST_ID = re.compile(r"^test_(\w+)\[(.+)-(\w+)-(\w+)\]$")
+RANK = {"failed": 4, "error": 4, "diverged": 3, "passed": 2, "not applicable": 1}
+
+
+def build(loaded=None):
+    """{"columns": [...], "rows": [{"family", "case", "cells": {column: cell}}]} from the reports."""
+    loaded = loaded or spec.load()
+    columns, cells = [], {}
+    for name in NAMES:
+        path = REPORTS / f"{name}.json"
+        if not path.exists():
+            columns.append({"column": name, "adapter": name, "dtype": None, "missing": True})
+            continue
+        report = json.loads(path.read_text())
+        columns += [{"column": f"{name} {d}", "adapter": name, "dtype": d, "missing": False} for d in report["dtypes"]]
+        for test_id, result in report["tests"].items():
+            match = _TEST_ID.match(test_id)
+            if not match:
+                continue
+            _, adapter, dtype, case_id = match.groups()
+            cell = cells.setdefault((case_id, f"{adapter} {dtype}"), {"status": "not applicable", "margin": None, "ulp": None, "tests": 0})
+            cell["tests"] += 1
+            if RANK[result["outcome"]] > RANK[cell["status"]] or cell["tests"] == 1:
+                cell["status"] = "failed" if result["outcome"] == "error" else result["outcome"]
+            for key in ("margin", "ulp"):
+                if result.get(key) is not None:
+                    cell[key] = max(cell[key] or 0.0, result[key])
+    rows = []
+    for fam in spec.FAMILIES:
+        for case in loaded.cases.values():
+            if spec.family(case) != fam:
+                continue
+            row = {}
+            for col in columns:
+                if col["missing"]:
+                    row[col["column"]] = {"status": "missing"}
+                else:
+                    row[col["column"]] = cells.get((case.id, col["column"]), {"status": "not run in this dtype"})
+            rows.append({"family": fam, "case": case.id, "cells": row})
+    return {"columns": [c["column"] for c in columns], "rows": rows}
+
+
+def _cell_text(cell):
+    status = cell["status"]
+    if status == "passed":
+        ulp = f" {cell['ulp']:.1f}u" if (cell.get("ulp") or 0) >= 0.05 else ""
+        return f"ok {cell['margin']:.2f}{ulp}" if cell.get("margin") is not None else "ok"
+    return {"failed": "FAIL", "diverged": "div", "not applicable": "n/a", "missing": "MISSING",
+            "not run in this dtype": "-"}[status]
+
+
+def markdown(matrix):
+    head = "| family | case | " + " | ".join(matrix["columns"]) + " |"
+    lines = [head, "|" + "---|" * (len(matrix["columns"]) + 2)]
+    previous = None
+    for row in matrix["rows"]:
+        fam = row["family"] if row["family"] != previous else ""
+        previous = row["family"]
+        lines.append(f"| {fam} | {row['case']} | " + " | ".join(_cell_text(row["cells"][c]) for c in matrix["columns"]) + " |")
+    legend = ("ok M Uu: passed, worst |error| / tolerance M (0.03 = 3% of the budget), worst error U ULP at the tensor's "
+              "scale; div: known divergence (spec/known_divergences.yaml); n/a: the adapter says why it cannot run it; "
+              "-: the case has no check in this dtype; FAIL; MISSING: the framework's environment did not report.")
+    return "\n".join(lines) + "\n\n" + legend + "\n"
+
+
+def heatmap(matrix, path):
+    """A PNG of margins: green (0) to red (1), grey n/a, purple divergence, black failure."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    cols, rows = matrix["columns"], matrix["rows"]
+    rgb = np.ones((len(rows), len(cols), 3))
+    green, red = np.array([0.2, 0.7, 0.3]), np.array([0.85, 0.15, 0.1])
+    fixed = {"failed": (0, 0, 0), "diverged": (0.55, 0.35, 0.75), "not applicable": (0.75, 0.75, 0.75),
+             "missing": (1, 1, 1), "not run in this dtype": (0.93, 0.93, 0.93)}
+    for i, row in enumerate(rows):
+        for j, col in enumerate(cols):
+            cell = row["cells"][col]
+            if cell["status"] == "passed":
+                t = min(max(cell.get("margin") or 0.0, 0.0), 1.0)
+                rgb[i, j] = (1 - t) * green + t * red
+            else:
+                rgb[i, j] = fixed[cell["status"]]
+    fig, ax = plt.subplots(figsize=(2.2 + 0.75 * len(cols), 1.5 + 0.2 * len(rows)))
+    ax.imshow(rgb, aspect="auto", interpolation="nearest")
+    ax.set_xticks(range(len(cols)), cols, rotation=60, ha="right", fontsize=7)
+    ax.set_yticks(range(len(rows)), [f"{r['case']}  ({r['family']})" for r in rows], fontsize=6)
+    for i, row in enumerate(rows):
+        for j, col in enumerate(cols):
+            cell = row["cells"][col]
+            if cell["status"] == "passed" and cell.get("margin") is not None:
+                ax.text(j, i, f"{cell['margin']:.2f}", ha="center", va="center", fontsize=5)
+    ax.set_title("Conformance margins: |error| / tolerance (green 0, red 1); purple known divergence, "
+                 "grey n/a, light grey no check in this dtype, black failure", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write(matrix):
+    REPORTS.mkdir(exist_ok=True)
+    text = markdown(matrix)
+    (REPORTS / "matrix.md").write_text(text)
+    (REPORTS / "matrix.json").write_text(json.dumps(matrix, indent=1) + "\n")
+    heatmap(matrix, REPORTS / "matrix.png")
+    return text
