@@ -1,5 +1,7 @@
 """Running one case on one adapter, and the one comparison helper every check goes through."""
 
+import collections
+
 import numpy as np
 
 from spec import LOW_PRECISION, OPS
@@ -9,7 +11,11 @@ class Nonconformance(AssertionError):
     pass
 
 
-_outputs = {}  # (adapter, case id, dtype, goldens) -> outputs: every quantity of a case shares one call
+# (adapter, case id, dtype, ...) -> outputs: every output of a case shares one call. Bounded:
+# pytest runs a case's tests together (conftest sorts them), and a GPT-2-sized case's outputs in
+# four dtypes would otherwise stay in memory for the whole session.
+_outputs = collections.OrderedDict()
+_KEEP = 8
 
 
 def _resolve(value, dtype, goldens):
@@ -45,6 +51,9 @@ def outputs(adapter_name, adapter, case, dtype, goldens, input_dtype=None, round
             got = sorted(result) if isinstance(result, dict) else type(result).__name__
             raise Nonconformance(f"{adapter_name} {case.op}() returned {got}, should return a dict with {sorted(names)}")
         _outputs[key] = result
+        while len(_outputs) > _KEEP:
+            _outputs.popitem(last=False)
+    _outputs.move_to_end(key)
     return _outputs[key]
 
 

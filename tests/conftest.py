@@ -187,6 +187,12 @@ def pytest_collection_modifyitems(items):
         reason = spec.divergence_reason(item.name, _state.divergences)
         if reason is not None:
             item.add_marker(pytest.mark.xfail(reason=f"known divergence: {reason}", strict=True))
+    # One case's tests together (adapter, dtype, case), so its outputs are computed once and dropped after.
+    def case_order(item):
+        check = getattr(item, "callspec", None) and item.callspec.params.get("check")
+        return (0, check.adapter_name, check.dtype, check.case.id) if check else (1, "", "", "")
+
+    items.sort(key=case_order)
 
 
 def _is_narrowed(config):
