@@ -50,8 +50,19 @@ class AdapterError(Exception):
     pass
 
 
+ENTRY_POINT_GROUP = "attention_conformance.adapters"
+
+
 def module_path(name):
-    return f"adapters.{name}" if name in NAMES else name
+    """The module to import for an adapter name: a file here, an installed package's entry point
+    in the group attention_conformance.adapters, or the name itself as a dotted module path."""
+    if name in NAMES:
+        return f"adapters.{name}"
+    from importlib.metadata import entry_points
+
+    for entry in entry_points(group=ENTRY_POINT_GROUP, name=name):
+        return entry.value
+    return name
 
 
 def contract_problems(module):

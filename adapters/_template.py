@@ -1,0 +1,106 @@
+"""A new framework's adapter: copy this file to adapters/<framework>.py (or into your own package),
+then replace each body with your framework's idiom. NumPy arrays in and out; see README.md,
+"The adapter contract", for what each function returns. Check it with
+`python -m adapters check <module>` before running the spec.
+"""
+
+import numpy as np  # noqa: F401 - adapters return NumPy arrays
+
+DTYPES = ("float32",)  # the first is where every case runs; the spec's sweep adds the others
+NOT_APPLICABLE = {}  # op or dtype name -> why this framework cannot run it (shown, never passed)
+
+
+def version():
+    raise NotImplementedError
+
+
+def create_parameter(d_in, d_out, seed):
+    raise NotImplementedError
+
+
+def project(x, w):
+    raise NotImplementedError
+
+
+def transposed_matmul(q, k):
+    raise NotImplementedError
+
+
+def scale(scores, d_k):
+    raise NotImplementedError
+
+
+def softmax(scores):
+    raise NotImplementedError
+
+
+def blend(weights, v):
+    raise NotImplementedError
+
+
+def dot_columns(x, w):
+    raise NotImplementedError
+
+
+def attention(x, w_query, w_key, w_value):
+    raise NotImplementedError
+
+
+def self_attention_v1(x, w_query, w_key, w_value):
+    raise NotImplementedError
+
+
+def self_attention_v2(x, w_query, w_key, w_value):
+    raise NotImplementedError
+
+
+def exercise_3_1(x, w_query, w_key, w_value):
+    raise NotImplementedError
+
+
+def parameters(d_in, d_out, form):
+    raise NotImplementedError
+
+
+def causal_attention(x, w_query, w_key, w_value):
+    raise NotImplementedError
+
+
+def masked_attention(x, w_query, w_key, w_value, mask):
+    raise NotImplementedError
+
+
+def dropout(weights, p, seed):
+    raise NotImplementedError
+
+
+def multi_head_attention(x, w_query, w_key, w_value, w_out, num_heads, causal):
+    raise NotImplementedError
+
+
+def fused_attention(x, w_query, w_key, w_value, num_heads, causal):
+    raise NotImplementedError
+
+
+def attention_layer(x, w_query, w_key, w_value):
+    raise NotImplementedError
+
+
+def draw(distribution, n, seed):
+    raise NotImplementedError
+
+
+def initial_weights(d_in, d_out, form, seed):
+    raise NotImplementedError
+
+
+def knobs_removed(x):
+    raise NotImplementedError
+
+
+def gradients(x, w_query, w_key, w_value, g, form):
+    raise NotImplementedError
+
+
+def sgd_step(x, w_query, w_key, w_value, g, lr):
+    raise NotImplementedError
