@@ -122,9 +122,10 @@ class Spec:
         return case.op in self.dtypes["ops"] and computed
 
     def not_applicable(self, adapter, case, dtype):
-        """The adapter's stated reason this case cannot run in this dtype, or None."""
+        """The adapter's stated reason this case cannot run in this dtype, or None. NOT_APPLICABLE is
+        keyed by dtype, op or case id."""
         reasons = getattr(adapter, "NOT_APPLICABLE", {})
-        reason = reasons.get(dtype) or reasons.get(case.op)
+        reason = reasons.get(dtype) or reasons.get(case.op) or reasons.get(case.id)
         if reason is None and dtype not in adapter.DTYPES:
             reason = f"{dtype} is not in the adapter's DTYPES"
         return reason

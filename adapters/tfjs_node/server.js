@@ -1,0 +1,124 @@
+// The TensorFlow.js side of adapters/tfjs.py. One JSON request per line on stdin, one answer per
+// line on stdout: {"op", "args"} -> {"outputs"} or {"error"}. Tensors travel as base64 float32.
+// Written in the document's own idiom: tf.variable, tf.matMul(q, k, false, true), tf.div, tf.softmax.
+const tf = require("@tensorflow/tfjs-core");
+require("@tensorflow/tfjs-backend-cpu");
+const readline = require("readline");
+
+const fromWire = (a) => {
+  if (a === null || typeof a !== "object" || !("b64" in a)) return a;
+  const bytes = Buffer.from(a.b64, "base64");
+  if (a.dtype === "bool") return tf.tensor(Array.from(bytes, (b) => b !== 0), a.shape, "bool");
+  return tf.tensor(new Float32Array(bytes.buffer, bytes.byteOffset, bytes.length / 4), a.shape, "float32");
+};
+const toWire = (t) => {
+  if (!(t instanceof tf.Tensor)) return t;
+  const data = t.dtype === "bool" ? Float32Array.from(t.dataSync(), Number) : Float32Array.from(t.dataSync());
+  return { dtype: "float32", shape: t.shape, b64: Buffer.from(data.buffer).toString("base64") };
+};
+
+// tf.matMul takes equal ranks: a batch [B, T, D] times one [D, H] matrix goes through 2-D.
+const project = (x, W) => {
+  if (x.rank === 1) return tf.squeeze(tf.matMul(tf.expandDims(x, 0), W), [0]);
+  if (x.rank === 2) return tf.matMul(x, W);
+  const [B, T, D] = x.shape;
+  return tf.reshape(tf.matMul(tf.reshape(x, [B * T, D]), W), [B, T, W.shape[1]]);
+};
+const causalHidden = (T) => tf.equal(tf.linalg.bandPart(tf.ones([T, T]), -1, 0), 0); // above the diagonal
+const maskedSoftmax = (scores, dK, hidden) => {
+  let scaled = tf.div(scores, Math.sqrt(dK));
+  if (hidden) scaled = tf.where(tf.broadcastTo(hidden, scaled.shape), tf.fill(scaled.shape, -Infinity), scaled);
+  return tf.softmax(scaled, -1);
+};
+
+function attend(x, Wq, Wk, Wv, hidden) {
+  const Q = project(x, Wq);
+  const K = project(x, Wk);
+  const V = project(x, Wv);
+  const scores = tf.matMul(Q, K, false, true); // tf.matMul(q, k, false, true)
+  const weights = maskedSoftmax(scores, K.shape[K.rank - 1], hidden);
+  return { query: Q, key: K, value: V, scores, d_k: K.shape[K.rank - 1], weights, context: tf.matMul(weights, V) };
+}
+
+function selfAttentionV1(x, w_query, w_key, w_value, trainable) {
+  const Wq = tf.variable(w_query, trainable), Wk = tf.variable(w_key, trainable), Wv = tf.variable(w_value, trainable);
+  const out = attend(x, Wq, Wk, Wv).context;
+  [Wq, Wk, Wv].forEach((v) => v.dispose());
+  return out;
+}
+
+const ops = {
+  version: () => `tfjs-core ${tf.version_core}, backend ${tf.getBackend()}`,
+  create_parameter: ({ d_in, d_out, seed }) => {
+    const parameter = tf.variable(tf.randomUniform([d_in, d_out], 0, 1, "float32", seed)); // not tf.randomNormal
+    return { parameter, trainable: parameter.trainable };
+  },
+  project: ({ x, w }) => project(x, w),
+  transposed_matmul: ({ q, k }) => tf.matMul(q, k, false, true),
+  scale: ({ scores, d_k }) => tf.div(scores, Math.sqrt(d_k)),
+  softmax: ({ scores }) => tf.softmax(scores, -1),
+  blend: ({ weights, v }) => tf.matMul(weights, v),
+  dot_columns: ({ x, w }) => tf.stack(Array.from({ length: w.shape[1] }, (_, j) => tf.dot(x, tf.squeeze(tf.slice(w, [0, j], [-1, 1]), [1])))),
+  attention: ({ x, w_query, w_key, w_value }) => attend(x, w_query, w_key, w_value),
+  self_attention_v1: ({ x, w_query, w_key, w_value }) => ({
+    context: selfAttentionV1(x, w_query, w_key, w_value, true),
+    context_no_grad: selfAttentionV1(x, w_query, w_key, w_value, false),
+  }),
+  parameters: ({ d_in, d_out }) => {
+    const vars = [0, 1, 2].map(() => tf.variable(tf.randomUniform([d_in, d_out])));
+    const out = { count: vars.reduce((n, v) => n + v.size, 0), trainable: vars.map((v) => v.trainable) };
+    vars.forEach((v) => v.dispose());
+    return out;
+  },
+  causal_attention: ({ x, w_query, w_key, w_value }) => {
+    const { weights, context } = attend(x, w_query, w_key, w_value, causalHidden(x.shape[x.rank - 2]));
+    return { weights, context };
+  },
+  masked_attention: ({ x, w_query, w_key, w_value, mask }) => {
+    const { weights, context } = attend(x, w_query, w_key, w_value, mask);
+    return { weights, context };
+  },
+  dropout: ({ weights, p, seed }) => ({ dropout_eval: weights, dropout_train: tf.dropout(weights, p, null, seed) }),
+  multi_head_attention: ({ x, w_query, w_key, w_value, w_out, num_heads, causal }) => {
+    const dOut = w_query.shape[1], H = dOut / num_heads, T = x.shape[x.rank - 2];
+    const lead = x.shape.slice(0, -1); // [.., T]
+    const perm = [...Array(lead.length - 1).keys(), lead.length, lead.length - 1, lead.length + 1];
+    const split = (t) => tf.transpose(tf.reshape(t, [...lead, num_heads, H]), perm); // (.., N, T, H)
+    const [Q, K, V] = [w_query, w_key, w_value].map((w) => split(project(x, w)));
+    const weights = maskedSoftmax(tf.matMul(Q, K, false, true), H, causal ? causalHidden(T) : null);
+    const heads = tf.matMul(weights, V);
+    const merged = tf.reshape(tf.transpose(heads, perm), [...lead, dOut]);
+    return { heads, context: project(merged, w_out) };
+  },
+  draw: ({ distribution, n, seed }) =>
+    distribution === "uniform" ? tf.randomUniform([n], 0, 1, "float32", seed) : tf.randomNormal([n], 0, 1, "float32", seed),
+  initial_weights: ({ d_in, d_out, seed }) => {
+    const [w_query, w_key, w_value] = [0, 1, 2].map((i) => tf.variable(tf.randomUniform([d_in, d_out], 0, 1, "float32", seed + i)));
+    return { w_query, w_key, w_value };
+  },
+  knobs_removed: ({ x }) => {
+    const d = x.shape[x.rank - 1], eye = tf.eye(d);
+    const plain = (q, k, v, scaled) => tf.matMul(tf.softmax(scaled ? tf.div(tf.matMul(q, k, false, true), Math.sqrt(d)) : tf.matMul(q, k, false, true), -1), v);
+    const [q, k, v] = [eye, eye, eye].map((w) => project(x, w));
+    return { part6: plain(x, x, x, false), part6_scaled: plain(x, x, x, true),
+             part7_identity: attend(x, eye, eye, eye).context, part7_identity_unscaled: plain(q, k, v, false) };
+  },
+};
+
+const wire = (out) => {
+  if (out instanceof tf.Tensor || typeof out !== "object" || out === null || Array.isArray(out)) return toWire(out);
+  return Object.fromEntries(Object.entries(out).map(([k, v]) => [k, toWire(v)]));
+};
+
+tf.setBackend("cpu").then(() => {
+  readline.createInterface({ input: process.stdin }).on("line", (line) => {
+    const { op, args } = JSON.parse(line);
+    let reply;
+    try {
+      reply = tf.tidy(() => ({ outputs: wire(ops[op](Object.fromEntries(Object.entries(args).map(([k, v]) => [k, fromWire(v)])))) }));
+    } catch (e) {
+      reply = { error: `${e.name}: ${e.message}` };
+    }
+    process.stdout.write(JSON.stringify(reply) + "\n");
+  });
+});

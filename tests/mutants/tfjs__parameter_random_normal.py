@@ -1,0 +1,12 @@
+"""The mapping table's right-hand column as written: tf.variable(tf.randomNormal([dIn, dOut]))."""
+
+from adapters.tfjs import *  # noqa: F403 - the real adapter, one function replaced
+from adapters.tfjs import _call
+
+EXPECTED = "caught"
+MUST_FAIL = ("row_parameter",)
+
+
+def create_parameter(d_in, d_out, seed):
+    sample = _call("draw", distribution="normal", n=d_in * d_out, seed=seed)
+    return {"parameter": sample.reshape(d_in, d_out), "trainable": True}
