@@ -15,6 +15,7 @@ import yaml
 from adapters import CONTRACT
 
 SPEC_DIR = Path(__file__).resolve().parent
+REPORTS_DIR = SPEC_DIR.parent / "reports"  # per-adapter results, the matrix, benchmarks; not committed
 DOCS_DIR = SPEC_DIR / "documents"  # copies of ../shared/seeds/, so quotes are checked on any clone
 MAX_SPEC_BYTES = 1_000_000
 

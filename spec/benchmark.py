@@ -19,8 +19,9 @@ import tempfile
 import time
 from pathlib import Path
 
+import spec
+
 ROOT = Path(__file__).resolve().parent.parent
-REPORTS = ROOT / "reports"
 DOCUMENT_FAMILIES = ("document values", "mapping table rows", "module forms")
 TARGETS = {"document_spec_s": 1.0, "memory_over_bare_mib": 300}
 
@@ -54,7 +55,6 @@ def _whole_spec(name):
 
 def _in_process(name):
     import adapters
-    import spec
     from spec.check import _resolve, run_all
     from spec.golden import Goldens
 
@@ -137,8 +137,8 @@ def main(argv=None):
             missing.append(name)
             continue
         rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
-    REPORTS.mkdir(exist_ok=True)
-    (REPORTS / "benchmark.json").write_text(json.dumps({"targets": TARGETS, "frameworks": rows}, indent=1) + "\n")
+    spec.REPORTS_DIR.mkdir(exist_ok=True)
+    (spec.REPORTS_DIR / "benchmark.json").write_text(json.dumps({"targets": TARGETS, "frameworks": rows}, indent=1) + "\n")
     print(table(rows))
     if missing:
         print(f"\nnot measured (no environment under {args.envs}, or it failed): {', '.join(missing)}; run `tox -m conformance` first")

@@ -7,12 +7,10 @@ reports/matrix.md, reports/matrix.json (the same content) and reports/matrix.png
 
 import json
 import re
-from pathlib import Path
 
 import spec
 from adapters import NAMES
 
-REPORTS = Path(__file__).resolve().parent.parent / "reports"
 _TEST_ID = re.compile(r"^test_(\w+)\[(.+)-(\w+)-(\w+)\]$")
 RANK = {"failed": 4, "error": 4, "diverged": 3, "passed": 2, "not applicable": 1}
 
@@ -22,7 +20,7 @@ def build(loaded=None):
     loaded = loaded or spec.load()
     columns, cells = [], {}
     for name in NAMES:
-        path = REPORTS / f"{name}.json"
+        path = spec.REPORTS_DIR / f"{name}.json"
         if not path.exists():
             columns.append({"column": name, "adapter": name, "dtype": None, "missing": True})
             continue
@@ -116,9 +114,9 @@ def heatmap(matrix, path):
 
 
 def write(matrix):
-    REPORTS.mkdir(exist_ok=True)
+    spec.REPORTS_DIR.mkdir(exist_ok=True)
     text = markdown(matrix)
-    (REPORTS / "matrix.md").write_text(text)
-    (REPORTS / "matrix.json").write_text(json.dumps(matrix, indent=1) + "\n")
-    heatmap(matrix, REPORTS / "matrix.png")
+    (spec.REPORTS_DIR / "matrix.md").write_text(text)
+    (spec.REPORTS_DIR / "matrix.json").write_text(json.dumps(matrix, indent=1) + "\n")
+    heatmap(matrix, spec.REPORTS_DIR / "matrix.png")
     return text

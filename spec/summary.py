@@ -11,14 +11,14 @@ import json
 import sys
 from pathlib import Path
 
+import spec
 from adapters import NAMES
 
-REPORTS = Path(__file__).resolve().parent.parent / "reports"
 MUTANTS = Path(__file__).resolve().parent.parent / "tests" / "mutants"
 
 
 def row(name):
-    path = REPORTS / f"{name}.json"
+    path = spec.REPORTS_DIR / f"{name}.json"
     if not path.exists():
         return [name, "-", "-", "-", "-", "-", "-", "-", "-", "MISSING: no report (environment not run, or framework did not import)"], False
     report = json.loads(path.read_text())
@@ -56,7 +56,7 @@ def _short(test_id, mutant):
 def kill_rate():
     """Lines of the wrong-adapter table, and whether every one was run and behaved as expected."""
     ran = {}
-    for path in sorted(REPORTS.glob("*.json")):
+    for path in sorted(spec.REPORTS_DIR.glob("*.json")):
         ran |= json.loads(path.read_text()).get("mutants", {})
     names = mutant_names()
     lines, ok, caught, wrong = [], True, 0, 0

@@ -23,7 +23,6 @@ from spec.check import evaluate
 from spec.summary import mutant_names
 
 ROOT = Path(__file__).resolve().parent.parent
-REPORTS = ROOT / "reports"
 
 
 def pytest_addoption(parser):
@@ -32,7 +31,7 @@ def pytest_addoption(parser):
                     help=f"adapter to run the spec against: one of {', '.join(adapters.NAMES)} or a dotted module path "
                          "(repeatable; default: reference)")
     group.addoption("--golden-dir", default=str(golden.GOLDEN_DIR), metavar="DIR", help="golden tensors to compare against")
-    group.addoption("--reports", default=str(REPORTS), metavar="DIR", help="where reports/<adapter>.json go")
+    group.addoption("--reports", default=str(spec.REPORTS_DIR), metavar="DIR", help="where reports/<adapter>.json go")
     group.addoption("--device", default="cpu", choices=("cpu", "gpu"),
                     help="where the frameworks compute (default cpu); an unavailable device stops the run")
     group.addoption("--spec", default=str(spec.SPEC_DIR / "attention.yaml"), metavar="FILE", help="the spec to run")
@@ -50,9 +49,8 @@ class Check:
 
     def __call__(self):
         __tracebackhide__ = True
-        config = _state
-        self.margin, self.ulp = evaluate(config.spec, self.adapter_name, config.loaded[self.adapter_name],
-                               self.case, self.quantity, self.dtype, config.goldens)
+        self.margin, self.ulp = evaluate(_state.spec, self.adapter_name, _state.loaded[self.adapter_name],
+                                         self.case, self.quantity, self.dtype, _state.goldens)
 
 
 class _State:
