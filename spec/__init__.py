@@ -4,6 +4,7 @@ Every error names the file, the case and the field in one line. Importing this p
 imports no framework (adapters/__init__.py is framework-free by design).
 """
 
+import decimal
 import fnmatch
 import math
 import re
@@ -13,6 +14,7 @@ from pathlib import Path
 import yaml
 
 from adapters import CONTRACT
+from spec import safe_io
 
 SPEC_DIR = Path(__file__).resolve().parent
 REPORTS_DIR = SPEC_DIR.parent / "reports"  # per-adapter results, the matrix, benchmarks; not committed
@@ -59,7 +61,8 @@ DTYPE_NAMES = ("float64", "float32", "float16", "bfloat16")
 
 
 class SpecError(ValueError):
-    pass
+    def __init__(self, message):
+        super().__init__(safe_io.one_line(message))
 
 
 @dataclass(frozen=True)
@@ -132,23 +135,20 @@ class Spec:
         return reason
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """SafeLoader (no tags that build objects) that also refuses duplicate mapping keys."""
+FLOAT32_MAX = 3.4028234663852886e38  # numpy.finfo(numpy.float32).max: tensor data is float32
+ID = re.compile(r"[a-z0-9]+(_[a-z0-9]+)*")  # pytest's -k reads ids; brackets, spaces or dashes would break it
 
-    def construct_mapping(self, node, deep=False):
-        seen = set()
-        for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *anchor` may be overridden by explicit keys
-                continue
-            key = self.construct_object(key_node, deep=True)
-            if key in seen:
-                raise SpecError(f"line {key_node.start_mark.line + 1}: duplicate key {key!r}")
-            seen.add(key)
-        return super().construct_mapping(node, deep)
+
+def _one_of(value, names):
+    """`value in names` for a value from YAML, which may be an unhashable list or mapping."""
+    return isinstance(value, str) and value in names
 
 
 def _is_number(v):
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    """A finite number that float32 holds without overflow (an int too big for a float included)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return False
+    return abs(v) <= FLOAT32_MAX  # False for NaN, and for inf; int against float compares exactly
 
 
 def _numbers(value):
@@ -170,25 +170,20 @@ def shape_of(value):
 
 def _read(path):
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise SpecError(f"{path}: cannot read: {exc.strerror}") from None
-    if len(data) > MAX_SPEC_BYTES:
-        raise SpecError(f"{path}: {len(data)} bytes is over the {MAX_SPEC_BYTES}-byte limit for a spec file")
-    try:
-        text = data.decode("utf-8")
+        text = safe_io.read_bounded(path, MAX_SPEC_BYTES, "a spec file").decode("utf-8")
+    except safe_io.UnsafeInput as exc:
+        raise SpecError(str(exc)) from None
     except UnicodeDecodeError:
         raise SpecError(f"{path}: not UTF-8 text") from None
     try:
-        doc = yaml.load(text, Loader=_UniqueKeyLoader)
-    except SpecError as exc:
+        doc = safe_io.load_yaml(text)
+    except safe_io.UnsafeInput as exc:
         raise SpecError(f"{path}: {exc}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}: " if mark else ""
-        raise SpecError(f"{path}: {where}not valid YAML: {getattr(exc, 'problem', None) or exc}") from None
-    except RecursionError:
-        raise SpecError(f"{path}: nested too deeply") from None
+        problem = getattr(exc, "problem", None) or str(exc).replace("\n", " ")
+        raise SpecError(f"{path}: {where}not valid YAML: {problem}") from None
     if not isinstance(doc, dict):
         raise SpecError(f"{path}: top level must be a mapping with {sorted(TOP_FIELDS)}")
     return doc
@@ -238,15 +233,18 @@ def _expectation(at, output, raw, tolerances, documents, outputs):
     if "printed" in raw:
         if not (isinstance(raw.get("decimals"), int) and not isinstance(raw.get("decimals"), bool) and 0 <= raw["decimals"] <= 8):
             fail("decimals", "a printed value says how many decimals the document printed (0..8)")
+        finer = next((v for v in _numbers(raw["printed"])[0] if decimal.Decimal(repr(v)).as_tuple().exponent < -raw["decimals"]), None)
+        if finer is not None:
+            fail("printed", f"{finer!r} has more than the {raw['decimals']} decimals the document printed")
     if ("printed" in raw or "shape" in raw) and not raw.get("source"):
         fail("source", "a value copied from a document says where it came from")
     if "source" in raw:
         src = raw["source"]
-        if not (isinstance(src, dict) and set(src) == {"doc", "quote"} and src["doc"] in documents and isinstance(src["quote"], str) and src["quote"].strip()):
+        if not (isinstance(src, dict) and set(src) == {"doc", "quote"} and _one_of(src["doc"], documents) and isinstance(src["quote"], str) and src["quote"].strip()):
             fail("source", f"must be {{doc: one of {sorted(documents)}, quote: the sentence or code line}}")
     if "shape" in raw and not (isinstance(raw["shape"], list) and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in raw["shape"])):
         fail("shape", "must be a list of non-negative integers")
-    if "golden" in raw and not (isinstance(raw["golden"], str) and GOLDEN_REF.match(raw["golden"])):
+    if "golden" in raw and not (isinstance(raw["golden"], str) and GOLDEN_REF.fullmatch(raw["golden"])):
         fail("golden", "must be a reference like 'file.json#tensor' to a file inside golden/")
     if "same_as" in raw and raw["same_as"] not in outputs:
         fail("same_as", f"{raw['same_as']!r} is not an output of this op {list(outputs)}")
@@ -260,6 +258,8 @@ def _expectation(at, output, raw, tolerances, documents, outputs):
         if key in raw and not (isinstance(stat, dict) and set(stat) == {"value", "bound", "reason"} and _is_number(stat["value"])
                                and _is_number(stat["bound"]) and isinstance(stat["reason"], str)):
             fail(key, "must be {value: expected, bound: allowed |difference|, reason: why that bound}")
+    if "equals" in raw and not (_bools(raw["equals"]) or shape_of(raw["equals"]) is not None):
+        fail("equals", "must be a finite float32 number, true/false, or a regular list of them")
     if "min_below" in raw and not _is_number(raw["min_below"]):
         fail("min_below", "must be a finite number")
     if "differs_from" in raw and raw["differs_from"] not in outputs:
@@ -268,46 +268,97 @@ def _expectation(at, output, raw, tolerances, documents, outputs):
         fail("nonzero_values", "must be a finite number")
     needs_tolerance = {"golden", "reference", "same_as", "differs_from", "row_sums", "printed", "nonzero_values"} & set(raw)
     name = raw.get("tolerance", "golden" if needs_tolerance else None)
-    if name is not None and name not in tolerances:
+    if name is not None and not _one_of(name, tolerances):
         fail("tolerance", f"{name!r} is not defined under 'tolerances'")
     if name is not None:
         checks["tolerance"] = name
     return Expectation(output, checks, raw.get("source") or {})
 
 
-GOLDEN_REF = re.compile(r"^[a-z0-9_]+\.json#\w+(\[\d+\])?$")
+GOLDEN_REF = re.compile(r"[a-z0-9_]+\.json#[A-Za-z0-9_]+(\[[0-9]+\])?")  # used with fullmatch: ASCII only, no trailing newline
 
 
 GENERATED = {"fill": {"fill", "shape"}, "uniform": {"uniform", "shape", "seed"}}
+MAX_ELEMENTS = 1 << 24  # a generated tensor; GPT-2 small's largest input is 1024 x 768
+MAX_SEED = 2**31 - 1  # every framework's seed type holds it (JAX keys and TF seeds are 32/64-bit)
+
+
+def _int_in(low, high):
+    return lambda v: isinstance(v, int) and not isinstance(v, bool) and low <= v <= high
+
+
+# scalar input -> (valid?, what is valid), checked at load time so a bad value never reaches an adapter
+SCALARS = {
+    "d_in": (_int_in(1, 4096), "an integer in 1..4096"),
+    "d_out": (_int_in(1, 4096), "an integer in 1..4096"),
+    "num_heads": (_int_in(1, 64), "an integer in 1..64 that divides the projection width"),
+    "seed": (_int_in(0, MAX_SEED), f"an integer in 0..{MAX_SEED}"),
+    "n": (_int_in(1, 10_000_000), "an integer in 1..10000000"),
+    "d_k": (lambda v: _is_number(v) and v > 0, "a number > 0"),
+    "p": (lambda v: _is_number(v) and 0 <= v < 1, "a probability, 0 <= p < 1"),
+    "lr": (lambda v: _is_number(v) and 0 < v <= 1, "a learning rate, 0 < lr <= 1"),
+    "causal": (lambda v: isinstance(v, bool), "true or false"),
+    "form": (lambda v: v in ("v1", "v2"), "v1 or v2"),
+    "distribution": (lambda v: v in ("uniform", "normal"), "uniform or normal"),
+}
 
 
 def _bools(value):
-    return isinstance(value, bool) or (isinstance(value, list) and value and all(map(_bools, value)))
+    """True for a boolean or a regular (not ragged) nested list of booleans."""
+    def as_ints(v):
+        return int(v) if isinstance(v, bool) else [as_ints(x) for x in v] if isinstance(v, list) else None
+
+    def all_bools(v):
+        return isinstance(v, bool) or (isinstance(v, list) and v and all(map(all_bools, v)))
+
+    return all_bools(value) and shape_of(as_ints(value)) is not None
+
+
+def _generated(at, name, value):
+    kind = next((k for k in GENERATED if k in value), None)
+    shape = value.get("shape")
+    if kind is None or set(value) != GENERATED[kind] or not (
+            isinstance(shape, list) and shape and all(_int_in(1, MAX_ELEMENTS)(n) for n in shape)):
+        raise SpecError(f"{at}: field 'inputs.{name}': a generated input is {{fill: v, shape: [..]}} "
+                        "or {uniform: [low, high], shape: [..], seed: n}")
+    if math.prod(shape) > MAX_ELEMENTS:
+        raise SpecError(f"{at}: field 'inputs.{name}.shape': {math.prod(shape)} elements is over the limit of {MAX_ELEMENTS}")
+    if kind == "fill" and not _is_number(value["fill"]):
+        raise SpecError(f"{at}: field 'inputs.{name}.fill': must be a finite float32 number")
+    if kind == "uniform":
+        bounds = value["uniform"]
+        if not (isinstance(bounds, list) and len(bounds) == 2 and all(map(_is_number, bounds)) and bounds[0] < bounds[1]):
+            raise SpecError(f"{at}: field 'inputs.{name}.uniform': must be [low, high], finite float32 numbers, low < high")
+        if not SCALARS["seed"][0](value["seed"]):
+            raise SpecError(f"{at}: field 'inputs.{name}.seed': must be {SCALARS['seed'][1]}")
+    return value
 
 
 def _input(at, name, value):
-    if isinstance(value, dict):  # too big to write out: generated from a rule, identically everywhere
-        kind = next((k for k in GENERATED if k in value), None)
-        shape = value.get("shape")
-        if kind is None or set(value) != GENERATED[kind] or not (
-                isinstance(shape, list) and shape and all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in shape)):
-            raise SpecError(f"{at}: field 'inputs.{name}': a generated input is {{fill: v, shape: [..]}} "
-                            "or {uniform: [low, high], shape: [..], seed: n}")
+    if name in SCALARS:
+        valid, what = SCALARS[name]
+        if not valid(value):
+            raise SpecError(f"{at}: field 'inputs.{name}': {value!r} is not valid; must be {what}")
         return value
+    if isinstance(value, dict):  # too big to write out: generated from a rule, identically everywhere
+        return _generated(at, name, value)
     if isinstance(value, list) and _bools(value):
-        if shape_of([[int(b) for b in row] if isinstance(row, list) else int(row) for row in value]) is None:
-            raise SpecError(f"{at}: field 'inputs.{name}': ragged boolean mask")
         return value
     if isinstance(value, str):
-        if "#" in value and not GOLDEN_REF.match(value):
+        if not GOLDEN_REF.fullmatch(value):
             raise SpecError(f"{at}: field 'inputs.{name}': golden reference {value!r} must be 'file.json#tensor' inside golden/")
-        if "#" not in value and not value.isidentifier():
-            raise SpecError(f"{at}: field 'inputs.{name}': a string input is a golden reference 'file.json#tensor' or a word like v1")
-    elif isinstance(value, bool):
-        return value  # a switch, like causal
     elif not _is_number(value) and shape_of(value) is None:
-        raise SpecError(f"{at}: field 'inputs.{name}': must be a golden reference, a finite number or a regular list of finite numbers")
+        raise SpecError(f"{at}: field 'inputs.{name}': must be a golden reference, a finite float32 number "
+                        "or a regular list of them")
     return value
+
+
+def _heads_divide(at, inputs):
+    """num_heads must split the projection width evenly, where the width is known before goldens are read."""
+    heads, w = inputs.get("num_heads"), inputs.get("w_query")
+    shape = w["shape"] if isinstance(w, dict) else shape_of(w) if isinstance(w, list) else None
+    if heads is not None and shape and shape[-1] % heads:
+        raise SpecError(f"{at}: field 'inputs.num_heads': {heads} heads do not divide the width {shape[-1]} of w_query")
 
 
 def load_file(path, documents=None):
@@ -323,15 +374,15 @@ def load_file(path, documents=None):
     if not isinstance(documents, dict) or not all(isinstance(v, str) for v in documents.values()):
         raise SpecError(f"{path}: field 'documents': must map a short name to a document file name")
     vocabulary = doc["vocabulary"]
-    if not isinstance(vocabulary, list) or not all(isinstance(w, str) for w in vocabulary):
-        raise SpecError(f"{path}: field 'vocabulary': must be a list of words")
+    if not isinstance(vocabulary, list) or not all(isinstance(w, str) and re.fullmatch("[a-z0-9]+", w) for w in vocabulary):
+        raise SpecError(f"{path}: field 'vocabulary': must be a list of words of a-z and 0-9")
     if not isinstance(doc["conventions"], dict) or not all(isinstance(v, str) and v.strip() for v in doc["conventions"].values()):
         raise SpecError(f"{path}: field 'conventions': must map a name to the convention, stated in words")
     tolerances = _tolerances(path, doc["tolerances"])
     dtypes = doc["dtypes"]
     if not (isinstance(dtypes, dict) and set(dtypes) == {"sweep", "ops", "reason"}
-            and isinstance(dtypes["sweep"], list) and set(dtypes["sweep"]) <= set(DTYPE_NAMES)
-            and isinstance(dtypes["ops"], list) and set(dtypes["ops"]) <= set(OPS) and isinstance(dtypes["reason"], str)):
+            and isinstance(dtypes["sweep"], list) and all(_one_of(d, DTYPE_NAMES) for d in dtypes["sweep"])
+            and isinstance(dtypes["ops"], list) and all(_one_of(op, OPS) for op in dtypes["ops"]) and isinstance(dtypes["reason"], str)):
         raise SpecError(f"{path}: field 'dtypes': must be {{sweep: [dtype names], ops: [op names], reason: why}}")
     if set(dtypes["sweep"]) & set(LOW_PRECISION) and "low_precision" not in tolerances:
         raise SpecError(f"{path}: field 'tolerances': a half-precision sweep needs a 'low_precision' tolerance")
@@ -349,25 +400,26 @@ def load_file(path, documents=None):
         for key in ("id", "op", "inputs", "expect"):
             if key not in raw:
                 raise SpecError(f"{at}: field {key!r}: missing")
-        if not isinstance(case_id, str) or not case_id:
-            raise SpecError(f"{at}: field 'id': must be a string")
+        if not isinstance(case_id, str) or not ID.fullmatch(case_id):
+            raise SpecError(f"{at}: field 'id': must be words of a-z and 0-9 joined by '_', like sat_by_hand")
         bad = [w for w in case_id.split("_") if w not in vocabulary]
         if bad:
             raise SpecError(f"{at}: field 'id': word {bad[0]!r} is not in the vocabulary")
         if case_id in cases:
             raise SpecError(f"{at}: field 'id': duplicate id")
         op = raw["op"]
-        if op not in OPS:
+        if not _one_of(op, OPS):
             raise SpecError(f"{at}: field 'op': {op!r} is not one of {sorted(OPS)}")
         if not isinstance(raw["inputs"], dict) or set(raw["inputs"]) != set(CONTRACT[op]):
             raise SpecError(f"{at}: field 'inputs': {op} takes exactly {list(CONTRACT[op])}")
         inputs = {name: _input(at, name, value) for name, value in raw["inputs"].items()}
+        _heads_divide(at, inputs)
         if not isinstance(raw["expect"], dict) or not raw["expect"]:
             raise SpecError(f"{at}: field 'expect': must be a non-empty mapping of output name -> checks")
         expect = {out: _expectation(at, out, chk, tolerances, documents, OPS[op]) for out, chk in raw["expect"].items()}
         erratum = raw.get("erratum")
         if erratum is not None and not (isinstance(erratum, dict) and set(erratum) == {"doc", "claim", "fact"}
-                                        and erratum["doc"] in documents and all(isinstance(v, str) and v.strip() for v in erratum.values())):
+                                        and _one_of(erratum["doc"], documents) and all(isinstance(v, str) and v.strip() for v in erratum.values())):
             raise SpecError(f"{at}: field 'erratum': must be {{doc, claim: the document's words, fact: what holds}}")
         cases[case_id] = Case(case_id, op, inputs, expect, str(path), raw.get("note", ""), erratum)
     return Spec(cases, tolerances, documents, tuple(vocabulary), doc["conventions"], dtypes)

@@ -1,6 +1,7 @@
 """Running one case on one adapter, and the one comparison helper every check goes through."""
 
 import collections
+import warnings
 
 import numpy as np
 
@@ -84,6 +85,8 @@ def compare(got, expected, allowed):
     got = np.asarray(got, dtype=np.float64)
     expected = np.asarray(expected, dtype=np.float64)
     err = np.abs(got - expected)
+    if err.size == 0:
+        return 0.0, (0,) * err.ndim, 0.0, 0.0
     allowed = np.broadcast_to(np.asarray(allowed, dtype=np.float64), err.shape)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(err == 0, 0.0, err / allowed)
@@ -124,6 +127,22 @@ def _fail(label, message):
     raise Nonconformance(f"{label}: {message}")
 
 
+def _as_numbers(label, value):
+    """An adapter's output as an array of real numbers, or the Nonconformance that says what it was
+    instead: however wrong an output is, it must never crash the suite's own code."""
+    if value is None or isinstance(value, (str, bytes, dict)):
+        _fail(label, f"returned {type(value).__name__} {_show(value)[:80]}, but should return an array of numbers")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            array = np.asarray(value)
+    except Exception as exc:  # noqa: BLE001 - ragged lists, objects that refuse conversion: all the adapter's doing
+        _fail(label, f"returned a {type(value).__name__} that is not an array of numbers ({type(exc).__name__}: {exc})")
+    if array.dtype.kind not in "biuf" and array.dtype.name != "bfloat16":
+        _fail(label, f"returned an array of dtype {array.dtype}, but should return real numbers")
+    return array
+
+
 def evaluate(spec, adapter_name, adapter, case, output, dtype, goldens):
     """Check one output of one case; return (margin, worst ULP): margin 0 = exact, 1 = whole budget.
 
@@ -133,23 +152,36 @@ def evaluate(spec, adapter_name, adapter, case, output, dtype, goldens):
     Raises Nonconformance with a one-paragraph message naming the framework, dtype, case,
     output, worst element, got vs expected, the error against its tolerance and its origin.
     """
+    __tracebackhide__ = True
+    with np.errstate(all="ignore"):  # overflow or 0/0 in a wrong output is the adapter's failure, reported as such
+        return _evaluate(spec, adapter_name, adapter, case, output, dtype, goldens)
+
+
+def _evaluate(spec, adapter_name, adapter, case, output, dtype, goldens):
+    __tracebackhide__ = True
     exp = case.expect[output]
     label = f"{adapter_name} {dtype}, case {case.id!r}, output {output!r}"
     results = outputs(adapter_name, adapter, case, dtype, goldens)
-    got = results[output]
-    if exp.shape is not None and list(np.shape(got)) != exp.shape:
-        _fail(label, f"shape {list(np.shape(got))} but should be {exp.shape} ({_origin(spec, exp)})")
+    got = _as_numbers(label, results[output])
+    if exp.shape is not None and list(got.shape) != exp.shape:
+        _fail(label, f"shape {list(got.shape)} but should be {exp.shape} ({_origin(spec, exp)})")
     if exp.row is not None:
-        got = np.asarray(got)[exp.row]
+        if got.ndim == 0 or exp.row >= got.shape[0]:
+            _fail(label, f"shape {list(got.shape)} has no row {exp.row}")
+        got = got[exp.row]
+    if got.size == 0 and (exp.in_range or exp.zero_fraction or exp.mean or exp.min_below is not None or exp.nonzero_values is not None):
+        _fail(label, f"shape {list(got.shape)} has no elements")
     if exp.check_dtype and str(np.asarray(got).dtype) != dtype:
         _fail(label, f"dtype {np.asarray(got).dtype} but should be {dtype}")
     if exp.in_range is not None:
         low, high = exp.in_range
         values = np.asarray(got, dtype=np.float64)
-        if values.size == 0 or values.min() < low or values.max() >= high:
+        if values.size == 0 or not (low <= values.min() and values.max() < high):  # NaN fails too
             _fail(label, f"values span [{float(values.min())!r}, {float(values.max())!r}] but should lie in [{low}, {high})")
     if exp.upper_triangle_zero:
         values = np.asarray(got)
+        if values.ndim < 2:
+            _fail(label, f"shape {list(values.shape)} has no rows and columns of weights")
         above = np.triu(np.ones(values.shape[-2:], dtype=bool), k=1)
         leaked = np.argwhere((values != 0) & above)
         if leaked.size:
@@ -163,7 +195,7 @@ def evaluate(spec, adapter_name, adapter, case, output, dtype, goldens):
     if exp.mean is not None:
         stat = exp.mean
         mean = float(np.mean(np.asarray(got, dtype=np.float64)))
-        if abs(mean - stat["value"]) > stat["bound"]:
+        if not abs(mean - stat["value"]) <= stat["bound"]:  # NaN fails too
             _fail(label, f"mean {mean!r} but should be {stat['value']} +- {stat['bound']} ({stat['reason']})")
     if exp.min_below is not None and not float(np.min(got)) < exp.min_below:
         _fail(label, f"smallest value {float(np.min(got))!r} but some value should be below {exp.min_below}")
@@ -200,7 +232,10 @@ def evaluate(spec, adapter_name, adapter, case, output, dtype, goldens):
         targets.append((reference_out, allowed_error(spec, tol, dtype, reference_out, plain_out), text,
                         "adapters/reference.py on the same inputs", True))
     if exp.same_as is not None:
-        other = _select(results[exp.same_as], exp.row)
+        other = _as_numbers(label.replace(repr(output), repr(exp.same_as)), results[exp.same_as])
+        if exp.row is not None and (other.ndim == 0 or exp.row >= other.shape[0]):
+            _fail(label, f"the same call's {exp.same_as!r} has shape {list(other.shape)}, no row {exp.row}")
+        other = _select(other, exp.row)
         base = reference_out if low and tol.name != "exact" else other
         targets.append((other, allowed_error(spec, tol, dtype, base, plain_out), f"'{tol.name}'", f"the same call's {exp.same_as!r}", True))
     for expected, allowed, tol_text, origin, counts in targets:
@@ -219,19 +254,25 @@ def evaluate(spec, adapter_name, adapter, case, output, dtype, goldens):
             margin = max(margin, m)
             worst_ulp = max(worst_ulp, max_ulps(got, expected, dtype))
     if exp.differs_from is not None:
-        other = results[exp.differs_from]
+        other = _as_numbers(label.replace(repr(output), repr(exp.differs_from)), results[exp.differs_from])
+        if other.shape != got.shape:
+            _fail(label, f"shape {list(got.shape)} but the same call's {exp.differs_from!r} has {list(other.shape)}")
         if compare(got, other, allowed_error(spec, tol, dtype, other))[0] <= 1:
             _fail(label, f"matches the same call's {exp.differs_from!r} within tolerance '{tol.name}', but the two should differ")
     if exp.nonzero_values is not None:
         values = np.asarray(got)
         kept = values[values != 0]
+        if kept.size == 0:
+            _fail(label, f"every element is zero, but the kept elements should be {exp.nonzero_values!r}")
         target = np.full(kept.shape, exp.nonzero_values)
         m, index, err, limit = compare(kept, target, allowed_error(spec, tol, dtype, target))
-        if kept.size == 0 or m > 1:
-            _fail(label, f"a kept element is {float(kept[index]) if kept.size else None!r} but every kept element "
+        if m > 1:
+            _fail(label, f"a kept element is {float(kept[index])!r} but every kept element "
                          f"should be {exp.nonzero_values!r} (|error| {err:.3g} > allowed {limit:.3g})")
         margin = max(margin, m)
     if exp.row_sums is not None:
+        if got.ndim == 0:
+            _fail(label, "a single number has no rows to sum")
         sums = np.asarray(got, dtype=np.float64).sum(axis=-1)
         target = np.full_like(sums, exp.row_sums)
         plain_sums = None if plain_out is None else np.asarray(plain_out, dtype=np.float64).sum(axis=-1)

@@ -13,14 +13,19 @@ from pathlib import Path
 
 import numpy as np
 
+from spec import safe_io
+
 GOLDEN_DIR = Path(__file__).resolve().parent.parent / "golden"
 MANIFEST = "MANIFEST.json"
 DTYPES = ("float32", "float64")
+MAX_FILE_BYTES = 4_000_000  # the largest golden file is ~16 kB; the text format spends ~20 bytes a number
+MAX_ELEMENTS = 1_000_000
 _FILE_NAME = re.compile(r"^[a-z0-9_]+\.json$")
 
 
 class GoldenError(ValueError):
-    pass
+    def __init__(self, message):
+        super().__init__(safe_io.one_line(message))
 
 
 # --- writing ---------------------------------------------------------------
@@ -89,7 +94,9 @@ def parse(text, where):
     """{name: ndarray} from a golden file's text; every defect is a GoldenError naming it."""
     try:
         doc = json.loads(text, object_pairs_hook=_no_duplicates(where), parse_constant=_reject_constant(where))
-    except json.JSONDecodeError as exc:
+    except GoldenError:
+        raise
+    except ValueError as exc:  # JSONDecodeError, and integers longer than Python converts (4,300 digits)
         raise GoldenError(f"{where}: not valid JSON: {exc}") from None
     except RecursionError:
         raise GoldenError(f"{where}: nested too deeply") from None
@@ -111,12 +118,26 @@ def parse(text, where):
             raise GoldenError(f"{at}: field 'data': ragged rows, not a regular array") from None
         if not all(type(v) in (int, float) for v in cells.flat):  # numpy would turn "2" into 2.0
             raise GoldenError(f"{at}: field 'data': every element must be a number")
+        if cells.size > MAX_ELEMENTS:
+            raise GoldenError(f"{at}: field 'data': {cells.size} elements is over the limit of {MAX_ELEMENTS}")
+        limit = float(np.finfo(entry["dtype"]).max)
+        for index, value in np.ndenumerate(cells):
+            if not abs(value) <= limit:  # inf (JSON's 1e400), and integers too big for the dtype
+                shown = repr(value) if len(repr(value)) < 30 else f"{repr(value)[:12]}... ({len(repr(value))} digits)"
+                raise GoldenError(f"{at}: field 'data': element {list(index)} = {shown} is not a finite {entry['dtype']}")
         array = cells.astype(np.float64)
         if list(array.shape) != shape:
             raise GoldenError(f"{at}: field 'data': shape {list(array.shape)} but 'shape' says {shape}")
         # float64 holds every float32 exactly, and the shortest float32 text parses back to it.
         tensors[name] = array.astype(entry["dtype"])
     return tensors
+
+
+def _read(path):
+    try:
+        return safe_io.read_bounded(path, MAX_FILE_BYTES, "a golden file")
+    except safe_io.UnsafeInput as exc:
+        raise GoldenError(str(exc).replace("cannot read", "missing or unreadable")) from None
 
 
 class Goldens:
@@ -128,12 +149,22 @@ class Goldens:
         if files is not None:  # already in memory and trusted: regenerate.py checking what it built
             self._files, self.hashes = dict(files), {name: None for name in files}
             return
-        manifest_path = self.directory / MANIFEST
+        manifest_path = self._inside(MANIFEST)
         try:
-            manifest = json.loads(manifest_path.read_text(), object_pairs_hook=_no_duplicates(str(manifest_path)))
+            manifest = json.loads(_read(manifest_path), object_pairs_hook=_no_duplicates(str(manifest_path)))
             self.hashes = {name: entry["sha256"] for name, entry in manifest["files"].items()}
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise GoldenError(f"{manifest_path}: unreadable manifest: {exc}") from None
+            if not all(isinstance(h, str) for h in self.hashes.values()):
+                raise TypeError("every sha256 must be a string")
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+            raise GoldenError(f"{manifest_path}: unreadable manifest: {type(exc).__name__}: {exc}") from None
+
+    def _inside(self, name):
+        """The path of a file of this directory, refused if it (or a symlink) leads outside it."""
+        path = self.directory / name
+        real, home = path.resolve(), self.directory.resolve()
+        if real.parent != home:
+            raise GoldenError(f"{path}: resolves to {real}, outside {home}: a golden file must live in the golden directory")
+        return path
 
     def file(self, name):
         if name not in self._files:
@@ -141,11 +172,8 @@ class Goldens:
                 raise GoldenError(f"golden file {name!r}: must be a plain file name inside golden/ (like doc000_seed123.json)")
             if name not in self.hashes:
                 raise GoldenError(f"golden file {name!r}: not listed in {MANIFEST}")
-            path = self.directory / name
-            try:
-                data = path.read_bytes()
-            except OSError as exc:
-                raise GoldenError(f"{path}: missing or unreadable: {exc.strerror}") from None
+            path = self._inside(name)
+            data = _read(path)
             if sha256(data) != self.hashes[name]:
                 raise GoldenError(f"{path}: sha256 does not match {MANIFEST}: the file changed since regeneration")
             try:
