@@ -5,18 +5,13 @@ selects, derandomized: the same examples every run. A failure prints the falsify
 a @reproduce_failure line to paste above the test.
 """
 
-import os
-
+import hypothesis_profiles  # noqa: F401 - the ci/dev profiles, loaded before any @given
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from adapters import reference
-
-settings.register_profile("ci", derandomize=True, max_examples=60, deadline=None, print_blob=True)
-settings.register_profile("dev", max_examples=200, deadline=None, print_blob=True)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 values = st.floats(-3, 3, allow_nan=False, width=32)
 
