@@ -25,14 +25,13 @@ import yaml
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-import spec
-from adapters import reference
-from spec import check, golden, safe_io
-from spec.__main__ import main as validate
-from spec.check import Nonconformance, evaluate
+from attention_conformance import SPEC_DIR, cli, loader
+from attention_conformance.adapters import reference
+from attention_conformance import checks, golden, safe_io
+from attention_conformance.checks import Nonconformance, evaluate
 from test_hostile import Garbage, alias_bomb
 
-SPEC_TEXT = (spec.SPEC_DIR / "attention.yaml").read_text()
+SPEC_TEXT = (SPEC_DIR / "attention.yaml").read_text()
 SPEC_DATA = safe_io.load_yaml(SPEC_TEXT)
 GOLDEN_FILES = sorted(p.name for p in golden.GOLDEN_DIR.glob("*.json") if p.name != golden.MANIFEST)
 MAX_SECONDS, MAX_MIB = 2.0, 300
@@ -133,7 +132,7 @@ def _validate(path, golden_dir=golden.GOLDEN_DIR):
     out, err = io.StringIO(), io.StringIO()
     start = time.perf_counter()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = validate([str(path), "--golden-dir", str(golden_dir)])
+        code = cli.main(["validate", str(path), "--golden-dir", str(golden_dir)])
     return code, out.getvalue(), err.getvalue(), time.perf_counter() - start, _peak_mib() - BASELINE_MIB
 
 
@@ -154,11 +153,11 @@ def _runs_cleanly(path):
     """Each case the mutant changed, on the reference in float64: a pass, a Nonconformance, or an
     error raised inside the adapter (pytest reports that as the adapter's failure). Anything raised
     by the suite's own code fails."""
-    loaded, goldens = spec.load(path), golden.Goldens()
+    loaded, goldens = loader.load(path), golden.Goldens()
     for case in loaded.cases.values():
         if _same_case(case):
             continue
-        check._outputs.clear()  # outputs are cached by case id, and a mutant keeps the ids
+        checks._outputs.clear()  # outputs are cached by case id, and a mutant keeps the ids
         for output in case.expect:
             try:
                 evaluate(loaded, "reference", reference, case, output, "float64", goldens)
@@ -169,7 +168,7 @@ def _runs_cleanly(path):
                 assert reference.__file__ in frames, "".join(traceback.format_exception(exc))
 
 
-_BASE = spec.load()
+_BASE = loader.load()
 
 
 def _same_case(case):
@@ -221,7 +220,7 @@ def test_golden_mutants_are_accepted_or_refused_in_one_line(mutant):
             manifest = json.loads((directory / golden.MANIFEST).read_text())
             manifest["files"][name]["sha256"] = golden.sha256((directory / name).read_bytes())
             (directory / golden.MANIFEST).write_text(json.dumps(manifest))
-        result = _validate(spec.SPEC_DIR / "attention.yaml", directory)
+        result = _validate(SPEC_DIR / "attention.yaml", directory)
         _assert_accepted_or_refused_in_one_line(*result, directory)
 
 
@@ -248,7 +247,7 @@ wrong_arrays = st.one_of(
 @given(case_output=st.sampled_from(SMALL_CASES), value=wrong_arrays, dtype=st.sampled_from(["float32", "float16", "float64"]))
 def test_wrong_outputs_are_nonconformance_never_a_crash(case_output, value, dtype):
     case, output = case_output
-    check._outputs.clear()  # outputs are cached by adapter name and case id; every example is a new adapter
+    checks._outputs.clear()  # outputs are cached by adapter name and case id; every example is a new adapter
     try:
         evaluate(_BASE, "fuzzed", Garbage(value), case, output, dtype, golden.Goldens())
     except Nonconformance as exc:

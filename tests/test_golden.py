@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from spec import golden
+from attention_conformance import CONFORMANCE_TESTS, golden
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -97,9 +97,9 @@ def test_perturbed_golden_value_fails_the_suite_naming_tensor_and_element(golden
     """One stored value moved by 1e-4 (hash updated, as a careless regeneration would): the suite fails."""
     _perturb(golden_copy, "doc000_seed123.json", "context", (2, 1), 1e-4, fix_manifest=True)
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--golden-dir", str(golden_copy),
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--adapter", "reference", "--golden-dir", str(golden_copy),
          "--reports", str(golden_copy.parent / "reports"),
-         "tests/test_conformance.py", "-k", "test_context and v1_seed123"],
+         str(CONFORMANCE_TESTS), "-k", "test_context and v1_seed123"],
         cwd=ROOT, capture_output=True, text=True,
     )
     assert run.returncode == 1, run.stdout[-2000:]

@@ -12,14 +12,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import spec
-from adapters import reference
-from spec import golden
-from spec.__main__ import main as validate
-from spec.check import Nonconformance, evaluate
+from attention_conformance import CONFORMANCE_TESTS, cli, contract, loader
+from attention_conformance.adapters import reference
+from attention_conformance import golden
+from attention_conformance.checks import Nonconformance, evaluate
 from test_spec import VALID
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def validate(argv):
+    return cli.main(["validate", *argv])
 
 
 def alias_bomb(levels=9, width=9):
@@ -52,8 +55,8 @@ def _spec_with(tmp_path, old, new):
 
 def _refused(path, *fragments):
     before = path.read_bytes()
-    with pytest.raises(spec.SpecError) as info:
-        spec.load_file(path)
+    with pytest.raises(loader.SpecError) as info:
+        loader.load_file(path)
     message = str(info.value)
     assert "\n" not in message and message.startswith(str(path)), message
     for fragment in fragments:
@@ -67,17 +70,17 @@ def _refused(path, *fragments):
 
 def test_alias_bomb_in_a_spec_is_refused_at_once_in_bounded_memory(tmp_path):
     path = _spec_with(tmp_path, "inputs: {scores: [1.0, 2.0]}", f"inputs: {{scores: {alias_bomb()}}}")
-    outcome, seconds, peak = _bounded(lambda: spec.load_file(path))
-    assert isinstance(outcome, spec.SpecError), outcome
+    outcome, seconds, peak = _bounded(lambda: loader.load_file(path))
+    assert isinstance(outcome, loader.SpecError), outcome
     assert "aliases are expanded" in str(outcome) and str(outcome).startswith(str(path))
     assert seconds < 0.5 and peak < 20, (seconds, peak)
 
 
 def test_alias_bomb_is_refused_by_the_command_and_by_pytest(tmp_path):
     path = _spec_with(tmp_path, "inputs: {scores: [1.0, 2.0]}", f"inputs: {{scores: {alias_bomb()}}}")
-    for command, code in (([sys.executable, "-m", "spec", str(path)], 1),
-                          ([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--spec", str(path),
-                            "--reports", str(tmp_path / "reports"), "tests/test_conformance.py"], 4)):
+    for command, code in (([sys.executable, "-m", "attention_conformance", "validate", str(path)], 1),
+                          ([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--adapter", "reference", "--spec", str(path),
+                            "--reports", str(tmp_path / "reports"), str(CONFORMANCE_TESTS)], 4)):
         done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=60)
         assert done.returncode == code, done.stdout + done.stderr
         assert "aliases are expanded" in done.stdout + done.stderr
@@ -86,8 +89,8 @@ def test_alias_bomb_is_refused_by_the_command_and_by_pytest(tmp_path):
 def test_alias_bomb_in_known_divergences_is_refused(tmp_path):
     path = tmp_path / "divergences.yaml"
     path.write_text(f'"test_scores[torch-float32-sat]":\n  reason: {alias_bomb()}\n')
-    outcome, seconds, _ = _bounded(lambda: spec.load_divergences(path))
-    assert isinstance(outcome, spec.SpecError) and str(outcome).startswith(str(path)), outcome
+    outcome, seconds, _ = _bounded(lambda: loader.load_divergences(path))
+    assert isinstance(outcome, loader.SpecError) and str(outcome).startswith(str(path)), outcome
     assert seconds < 0.5
 
 
@@ -99,9 +102,9 @@ def test_recursive_alias_is_refused(tmp_path):
 def test_aliases_within_the_bound_still_load(tmp_path):
     """The repository's spec shares inputs with anchors and merges; a modest expansion is data."""
     path = _spec_with(tmp_path, "inputs: {scores: [1.0, 2.0]}", f"inputs: {{scores: {alias_bomb(levels=2, width=3)}}}")
-    with pytest.raises(spec.SpecError, match="regular list"):  # refused as data (ragged), not as a bomb
-        spec.load_file(path)
-    assert len(spec.load().cases) > 60
+    with pytest.raises(loader.SpecError, match="regular list"):  # refused as data (ragged), not as a bomb
+        loader.load_file(path)
+    assert len(loader.load().cases) > 60
 
 
 def test_deep_nesting_is_refused_before_the_c_parser_recurses(tmp_path):
@@ -117,8 +120,8 @@ def test_a_spec_that_is_not_a_regular_file_is_refused_without_reading(tmp_path, 
         import os
 
         os.mkfifo(special)  # reading it would block forever
-    with pytest.raises(spec.SpecError, match="not a regular file"):
-        spec.load_file(special)
+    with pytest.raises(loader.SpecError, match="not a regular file"):
+        loader.load_file(special)
 
 
 def test_a_huge_integer_in_yaml_is_refused_in_one_line(tmp_path):
@@ -165,8 +168,8 @@ def test_golden_numbers_must_be_finite_in_their_dtype(golden_copy, tmp_path, cap
     assert "is not a finite float" in err
     if tensor and number == "-1e39":
         assert "float32" in err
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--golden-dir", str(golden_copy),
-                           "--reports", str(tmp_path / "reports"), "tests/test_conformance.py"],
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--adapter", "reference", "--golden-dir", str(golden_copy),
+                           "--reports", str(tmp_path / "reports"), str(CONFORMANCE_TESTS)],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 4, done.stdout[-1500:] + done.stderr[-1500:]  # a usage error, never INTERNALERROR (3)
     assert "is not a finite float" in done.stderr
@@ -258,7 +261,7 @@ class Garbage:
         self.value = value
 
     def __getattr__(self, op):
-        outputs = spec.OPS[op]
+        outputs = contract.OPS[op][1]
         return lambda **_: self.value if len(outputs) == 1 else {name: self.value for name in outputs}
 
 
@@ -273,7 +276,7 @@ WRONG = {
 
 @pytest.mark.parametrize("name", sorted(WRONG))
 def test_any_wrong_output_is_a_nonconformance_not_a_crash(name):
-    loaded = spec.load()
+    loaded = loader.load()
     goldens = golden.Goldens()
     adapter = Garbage(WRONG[name])
     checked = 0
@@ -292,7 +295,7 @@ def test_any_wrong_output_is_a_nonconformance_not_a_crash(name):
 def test_an_error_at_an_exact_zero_reads_as_the_wrong_number():
     """The fully masked row's weights are exactly 0 in float64: its ULP figure divides by spacing(0),
     which overflowed into a RuntimeWarning (an error under our warning filter) instead of this message."""
-    loaded = spec.load()
+    loaded = loader.load()
     case = loaded.cases["padding_fully_masked"]
 
     class Uniform:
@@ -309,7 +312,7 @@ def test_an_error_at_an_exact_zero_reads_as_the_wrong_number():
 
 
 def test_safe_io_refuses_an_oversized_file_before_reading_it(tmp_path):
-    from spec import safe_io
+    from attention_conformance import safe_io
 
     path = tmp_path / "big.json"
     path.write_bytes(b" " * 2000)

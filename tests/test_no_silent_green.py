@@ -6,11 +6,14 @@ from pathlib import Path
 
 import pytest
 
-import spec
-from spec.__main__ import main as validate
+from attention_conformance import CONFORMANCE_TESTS, cli, loader
 from test_spec import MALFORMED, VALID
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def validate(argv):
+    return cli.main(["validate", *argv])
 MUTANT = "tests.mutants.reference__no_scale"
 
 
@@ -34,25 +37,25 @@ def _divergences(tmp_path, test_id):
 
 def test_a_known_divergence_is_an_expected_failure(tmp_path, run_pytest):
     listed = _divergences(tmp_path, f"test_scaled[{MUTANT}-float64-row_scale_binary]")
-    code, out = run_pytest("--adapter", MUTANT, "tests/test_conformance.py", "--known-divergences", listed)
+    code, out = run_pytest("--adapter", MUTANT, str(CONFORMANCE_TESTS), "--known-divergences", listed)
     assert code == 0, out[-1500:]
     assert "1 xfailed" in out
 
 
 def test_a_listed_divergence_that_passes_fails_the_run(tmp_path, run_pytest):
     listed = _divergences(tmp_path, "test_scaled[reference-float64-row_scale_binary]")
-    code, out = run_pytest("--adapter", "reference", "tests/test_conformance.py", "--known-divergences", listed)
+    code, out = run_pytest("--adapter", "reference", str(CONFORMANCE_TESTS), "--known-divergences", listed)
     assert code == 1 and "XPASS(strict)" in out, out[-1500:]
 
 
 def test_a_listed_divergence_that_matches_no_test_fails_the_run(tmp_path, run_pytest):
     listed = _divergences(tmp_path, "test_scaled[reference-float64-row_scale_renamed]")
-    code, out = run_pytest("--adapter", "reference", "tests/test_conformance.py", "--known-divergences", listed)
+    code, out = run_pytest("--adapter", "reference", str(CONFORMANCE_TESTS), "--known-divergences", listed)
     assert code == 1 and "match no test" in out and "row_scale_renamed" in out, out[-1500:]
 
 
 def test_a_requested_adapter_that_does_not_import_fails_in_one_line(run_pytest):
-    code, out = run_pytest("--adapter", "no_such_framework", "tests/test_conformance.py")
+    code, out = run_pytest("--adapter", "no_such_framework", str(CONFORMANCE_TESTS))
     assert code == 4
     assert "adapter 'no_such_framework' was requested but does not import" in out
 
@@ -61,14 +64,14 @@ def test_a_run_that_loses_cases_fails(tmp_path, run_pytest):
     """A plugin that silently drops tests (as a buggy filter would): the count check catches it."""
     (tmp_path / "drop_cases.py").write_text("def pytest_collection_modifyitems(items):\n    del items[10:]\n")
     env = {**__import__("os").environ, "PYTHONPATH": str(tmp_path)}
-    code, out = run_pytest("--adapter", "reference", "tests/test_conformance.py", "-p", "drop_cases", env=env)
+    code, out = run_pytest("--adapter", "reference", str(CONFORMANCE_TESTS), "-p", "drop_cases", env=env)
     assert code == 1 and "ran 10 of" in out, out[-1500:]
 
 
 def test_a_malformed_spec_stops_pytest_in_one_line(tmp_path, run_pytest):
     path = tmp_path / "broken.yaml"
     path.write_text(VALID.replace("op: softmax", "op: softmin"))
-    code, out = run_pytest("--spec", str(path), "tests/test_conformance.py")
+    code, out = run_pytest("--adapter", "reference", "--spec", str(path), str(CONFORMANCE_TESTS))
     assert code == 4
     assert f"{path}: case 'sat': field 'op'" in out
 
@@ -76,8 +79,8 @@ def test_a_malformed_spec_stops_pytest_in_one_line(tmp_path, run_pytest):
 def test_a_spec_with_no_cases_is_refused(tmp_path):
     path = tmp_path / "empty.yaml"
     path.write_text(VALID[: VALID.index("cases:")] + "cases: []\n")
-    with pytest.raises(spec.SpecError, match="field 'cases': must be a non-empty list"):
-        spec.load_file(path)
+    with pytest.raises(loader.SpecError, match="field 'cases': must be a non-empty list"):
+        loader.load_file(path)
 
 
 @pytest.mark.parametrize("name", sorted(MALFORMED))
@@ -91,7 +94,7 @@ def test_the_validate_command_exits_non_zero_on_every_malformed_spec(tmp_path, c
 
 
 def test_the_validate_command_as_a_process():
-    run = subprocess.run([sys.executable, "-m", "spec"], cwd=ROOT, capture_output=True, text=True)
+    run = subprocess.run([sys.executable, "-m", "attention_conformance", "validate"], cwd=ROOT, capture_output=True, text=True)
     assert run.returncode == 0 and run.stdout.startswith("ok:")
-    run = subprocess.run([sys.executable, "-m", "spec", "--golden-dir", "/nonexistent"], cwd=ROOT, capture_output=True, text=True)
+    run = subprocess.run([sys.executable, "-m", "attention_conformance", "validate", "--golden-dir", "/nonexistent"], cwd=ROOT, capture_output=True, text=True)
     assert run.returncode == 1 and "MANIFEST.json" in run.stderr

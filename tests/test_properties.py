@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from adapters import reference
+from attention_conformance.adapters import reference
 
 values = st.floats(-3, 3, allow_nan=False, width=32)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from spec import golden
+from attention_conformance import golden
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "golden" / "regenerate.py"

@@ -3,11 +3,12 @@
 import pytest
 import yaml
 
-import spec
+from attention_conformance import DOCS_DIR, SPEC_DIR, loader
 
 VALID = """\
 documents: {"000": 000_607594879886645b.txt}
 vocabulary: [sat, cat]
+families: [document values]
 printed_rounding: half a unit of the last printed place
 conventions: {causal: query i sees keys 0..i}
 dtypes: {sweep: [], ops: [], reason: float32 only}
@@ -18,6 +19,7 @@ tolerances:
     float64: {atol: 1.0e-15, rtol: 1.0e-13}
 cases:
   - id: sat
+    family: document values
     op: softmax
     inputs: {scores: [1.0, 2.0]}
     expect:
@@ -29,16 +31,18 @@ cases:
 
 # name -> (replace this, with this, fragments the one-line error must contain)
 MALFORMED = {
-    "yaml_syntax": ("inputs: {scores: [1.0, 2.0]}", "inputs: {scores: [1.0, 2.0}", ["line 14", "not valid YAML"]),
+    "yaml_syntax": ("inputs: {scores: [1.0, 2.0]}", "inputs: {scores: [1.0, 2.0}", ["line 16", "not valid YAML"]),
     "tab_indent": ("    op: softmax", "\top: softmax", ["not valid YAML"]),
     "duplicate_key": ("    op: softmax\n", "    op: softmax\n    op: softmax\n", ["duplicate key 'op'"]),
     "duplicate_id": ("        source: {doc: \"000\", quote: \"a line\"}\n",
-                     "        source: {doc: \"000\", quote: \"a line\"}\n  - id: sat\n    op: softmax\n    inputs: {scores: [1.0]}\n"
+                     "        source: {doc: \"000\", quote: \"a line\"}\n  - id: sat\n    family: document values\n    op: softmax\n    inputs: {scores: [1.0]}\n"
                      "    expect: {weights: {golden: f.json#t}}\n", ["case 'sat'", "field 'id'", "duplicate"]),
     "id_outside_vocabulary": ("  - id: sat", "  - id: sat_mat", ["case 'sat_mat'", "field 'id'", "'mat'"]),
     "unknown_top_key": ("cases:", "casses: []\ncases:", ["field 'casses'", "unknown key"]),
     "unknown_case_key": ("    op: softmax", "    op: softmax\n    tolerence: golden", ["case 'sat'", "field 'tolerence'"]),
     "unknown_expect_key": ("        decimals: 4", "        decimals: 4\n        atol: 1", ["case 'sat'", "expect.weights.atol", "unknown key"]),
+    "missing_family": ("    family: document values\n", "", ["case 'sat'", "field 'family'", "missing"]),
+    "unknown_family": ("family: document values", "family: documnet values", ["case 'sat'", "field 'family'", "'documnet values'"]),
     "missing_op": ("    op: softmax\n", "", ["case 'sat'", "field 'op'", "missing"]),
     "unknown_op": ("op: softmax", "op: softmin", ["case 'sat'", "field 'op'", "softmin"]),
     "wrong_inputs": ("inputs: {scores: [1.0, 2.0]}", "inputs: {logits: [1.0, 2.0]}", ["case 'sat'", "field 'inputs'"]),
@@ -71,7 +75,7 @@ def _write(tmp_path, text):
 
 
 def test_the_valid_base_loads(tmp_path):
-    assert list(spec.load_file(_write(tmp_path, VALID)).cases) == ["sat"]
+    assert list(loader.load_file(_write(tmp_path, VALID)).cases) == ["sat"]
 
 
 @pytest.mark.parametrize("name", sorted(MALFORMED))
@@ -80,8 +84,8 @@ def test_malformed_spec_is_refused_in_one_line(tmp_path, name):
     assert old in VALID, "the corpus entry no longer edits the base spec"
     path = _write(tmp_path, VALID.replace(old, new, 1))
     before = path.read_bytes()
-    with pytest.raises(spec.SpecError) as info:
-        spec.load_file(path)
+    with pytest.raises(loader.SpecError) as info:
+        loader.load_file(path)
     message = str(info.value)
     assert "\n" not in message
     assert message.startswith(str(path))
@@ -93,35 +97,35 @@ def test_malformed_spec_is_refused_in_one_line(tmp_path, name):
 def test_binary_garbage_is_refused(tmp_path):
     path = tmp_path / "garbage.yaml"
     path.write_bytes(bytes(range(256)) * 4)
-    with pytest.raises(spec.SpecError, match="not UTF-8"):
-        spec.load_file(path)
+    with pytest.raises(loader.SpecError, match="not UTF-8"):
+        loader.load_file(path)
 
 
 def test_oversized_spec_is_refused_before_parsing(tmp_path):
-    path = _write(tmp_path, VALID + "#" * spec.MAX_SPEC_BYTES)
-    with pytest.raises(spec.SpecError, match="over the"):
-        spec.load_file(path)
+    path = _write(tmp_path, VALID + "#" * loader.MAX_SPEC_BYTES)
+    with pytest.raises(loader.SpecError, match="over the"):
+        loader.load_file(path)
 
 
 def test_deeply_nested_spec_is_refused(tmp_path):
     path = _write(tmp_path, VALID.replace("[1.0, 2.0]", "[" * 5000 + "1" + "]" * 5000))
-    with pytest.raises(spec.SpecError):
-        spec.load_file(path)
+    with pytest.raises(loader.SpecError):
+        loader.load_file(path)
 
 
 def test_executable_tags_build_nothing(tmp_path):
     # SafeLoader refuses the tag before constructing anything, so nothing ran.
     marker = tmp_path / "ran"
     path = _write(tmp_path, VALID.replace("[1.0, 2.0]", f"!!python/object/apply:os.system ['touch {marker}']"))
-    with pytest.raises(spec.SpecError):
-        spec.load_file(path)
+    with pytest.raises(loader.SpecError):
+        loader.load_file(path)
     assert not marker.exists()
 
 
 def test_the_repository_spec_loads_and_cites_real_lines():
     """Every quote in the spec is a line (or a line's text) of its document, whitespace-insensitive."""
-    loaded = spec.load()
-    docs = {key: " ".join((spec.DOCS_DIR / name).read_text().split()) for key, name in loaded.documents.items()}
+    loaded = loader.load()
+    docs = {key: " ".join((DOCS_DIR / name).read_text().split()) for key, name in loaded.documents.items()}
     unmatched = []
     for case in loaded.cases.values():
         if case.erratum and " ".join(case.erratum["claim"].split()) not in docs[case.erratum["doc"]]:
@@ -135,12 +139,12 @@ def test_the_repository_spec_loads_and_cites_real_lines():
 
 
 def test_spec_yaml_has_no_duplicate_keys_or_anchors_lost():
-    text = (spec.SPEC_DIR / "attention.yaml").read_text()
+    text = (SPEC_DIR / "attention.yaml").read_text()
     assert yaml.safe_load(text)["cases"]
 
 
 def test_every_erratum_is_listed_in_the_readme():
-    readme = (spec.SPEC_DIR.parent / "README.md").read_text()
+    readme = (SPEC_DIR.parent / "README.md").read_text()
     errata = readme[readme.index("## Errata"):readme.index("## Golden data")]
-    missing = [c.id for c in spec.load().cases.values() if c.erratum and f"`{c.id}`" not in errata]
+    missing = [c.id for c in loader.load().cases.values() if c.erratum and f"`{c.id}`" not in errata]
     assert missing == []

@@ -1,7 +1,7 @@
 """torch's [B, N, T, H] handed straight to jax.nn.dot_product_attention, which reads [B, T, N, H]."""
 
-from adapters.jax import *  # noqa: F403 - the real adapter, one function replaced
-from adapters.jax import _np
+from attention_conformance.adapters.jax import *  # noqa: F403 - the real adapter, one function replaced
+from attention_conformance.adapters.jax import _np
 
 EXPECTED = "caught"
 MUST_FAIL = ("fused_four_heads_causal_batched",)

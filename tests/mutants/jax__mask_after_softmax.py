@@ -1,7 +1,7 @@
 """The causal mask applied to the weights after the softmax: rows no longer sum to 1."""
 
-from adapters.jax import *  # noqa: F403 - the real adapter, one function replaced
-from adapters.jax import _causal_mask, _np, _scaled_softmax
+from attention_conformance.adapters.jax import *  # noqa: F403 - the real adapter, one function replaced
+from attention_conformance.adapters.jax import _causal_mask, _np, _scaled_softmax
 
 EXPECTED = "caught"
 MUST_FAIL = ("causal_cat_sat_mat", "causal_batched_cube")

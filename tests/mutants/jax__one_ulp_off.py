@@ -1,6 +1,6 @@
 """Every float output 1 ULP away from jax's: within what float32 rounding allows."""
 
-from adapters import jax as base
+from attention_conformance.adapters import jax as base
 from tests.mutants._one_ulp import one_ulp_off
 
 EXPECTED = "passes"

@@ -1,7 +1,7 @@
 """k.T on a batch: JAX reverses every axis silently; with B == T == d it still fits."""
 
-from adapters.jax import *  # noqa: F403 - the real adapter, one function replaced
-from adapters.jax import _np
+from attention_conformance.adapters.jax import *  # noqa: F403 - the real adapter, one function replaced
+from attention_conformance.adapters.jax import _np
 
 EXPECTED = "caught"
 MUST_FAIL = ("row_transposed_matmul_batched_cube",)

@@ -1,7 +1,7 @@
 """v2's kernel gradients returned in Dense's [d_in, d_out] layout, not the weights' nn.Linear one."""
 
-from adapters import jax as base
-from adapters.jax import *  # noqa: F403 - the real adapter, one function replaced
+from attention_conformance.adapters import jax as base
+from attention_conformance.adapters.jax import *  # noqa: F403 - the real adapter, one function replaced
 
 EXPECTED = "caught"
 MUST_FAIL = ("binary_square_v2",)  # d_in == d_out: the wrong layout fits

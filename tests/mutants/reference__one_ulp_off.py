@@ -1,6 +1,6 @@
 """Every float output 1 ULP away from reference's: within what the float64 tolerance allows."""
 
-from adapters import reference as base
+from attention_conformance.adapters import reference as base
 from tests.mutants._one_ulp import one_ulp_off
 
 EXPECTED = "passes"

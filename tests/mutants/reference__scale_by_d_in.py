@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from adapters.reference import *  # noqa: F403 - the real adapter, one function replaced
-from adapters.reference import blend, project, softmax, transposed_matmul
+from attention_conformance.adapters.reference import *  # noqa: F403 - the real adapter, one function replaced
+from attention_conformance.adapters.reference import blend, project, softmax, transposed_matmul
 
 EXPECTED = "caught"
 MUST_FAIL = ("sat", "cat_sat_mat_shapes")  # d_in = 3, d_k = 2; on the binary X both are 4 and it hides

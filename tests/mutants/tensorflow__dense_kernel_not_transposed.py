@@ -1,7 +1,7 @@
 """nn.Linear's [d_out, d_in] weights loaded into Dense's [d_in, d_out] kernel without the transpose."""
 
-from adapters.tensorflow import *  # noqa: F403 - the real adapter, one function replaced
-from adapters.tensorflow import SelfAttentionV2, _np, _t
+from attention_conformance.adapters.tensorflow import *  # noqa: F403 - the real adapter, one function replaced
+from attention_conformance.adapters.tensorflow import SelfAttentionV2, _np, _t
 
 EXPECTED = "caught"
 MUST_FAIL = ("v2_binary_square",)  # with d_in == d_out the kernel fits and is silently wrong

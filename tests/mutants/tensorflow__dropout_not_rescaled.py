@@ -1,7 +1,7 @@
 """Dropout that zeroes weights but forgets to scale the survivors by 1 / (1 - p)."""
 
-from adapters.tensorflow import *  # noqa: F403 - the real adapter, one function replaced
-from adapters.tensorflow import _np, _t
+from attention_conformance.adapters.tensorflow import *  # noqa: F403 - the real adapter, one function replaced
+from attention_conformance.adapters.tensorflow import _np, _t
 
 EXPECTED = "caught"
 MUST_FAIL = ("dropout_p10", "dropout_p50")

@@ -1,7 +1,7 @@
 """The blend uses the keys where the values belong: "score with keys, blend with values" mixed up."""
 
-from adapters.tensorflow import *  # noqa: F403 - the real adapter, one function replaced
-from adapters.tensorflow import SelfAttentionV1, _matmul, _np, _scaled_softmax, _t
+from attention_conformance.adapters.tensorflow import *  # noqa: F403 - the real adapter, one function replaced
+from attention_conformance.adapters.tensorflow import SelfAttentionV1, _matmul, _np, _scaled_softmax, _t
 
 EXPECTED = "caught"
 MUST_FAIL = ("v1_seed123", "v1_batched_cube")

@@ -1,7 +1,7 @@
 """The optimizer step adds the gradient instead of subtracting it: gradient ascent."""
 
-from adapters.tensorflow import *  # noqa: F403 - the real adapter, one function replaced
-from adapters.tensorflow import SelfAttentionV1, _np, _t
+from attention_conformance.adapters.tensorflow import *  # noqa: F403 - the real adapter, one function replaced
+from attention_conformance.adapters.tensorflow import SelfAttentionV1, _np, _t
 
 EXPECTED = "caught"
 MUST_FAIL = ("sgd_cat_sat_mat", "sgd_batched_cube")

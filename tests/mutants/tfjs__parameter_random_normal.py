@@ -1,7 +1,7 @@
 """The mapping table's right-hand column as written: tf.variable(tf.randomNormal([dIn, dOut]))."""
 
-from adapters.tfjs import *  # noqa: F403 - the real adapter, one function replaced
-from adapters.tfjs import _call
+from attention_conformance.adapters.tfjs import *  # noqa: F403 - the real adapter, one function replaced
+from attention_conformance.adapters.tfjs import _call
 
 EXPECTED = "caught"
 MUST_FAIL = ("row_parameter",)

@@ -1,7 +1,7 @@
 """torch.triu(..., diagonal=0): the mask also hides each token from itself."""
 
-from adapters.torch import *  # noqa: F403 - the real adapter, one function replaced
-from adapters.torch import _np
+from attention_conformance.adapters.torch import *  # noqa: F403 - the real adapter, one function replaced
+from attention_conformance.adapters.torch import _np
 
 EXPECTED = "caught"
 MUST_FAIL = ("causal_cat_sat_mat", "causal_first_token")

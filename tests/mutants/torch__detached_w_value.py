@@ -1,7 +1,7 @@
 """W_value used through .detach(): the forward is right, but W_value never gets a gradient."""
 
-from adapters.torch import *  # noqa: F403 - the real adapter, one function replaced
-from adapters.torch import SelfAttention_v1, _np, _t, _v1
+from attention_conformance.adapters.torch import *  # noqa: F403 - the real adapter, one function replaced
+from attention_conformance.adapters.torch import SelfAttention_v1, _np, _t, _v1
 
 EXPECTED = "caught"
 MUST_FAIL = ("cat_sat_mat_v1", "sgd_cat_sat_mat")

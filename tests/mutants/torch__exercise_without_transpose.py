@@ -1,7 +1,7 @@
 """Exercise 3.1 copying nn.Linear's [d_out, d_in] weight into v1 without the .T."""
 
-from adapters.torch import *  # noqa: F403 - the real adapter, one function replaced
-from adapters.torch import SelfAttention_v1, _np, _t, _v2
+from attention_conformance.adapters.torch import *  # noqa: F403 - the real adapter, one function replaced
+from attention_conformance.adapters.torch import SelfAttention_v1, _np, _t, _v2
 
 EXPECTED = "caught"
 MUST_FAIL = ("exercise_3_1_binary_square",)  # 3x2 weights fail by shape; square ones by value

@@ -1,7 +1,7 @@
 """float16 softmax as exp(s) / sum(exp(s)): exp overflows to inf past 11.09 in float16, and inf / inf is NaN."""
 
-from adapters.torch import *  # noqa: F403 - the real adapter, one function replaced
-from adapters.torch import _np, _t
+from attention_conformance.adapters.torch import *  # noqa: F403 - the real adapter, one function replaced
+from attention_conformance.adapters.torch import _np, _t
 
 EXPECTED = "caught"
 RUN_IN = ("float16",)

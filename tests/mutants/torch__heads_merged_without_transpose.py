@@ -1,8 +1,8 @@
 """Heads merged back with a reshape but no transpose: (B, N, T, H) read as (B, T, N*H) interleaves tokens."""
 
-from adapters import torch as base
-from adapters.torch import *  # noqa: F403 - the real adapter, one function replaced
-from adapters.torch import _np, _t
+from attention_conformance.adapters import torch as base
+from attention_conformance.adapters.torch import *  # noqa: F403 - the real adapter, one function replaced
+from attention_conformance.adapters.torch import _np, _t
 
 EXPECTED = "caught"
 MUST_FAIL = ("two_heads_binary", "four_heads_causal_batched")

@@ -1,7 +1,7 @@
 """Outputs rounded to 3 decimals on the way out, as a careless print-then-parse would."""
 
-from adapters import torch as base
-from adapters.torch import *  # noqa: F403 - the real adapter, one function replaced
+from attention_conformance.adapters import torch as base
+from attention_conformance.adapters.torch import *  # noqa: F403 - the real adapter, one function replaced
 
 EXPECTED = "caught"
 MUST_FAIL = ("cat_sat_mat_shapes", "v1_seed123")

@@ -1,7 +1,7 @@
 """torch.softmax(scores, dim=0): normalises down each column, over queries, instead of over keys."""
 
-from adapters.torch import *  # noqa: F403 - the real adapter, one function replaced
-from adapters.torch import _np, _t
+from attention_conformance.adapters.torch import *  # noqa: F403 - the real adapter, one function replaced
+from attention_conformance.adapters.torch import _np, _t
 
 EXPECTED = "caught"
 MUST_FAIL = ("row_softmax_binary",)

@@ -13,9 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from spec import safe_io
+from attention_conformance import GOLDEN_DIR, safe_io
 
-GOLDEN_DIR = Path(__file__).resolve().parent.parent / "golden"
 MANIFEST = "MANIFEST.json"
 DTYPES = ("float32", "float64")
 MAX_FILE_BYTES = 4_000_000  # the largest golden file is ~16 kB; the text format spends ~20 bytes a number

@@ -1,27 +1,18 @@
-"""The per-framework summary table, from reports/<adapter>.json written by each tox environment.
+"""The per-framework summary table, the wrong-adapter kill rate and the matrix, from the reports.
 
-    python -m spec.summary    # exit 1 unless every registered adapter ran completely and passed,
-                              # and every wrong adapter in tests/mutants was run and caught
+    attention-conformance summary    # exit 1 unless every adapter ran completely and conformed,
+                                     # and every wrong adapter a run defined was run and caught
 
 An adapter with no report did not run (or could not import its framework): it shows as
 MISSING, never as passing.
 """
 
-import json
-import sys
-from pathlib import Path
-
-import spec
-from adapters import NAMES
-
-MUTANTS = Path(__file__).resolve().parent.parent / "tests" / "mutants"
+from attention_conformance import contract, matrix, reports
 
 
-def row(name):
-    path = spec.REPORTS_DIR / f"{name}.json"
-    if not path.exists():
+def row(name, report):
+    if report is None:
         return [name, "-", "-", "-", "-", "-", "-", "-", "-", "MISSING: no report (environment not run, or framework did not import)"], False
-    report = json.loads(path.read_text())
     tests = report["tests"].values()
     passed = sum(t["outcome"] == "passed" for t in tests)
     diverged = sum(t["outcome"] == "diverged" for t in tests)
@@ -44,21 +35,15 @@ def row(name):
     return cells, status.startswith("conforms")
 
 
-def mutant_names():
-    """tests/mutants/<adapter>__<bug>.py, the deliberately wrong (and near-miss) adapters."""
-    return sorted(p.stem for p in MUTANTS.glob("*__*.py") if not p.stem.startswith("_"))
-
-
 def _short(test_id, mutant):
     return test_id.replace(f"[{mutant}-", "[")
 
 
-def kill_rate():
+def kill_rate(directory):
     """Lines of the wrong-adapter table, and whether every one was run and behaved as expected."""
-    ran = {}
-    for path in sorted(spec.REPORTS_DIR.glob("*.json")):
-        ran |= json.loads(path.read_text()).get("mutants", {})
-    names = mutant_names()
+    names, ran = reports.mutants(directory)
+    if not names:  # an outside run has no wrong adapters of its own
+        return [], True
     lines, ok, caught, wrong = [], True, 0, 0
     for name in names:
         result = ran.get(name)
@@ -82,11 +67,17 @@ def kill_rate():
     return head + lines, ok
 
 
-def main():
+def main(directory=reports.DEFAULT_DIR, names=None):
+    try:
+        found = reports.runs(directory)
+    except reports.ReportError as exc:
+        print(f"error: {exc}")
+        return 1
+    names = names or sorted(set(contract.NAMES) | set(found))
     header = ["framework", "version", "dtypes", "devices", "cases", "passed", "failed", "worst margin", "worst ULP", "status"]
     rows, ok = [], True
-    for name in NAMES:
-        cells, good = row(name)
+    for name in names:
+        cells, good = row(name, found.get(name))
         rows.append(cells)
         ok &= good
     widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
@@ -97,15 +88,10 @@ def main():
         print(line(cells))
     print("\nworst margin: largest |error| / tolerance over computed expectations (1.0 would use the whole budget);"
           "\nworst ULP: largest distance from the float64 expectation, in units of the last place of the dtype")
-    lines, mutants_ok = kill_rate()
-    print()
-    print("\n".join(lines))
-    from spec import matrix
-
-    print("\nConformance matrix (also reports/matrix.md, reports/matrix.json, reports/matrix.png)\n")
-    print(matrix.write(matrix.build()))
+    lines, mutants_ok = kill_rate(directory)
+    if lines:
+        print()
+        print("\n".join(lines))
+    print(f"\nConformance matrix (also {directory}/matrix.md, matrix.json, matrix.png)\n")
+    print(matrix.write(matrix.build(found, names), directory))
     return 0 if ok and mutants_ok else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,36 +1,33 @@
 """The conformance matrix: the spec's cases (grouped by family) against framework x dtype.
 
-Built from reports/<adapter>.json, which each tox environment writes in its own process. A
-registered adapter without a report is a MISSING column, never a passing one. Written as
-reports/matrix.md, reports/matrix.json (the same content) and reports/matrix.png (a heatmap).
+Built from the run reports each tox environment writes in its own process. An adapter without
+a report is a MISSING column, never a passing one. Written as matrix.md, matrix.json (the same
+content) and matrix.png (a heatmap) in the reports folder.
 """
 
 import json
-import re
+from pathlib import Path
 
-import spec
-from adapters import NAMES
+from attention_conformance import loader, plan
 
-_TEST_ID = re.compile(r"^test_(\w+)\[(.+)-(\w+)-(\w+)\]$")
 RANK = {"failed": 4, "error": 4, "diverged": 3, "passed": 2, "not applicable": 1}
 
 
-def build(loaded=None):
-    """{"columns": [...], "rows": [{"family", "case", "cells": {column: cell}}]} from the reports."""
-    loaded = loaded or spec.load()
+def build(found, names, loaded=None):
+    """{"columns": [...], "rows": [{"family", "case", "cells": {column: cell}}]} from {adapter: report}."""
+    loaded = loaded or loader.load()
     columns, cells = [], {}
-    for name in NAMES:
-        path = spec.REPORTS_DIR / f"{name}.json"
-        if not path.exists():
+    for name in names:
+        report = found.get(name)
+        if report is None:
             columns.append({"column": name, "adapter": name, "dtype": None, "missing": True})
             continue
-        report = json.loads(path.read_text())
         columns += [{"column": f"{name} {d}", "adapter": name, "dtype": d, "missing": False} for d in report["dtypes"]]
         for test_id, result in report["tests"].items():
-            match = _TEST_ID.match(test_id)
-            if not match:
+            parsed = plan.parse(test_id)
+            if not parsed:
                 continue
-            _, adapter, dtype, case_id = match.groups()
+            _, adapter, dtype, case_id = parsed
             cell = cells.setdefault((case_id, f"{adapter} {dtype}"), {"status": "not applicable", "margin": None, "ulp": None, "tests": 0})
             cell["tests"] += 1
             if RANK[result["outcome"]] > RANK[cell["status"]] or cell["tests"] == 1:
@@ -39,9 +36,9 @@ def build(loaded=None):
                 if result.get(key) is not None:
                     cell[key] = max(cell[key] or 0.0, result[key])
     rows = []
-    for fam in spec.FAMILIES:
+    for fam in loaded.families:
         for case in loaded.cases.values():
-            if spec.family(case) != fam:
+            if case.family != fam:
                 continue
             row = {}
             for col in columns:
@@ -113,10 +110,14 @@ def heatmap(matrix, path):
     plt.close(fig)
 
 
-def write(matrix):
-    spec.REPORTS_DIR.mkdir(exist_ok=True)
+def write(matrix, directory):
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
     text = markdown(matrix)
-    (spec.REPORTS_DIR / "matrix.md").write_text(text)
-    (spec.REPORTS_DIR / "matrix.json").write_text(json.dumps(matrix, indent=1) + "\n")
-    heatmap(matrix, spec.REPORTS_DIR / "matrix.png")
+    (directory / "matrix.md").write_text(text)
+    (directory / "matrix.json").write_text(json.dumps(matrix, indent=1) + "\n")
+    try:
+        heatmap(matrix, directory / "matrix.png")
+    except ImportError:  # matplotlib is the `summary` extra; the table and the JSON need nothing
+        text += "\n(no matrix.png: install attention-conformance[summary] for the heatmap)\n"
     return text

@@ -1,7 +1,7 @@
 """Benchmarks of the suite itself, per framework, each in that framework's own environment.
 
-    tox -m conformance && tox -e benchmark     # every framework, a table, reports/benchmark.json
-    python -m spec.benchmark --adapter torch   # one framework, in an environment that has it
+    tox -m conformance && tox -e benchmark                 # every framework, a table, reports/benchmark.json
+    attention-conformance benchmark --adapter torch       # one framework, in an environment that has it
 
 Measures (1) the suite's overhead: the document spec (document values, mapping-table rows,
 module forms, in every dtype) run in-process after the framework is imported, and the whole
@@ -10,7 +10,7 @@ textbook multi-head path and the framework's fused kernel (float32, median of 3 
 (3) peak memory of the whole-spec pytest process against a bare import's.
 """
 
-import argparse
+import dataclasses
 import json
 import statistics
 import subprocess
@@ -19,16 +19,15 @@ import tempfile
 import time
 from pathlib import Path
 
-import spec
+from attention_conformance import CONFORMANCE_TESTS, checks, contract, golden, loader, reports
 
-ROOT = Path(__file__).resolve().parent.parent
 DOCUMENT_FAMILIES = ("document values", "mapping table rows", "module forms")
 TARGETS = {"document_spec_s": 1.0, "memory_over_bare_mib": 300}
 
 
 def _child(code):
     """Run Python code in a fresh process in this environment; return its last stdout line as JSON."""
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -36,7 +35,7 @@ def _bare_import(name):
     return _child(
         "import json, resource, time\n"
         "t = time.perf_counter()\n"
-        f"import adapters; adapters.load({name!r})\n"
+        f"from attention_conformance import contract; contract.load({name!r})\n"
         "print(json.dumps({'s': time.perf_counter() - t, 'rss_mib': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))\n"
     )
 
@@ -46,7 +45,7 @@ def _whole_spec(name):
         return _child(
             "import json, resource, time, pytest\n"
             "t = time.perf_counter()\n"
-            f"code = pytest.main(['-q', '-p', 'no:cacheprovider', '--adapter', {name!r}, 'tests/test_conformance.py',"
+            f"code = pytest.main(['-q', '-p', 'no:cacheprovider', '--adapter', {name!r}, {str(CONFORMANCE_TESTS)!r},"
             f" '--reports', {scratch!r}])\n"
             "print(json.dumps({'s': time.perf_counter() - t, 'exit': int(code),"
             " 'rss_mib': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))\n"
@@ -54,21 +53,16 @@ def _whole_spec(name):
 
 
 def _in_process(name):
-    import adapters
-    from spec.check import _resolve, run_all
-    from spec.golden import Goldens
-
-    adapter, loaded, goldens = adapters.load(name), spec.load(), Goldens()
-    document = spec.Spec({k: c for k, c in loaded.cases.items() if spec.family(c) in DOCUMENT_FAMILIES},
-                         loaded.tolerances, loaded.documents, loaded.vocabulary, loaded.conventions, loaded.dtypes)
+    adapter, loaded, goldens = contract.load(name), loader.load(), golden.Goldens()
+    document = dataclasses.replace(loaded, cases={k: c for k, c in loaded.cases.items() if c.family in DOCUMENT_FAMILIES})
     t = time.perf_counter()
-    results = run_all(document, name, adapter, goldens)
+    results = checks.run_all(document, name, adapter, goldens)
     document_s = time.perf_counter() - t
 
     def gpt2(case_id, fn, **extra):
         case = loaded.cases[case_id]
-        kwargs = {k: _resolve(v, "float32", goldens) for k, v in case.inputs.items()} | extra
-        kwargs = {k: v for k, v in kwargs.items() if k in adapters.CONTRACT[fn.__name__]}
+        kwargs = {k: checks._resolve(v, "float32", goldens) for k, v in case.inputs.items()} | extra
+        kwargs = {k: v for k, v in kwargs.items() if k in contract.CONTRACT[fn.__name__]}
         fn(**kwargs)  # warm-up: compilation, allocator
         times = []
         for _ in range(3):
@@ -115,35 +109,27 @@ def table(rows):
     return "\n".join(lines)
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--adapter", help="measure one adapter here and print its JSON")
-    parser.add_argument("--envs", type=Path, default=ROOT / ".tox", help="where tox built each framework's environment")
-    args = parser.parse_args(argv)
-    if args.adapter:
-        print(json.dumps(measure(args.adapter)))
+def main(adapter=None, envs=None):
+    """One adapter here (its JSON on stdout), or every built-in adapter in its own tox environment."""
+    if adapter:
+        print(json.dumps(measure(adapter)))
         return 0
-    from adapters import NAMES
-
+    envs = Path(envs or ".tox")
     rows, missing = [], []
-    for name in NAMES:
-        python = args.envs / name / "bin" / "python"
+    for name in contract.NAMES:
+        python = envs / name / "bin" / "python"
         if not python.exists():
             missing.append(name)
             continue
-        done = subprocess.run([str(python), "-m", "spec.benchmark", "--adapter", name], cwd=ROOT, capture_output=True, text=True)
+        done = subprocess.run([str(python), "-m", "attention_conformance", "benchmark", "--adapter", name], capture_output=True, text=True)
         if done.returncode:
             print(done.stdout[-2000:], done.stderr[-2000:], file=sys.stderr)
             missing.append(name)
             continue
         rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
-    spec.REPORTS_DIR.mkdir(exist_ok=True)
-    (spec.REPORTS_DIR / "benchmark.json").write_text(json.dumps({"targets": TARGETS, "frameworks": rows}, indent=1) + "\n")
+    reports.DEFAULT_DIR.mkdir(exist_ok=True)
+    (reports.DEFAULT_DIR / "benchmark.json").write_text(json.dumps({"targets": TARGETS, "frameworks": rows}, indent=1) + "\n")
     print(table(rows))
     if missing:
-        print(f"\nnot measured (no environment under {args.envs}, or it failed): {', '.join(missing)}; run `tox -m conformance` first")
+        print(f"\nnot measured (no environment under {envs}, or it failed): {', '.join(missing)}; run `tox -m conformance` first")
     return 1 if missing else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

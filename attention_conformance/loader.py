@@ -1,7 +1,6 @@
-"""The spec: cases as YAML data, loaded safely and validated before anything runs.
+"""Loading a spec: YAML cases read in bounded time and memory, validated before anything runs.
 
-Every error names the file, the case and the field in one line. Importing this package
-imports no framework (adapters/__init__.py is framework-free by design).
+Every error names the file, the case and the field in one line.
 """
 
 import decimal
@@ -13,51 +12,20 @@ from pathlib import Path
 
 import yaml
 
-from adapters import CONTRACT
-from spec import safe_io
+from attention_conformance import SPEC_DIR, safe_io
+from attention_conformance.contract import DTYPES, LOW_PRECISION, OPS
 
-SPEC_DIR = Path(__file__).resolve().parent
-REPORTS_DIR = SPEC_DIR.parent / "reports"  # per-adapter results, the matrix, benchmarks; not committed
-DOCS_DIR = SPEC_DIR / "documents"  # copies of ../shared/seeds/, so quotes are checked on any clone
 MAX_SPEC_BYTES = 1_000_000
-
-# op -> the names of what it returns, in order. A single output is returned bare.
-OPS = {
-    "create_parameter": ("parameter", "trainable"),
-    "project": ("projection",),
-    "transposed_matmul": ("scores",),
-    "scale": ("scaled",),
-    "softmax": ("weights",),
-    "blend": ("context",),
-    "dot_columns": ("by_hand",),
-    "attention": ("query", "key", "value", "scores", "d_k", "weights", "context"),
-    "self_attention_v1": ("context", "context_no_grad"),
-    "self_attention_v2": ("context",),
-    "exercise_3_1": ("context", "context_v2"),
-    "parameters": ("count", "trainable"),
-    "causal_attention": ("weights", "context"),
-    "masked_attention": ("weights", "context"),
-    "dropout": ("dropout_eval", "dropout_train"),
-    "multi_head_attention": ("heads", "context"),
-    "fused_attention": ("heads",),
-    "attention_layer": ("context",),
-    "draw": ("sample",),
-    "initial_weights": ("w_query", "w_key", "w_value"),
-    "knobs_removed": ("part6", "part6_scaled", "part7_identity", "part7_identity_unscaled"),
-    "gradients": ("grad_w_query", "grad_w_key", "grad_w_value", "grad_x"),
-    "sgd_step": ("w_query", "w_key", "w_value"),
-}
-QUANTITIES = tuple(sorted({q for outputs in OPS.values() for q in outputs}))
+FLOAT32_MAX = 3.4028234663852886e38  # numpy.finfo(numpy.float32).max: tensor data is float32
+ID = re.compile(r"[a-z0-9]+(_[a-z0-9]+)*")  # pytest's -k reads ids; brackets, spaces or dashes would break it
 EXPECTATION_FIELDS = {
     "row", "printed", "decimals", "golden", "reference", "same_as", "equals", "shape", "row_sums",
     "in_range", "check_dtype", "upper_triangle_zero", "zero_fraction", "nonzero_values", "mean",
     "min_below", "differs_from",
     "tolerance", "source", "note",
 }
-CASE_FIELDS = {"id", "op", "inputs", "expect", "note", "erratum"}
-TOP_FIELDS = {"documents", "vocabulary", "printed_rounding", "conventions", "dtypes", "tolerances", "cases"}
-LOW_PRECISION = ("float16", "bfloat16")
-DTYPE_NAMES = ("float64", "float32", "float16", "bfloat16")
+CASE_FIELDS = {"id", "family", "op", "inputs", "expect", "note", "erratum"}
+TOP_FIELDS = {"documents", "vocabulary", "families", "printed_rounding", "conventions", "dtypes", "tolerances", "cases"}
 
 
 class SpecError(ValueError):
@@ -90,6 +58,7 @@ class Expectation:
 @dataclass(frozen=True)
 class Case:
     id: str
+    family: str
     op: str
     inputs: dict
     expect: dict  # output name -> Expectation
@@ -104,39 +73,9 @@ class Spec:
     tolerances: dict  # name -> Tolerance
     documents: dict
     vocabulary: tuple
+    families: tuple = ()  # matrix row groups, in order; every case names one
     conventions: dict = field(default_factory=dict)
     dtypes: dict = field(default_factory=lambda: {"sweep": [], "ops": []})
-
-    def items(self, quantity):
-        """(case, expectation) pairs that check one quantity, in file order."""
-        return [(c, c.expect[quantity]) for c in self.cases.values() if quantity in c.expect]
-
-    def dtypes_for(self, adapter):
-        """The adapter's own first dtype, then the spec's sweep of other dtypes."""
-        primary = adapter.DTYPES[0]
-        return [primary] + [d for d in self.dtypes["sweep"] if d != primary]
-
-    def applies(self, case, exp, dtype, primary):
-        """Every check runs in an adapter's first dtype; the sweep repeats the forward ops' computed
-        checks (golden, reference, agreement, row sums) in the other dtypes. Printed numbers and exact
-        facts are float32 statements and stay there."""
-        if dtype == primary:
-            return True
-        computed = exp.golden is not None or exp.reference or exp.same_as is not None or exp.row_sums is not None
-        return case.op in self.dtypes["ops"] and computed
-
-    def not_applicable(self, adapter, case, dtype):
-        """The adapter's stated reason this case cannot run in this dtype, or None. NOT_APPLICABLE is
-        keyed by dtype, op or case id."""
-        reasons = getattr(adapter, "NOT_APPLICABLE", {})
-        reason = reasons.get(dtype) or reasons.get(case.op) or reasons.get(case.id)
-        if reason is None and dtype not in adapter.DTYPES:
-            reason = f"{dtype} is not in the adapter's DTYPES"
-        return reason
-
-
-FLOAT32_MAX = 3.4028234663852886e38  # numpy.finfo(numpy.float32).max: tensor data is float32
-ID = re.compile(r"[a-z0-9]+(_[a-z0-9]+)*")  # pytest's -k reads ids; brackets, spaces or dashes would break it
 
 
 def _one_of(value, names):
@@ -361,7 +300,7 @@ def _heads_divide(at, inputs):
         raise SpecError(f"{at}: field 'inputs.num_heads': {heads} heads do not divide the width {shape[-1]} of w_query")
 
 
-def load_file(path, documents=None):
+def load_file(path):
     path = Path(path)
     doc = _read(path)
     unknown = set(doc) - TOP_FIELDS
@@ -376,12 +315,16 @@ def load_file(path, documents=None):
     vocabulary = doc["vocabulary"]
     if not isinstance(vocabulary, list) or not all(isinstance(w, str) and re.fullmatch("[a-z0-9]+", w) for w in vocabulary):
         raise SpecError(f"{path}: field 'vocabulary': must be a list of words of a-z and 0-9")
+    families = doc["families"]
+    if not (isinstance(families, list) and families and all(isinstance(f, str) and f.strip() for f in families)
+            and len(set(families)) == len(families)):
+        raise SpecError(f"{path}: field 'families': must be a list of distinct row-group names for the matrix")
     if not isinstance(doc["conventions"], dict) or not all(isinstance(v, str) and v.strip() for v in doc["conventions"].values()):
         raise SpecError(f"{path}: field 'conventions': must map a name to the convention, stated in words")
     tolerances = _tolerances(path, doc["tolerances"])
     dtypes = doc["dtypes"]
     if not (isinstance(dtypes, dict) and set(dtypes) == {"sweep", "ops", "reason"}
-            and isinstance(dtypes["sweep"], list) and all(_one_of(d, DTYPE_NAMES) for d in dtypes["sweep"])
+            and isinstance(dtypes["sweep"], list) and all(_one_of(d, DTYPES) for d in dtypes["sweep"])
             and isinstance(dtypes["ops"], list) and all(_one_of(op, OPS) for op in dtypes["ops"]) and isinstance(dtypes["reason"], str)):
         raise SpecError(f"{path}: field 'dtypes': must be {{sweep: [dtype names], ops: [op names], reason: why}}")
     if set(dtypes["sweep"]) & set(LOW_PRECISION) and "low_precision" not in tolerances:
@@ -397,7 +340,7 @@ def load_file(path, documents=None):
         unknown = set(raw) - CASE_FIELDS
         if unknown:
             raise SpecError(f"{at}: field {sorted(unknown)[0]!r}: unknown key (allowed: {sorted(CASE_FIELDS)})")
-        for key in ("id", "op", "inputs", "expect"):
+        for key in ("id", "family", "op", "inputs", "expect"):
             if key not in raw:
                 raise SpecError(f"{at}: field {key!r}: missing")
         if not isinstance(case_id, str) or not ID.fullmatch(case_id):
@@ -407,43 +350,25 @@ def load_file(path, documents=None):
             raise SpecError(f"{at}: field 'id': word {bad[0]!r} is not in the vocabulary")
         if case_id in cases:
             raise SpecError(f"{at}: field 'id': duplicate id")
+        if not _one_of(raw["family"], families):
+            raise SpecError(f"{at}: field 'family': {raw['family']!r} is not one of the spec's families {families}")
         op = raw["op"]
         if not _one_of(op, OPS):
             raise SpecError(f"{at}: field 'op': {op!r} is not one of {sorted(OPS)}")
-        if not isinstance(raw["inputs"], dict) or set(raw["inputs"]) != set(CONTRACT[op]):
-            raise SpecError(f"{at}: field 'inputs': {op} takes exactly {list(CONTRACT[op])}")
+        params, outputs = OPS[op]
+        if not isinstance(raw["inputs"], dict) or set(raw["inputs"]) != set(params):
+            raise SpecError(f"{at}: field 'inputs': {op} takes exactly {list(params)}")
         inputs = {name: _input(at, name, value) for name, value in raw["inputs"].items()}
         _heads_divide(at, inputs)
         if not isinstance(raw["expect"], dict) or not raw["expect"]:
             raise SpecError(f"{at}: field 'expect': must be a non-empty mapping of output name -> checks")
-        expect = {out: _expectation(at, out, chk, tolerances, documents, OPS[op]) for out, chk in raw["expect"].items()}
+        expect = {out: _expectation(at, out, chk, tolerances, documents, outputs) for out, chk in raw["expect"].items()}
         erratum = raw.get("erratum")
         if erratum is not None and not (isinstance(erratum, dict) and set(erratum) == {"doc", "claim", "fact"}
                                         and _one_of(erratum["doc"], documents) and all(isinstance(v, str) and v.strip() for v in erratum.values())):
             raise SpecError(f"{at}: field 'erratum': must be {{doc, claim: the document's words, fact: what holds}}")
-        cases[case_id] = Case(case_id, op, inputs, expect, str(path), raw.get("note", ""), erratum)
-    return Spec(cases, tolerances, documents, tuple(vocabulary), doc["conventions"], dtypes)
-
-
-FAMILIES = ("document values", "mapping table rows", "module forms", "batches", "causal and masks",
-            "dropout", "multi-head", "fused paths", "gradients", "errata")
-
-
-def family(case):
-    """The row group a case belongs to in the conformance matrix, from its id and op."""
-    if case.id.startswith("row_"):
-        return "mapping table rows"
-    if case.id.startswith("erratum_"):
-        return "errata"
-    by_op = {"gradients": "gradients", "sgd_step": "gradients", "causal_attention": "causal and masks",
-             "masked_attention": "causal and masks", "multi_head_attention": "multi-head", "dropout": "dropout",
-             "fused_attention": "fused paths", "attention_layer": "fused paths", "self_attention_v1": "module forms",
-             "self_attention_v2": "module forms", "exercise_3_1": "module forms", "parameters": "module forms"}
-    if by_op.get(case.op, "module forms") != "module forms":
-        return by_op[case.op]
-    if "batched" in case.id or "sentences" in case.id:
-        return "batches"
-    return by_op.get(case.op, "document values")
+        cases[case_id] = Case(case_id, raw["family"], op, inputs, expect, str(path), raw.get("note", ""), erratum)
+    return Spec(cases, tolerances, documents, tuple(vocabulary), tuple(families), doc["conventions"], dtypes)
 
 
 def golden_references(loaded):
@@ -484,23 +409,3 @@ def divergence_reason(test_id, divergences):
 def load(path=None):
     """The spec; by default the one file spec/attention.yaml."""
     return load_file(path or SPEC_DIR / "attention.yaml")
-
-
-def printed_mismatches(built_goldens):
-    """Lines for every printed number the reference no longer reproduces from these goldens."""
-    from adapters import reference
-    from spec import golden as golden_io
-    from spec.check import Nonconformance, evaluate
-
-    spec = load()
-    goldens = golden_io.Goldens(files={name: tensors for name, (_, tensors) in built_goldens.items()})
-    problems = []
-    for case in spec.cases.values():
-        for exp in case.expect.values():
-            if exp.printed is None:
-                continue
-            try:
-                evaluate(spec, "reference", reference, case, exp.output, "float64", goldens)
-            except Nonconformance as exc:
-                problems.append(str(exc))
-    return problems

@@ -5,7 +5,8 @@ import warnings
 
 import numpy as np
 
-from spec import LOW_PRECISION, OPS
+from attention_conformance import plan
+from attention_conformance.contract import LOW_PRECISION, OPS
 
 
 class Nonconformance(AssertionError):
@@ -45,7 +46,7 @@ def outputs(adapter_name, adapter, case, dtype, goldens, input_dtype=None, round
     if key not in _outputs:
         kwargs = {name: _resolve(value, input_dtype or dtype, goldens) for name, value in case.inputs.items()}
         result = getattr(adapter, case.op)(**kwargs)
-        names = OPS[case.op]
+        names = OPS[case.op][1]
         if len(names) == 1:
             result = {names[0]: result}
         elif not isinstance(result, dict) or set(result) != set(names):
@@ -212,7 +213,7 @@ def _evaluate(spec, adapter_name, adapter, case, output, dtype, goldens):
         # store, and in half precision, where the inputs themselves were rounded (golden values
         # are computed from float32 inputs). There, `plain` is the same computation rounded to
         # the dtype after every step: the error a careful computation in that dtype makes.
-        from adapters import reference
+        from attention_conformance.adapters import reference
 
         reference_out = _select(outputs("reference", reference, case, "float64", goldens, input_dtype=dtype)[output], exp.row)
         if low:
@@ -306,20 +307,15 @@ def run_all(spec, adapter_name, adapter, goldens, dtypes=None):
     `dtypes` narrows the run (default: every dtype the spec runs this adapter in).
     """
     results = {}
-    for dtype in dtypes or spec.dtypes_for(adapter):
-        for case in spec.cases.values():
-            for output, exp in case.expect.items():
-                if not spec.applies(case, exp, dtype, adapter.DTYPES[0]):
-                    continue
-                test_id = f"test_{output}[{adapter_name}-{dtype}-{case.id}]"
-                if spec.not_applicable(adapter, case, dtype):
-                    results[test_id] = ("not applicable", "")
-                    continue
-                try:
-                    evaluate(spec, adapter_name, adapter, case, output, dtype, goldens)
-                    results[test_id] = ("passed", "")
-                except Nonconformance as exc:
-                    results[test_id] = ("failed", str(exc))
-                except Exception as exc:  # noqa: BLE001 - any crash is a caught bug, and is reported as one
-                    results[test_id] = ("error", f"{type(exc).__name__}: {exc}")
+    for test in plan.tests(spec, {adapter_name: adapter}, dtypes):
+        if test.not_applicable:
+            results[test.id] = ("not applicable", "")
+            continue
+        try:
+            evaluate(spec, adapter_name, adapter, test.case, test.output, test.dtype, goldens)
+            results[test.id] = ("passed", "")
+        except Nonconformance as exc:
+            results[test.id] = ("failed", str(exc))
+        except Exception as exc:  # noqa: BLE001 - any crash is a caught bug, and is reported as one
+            results[test.id] = ("error", f"{type(exc).__name__}: {exc}")
     return results

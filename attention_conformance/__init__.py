@@ -1,0 +1,23 @@
+"""attention-conformance: does each framework compute the same trainable self-attention as a
+float64 reference? The engine: load the spec, plan the tests, run them through pytest, check,
+report. Importing it imports no framework; `contract.load(name)` imports one adapter's.
+"""
+
+from pathlib import Path
+
+__version__ = "0.2.0"
+
+HERE = Path(__file__).resolve().parent
+
+
+def _data(name):
+    """Where a data folder lives: inside the package in a wheel, beside it in a checkout."""
+    inside = HERE / name
+    return inside if inside.is_dir() else HERE.parent / name
+
+
+SPEC_DIR = _data("spec")  # attention.yaml, known_divergences.yaml, documents/
+GOLDEN_DIR = _data("golden")
+ADAPTERS_DIR = _data("adapters")
+DOCS_DIR = SPEC_DIR / "documents"  # copies of the two documents, so quotes are checked on any install
+CONFORMANCE_TESTS = HERE / "conformance.py"  # the module pytest collects: one test function per output

@@ -1,0 +1,100 @@
+"""The front door: `attention-conformance COMMAND`, from any directory.
+
+    attention-conformance run --adapter NAME [pytest args]   the spec against an adapter, writing reports/
+    attention-conformance check MODULE                       the adapter self-check, before a run
+    attention-conformance summary [--adapter NAME]           the per-framework table, kill rate and matrix
+    attention-conformance validate [SPEC] [--golden-dir D]   a spec and every golden it uses, no adapter run
+    attention-conformance template                           print the adapter template to start from
+    attention-conformance benchmark --adapter NAME           the suite's own speed and memory, as JSON
+
+NAME is a built-in adapter, an entry point name, or any importable module. Exit codes: 0 ok,
+1 failures or errors found, 2 wrong usage, 4 (run) a usage error pytest reported.
+"""
+
+import argparse
+import importlib
+import os
+import sys
+
+from attention_conformance import ADAPTERS_DIR, CONFORMANCE_TESTS, SPEC_DIR, contract, golden, loader, reports
+
+
+def validate(path, golden_dir):
+    try:
+        loaded = loader.load(path)
+        goldens = golden.Goldens(golden_dir)
+        for ref in loader.golden_references(loaded):
+            goldens.tensor(ref)
+    except (loader.SpecError, golden.GoldenError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"ok: {path}: {len(loaded.cases)} cases, golden data in {golden_dir} verified")
+    return 0
+
+
+def check(name):
+    """Import the module and name every missing function or wrong signature."""
+    try:
+        module = importlib.import_module(contract.module_path(name))
+    except Exception as exc:  # noqa: BLE001 - whatever stops the import is the author's first problem
+        print(f"{name}: does not import: {type(exc).__name__}: {exc}")
+        return 1
+    problems = contract.contract_problems(module)
+    for problem in problems:
+        print(f"{name}: {problem}")
+    if not problems:
+        print(f"{name}: ok, every contract function is there with the right parameters")
+    return 1 if problems else 0
+
+
+def run(adapters, pytest_args):
+    """pytest on the packaged conformance tests, isolated from the caller's pytest configuration
+    (-c devnull): warnings are errors and known divergences strict wherever it runs."""
+    import pytest
+
+    args = ["-c", os.devnull, "--rootdir", os.getcwd(), "-p", "attention_conformance.plugin", "-p", "no:cacheprovider",
+            "-W", "error", str(CONFORMANCE_TESTS)]
+    return int(pytest.main(args + [f"--adapter={name}" for name in adapters] + pytest_args))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="attention-conformance", description=__doc__.splitlines()[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n", 2)[2])
+    commands = parser.add_subparsers(dest="command", required=True)
+    run_parser = commands.add_parser("run", help="the spec against adapters; other arguments go to pytest")
+    run_parser.add_argument("--adapter", action="append", required=True, metavar="NAME")
+    commands.add_parser("check", help="the adapter self-check").add_argument("module")
+    summary_parser = commands.add_parser("summary", help="the table, the kill rate and the matrix from the reports")
+    summary_parser.add_argument("--reports", default=reports.DEFAULT_DIR)
+    summary_parser.add_argument("--adapter", action="append", metavar="NAME",
+                                help="only these (default: every built-in adapter, and any other report found)")
+    validate_parser = commands.add_parser("validate", help="a spec and its golden data")
+    validate_parser.add_argument("path", nargs="?", default=SPEC_DIR / "attention.yaml")
+    validate_parser.add_argument("--golden-dir", default=golden.GOLDEN_DIR)
+    commands.add_parser("template", help="print adapters/_template.py")
+    bench_parser = commands.add_parser("benchmark", help="the suite's own speed and memory")
+    bench_parser.add_argument("--adapter", metavar="NAME")
+    bench_parser.add_argument("--envs", help="tox's work folder: measure every framework in its own environment")
+    args, rest = parser.parse_known_args(argv)
+    if rest and args.command != "run":
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    if args.command == "run":
+        return run(args.adapter, rest)
+    if args.command == "check":
+        return check(args.module)
+    if args.command == "validate":
+        return validate(args.path, args.golden_dir)
+    if args.command == "template":
+        print((ADAPTERS_DIR / "_template.py").read_text(), end="")
+        return 0
+    if args.command == "summary":
+        from attention_conformance import summary
+
+        return summary.main(args.reports, args.adapter)
+    from attention_conformance import benchmark
+
+    return benchmark.main(args.adapter, args.envs)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

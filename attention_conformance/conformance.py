@@ -1,0 +1,18 @@
+"""The spec as tests: one test function per output the contract names, generated here, parametrized
+by the plugin from the plan, with ids `test_<output>[<adapter>-<dtype>-<case>]`."""
+
+from attention_conformance.contract import OUTPUTS
+
+
+def _test_of(output):
+    def test(check):
+        __tracebackhide__ = True
+        check()
+
+    test.__name__ = test.__qualname__ = f"test_{output}"
+    test.conformance_output = output
+    return test
+
+
+for _output in OUTPUTS:
+    globals()[f"test_{_output}"] = _test_of(_output)

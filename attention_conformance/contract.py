@@ -1,0 +1,95 @@
+"""The adapter contract (one op table: what each op takes and returns), the dtypes, and the registry.
+
+An adapter is a module exposing every op below with exactly these parameter names, NumPy arrays
+in and out, and its dtypes as DTYPES. The built-in adapters are the files in adapters/ (so the
+framework list is that folder); any importable module, or an installed package's entry point in
+the group `attention_conformance.adapters`, works too. Importing this module imports no framework.
+"""
+
+import importlib
+import inspect
+
+from attention_conformance import ADAPTERS_DIR, numerics
+
+# op -> (parameter names, output names). A single output is returned bare, several as a dict.
+# The first group mirrors the rows of the PyTorch-to-TF mapping table in 004_616018589080e108.txt;
+# then the pipeline, the two module forms, masks (True = hidden), dropout, heads, and training
+# (gradients of L = sum(context * g), one SGD step).
+_X_W = ("x", "w_query", "w_key", "w_value")
+OPS = {
+    "create_parameter": (("d_in", "d_out", "seed"), ("parameter", "trainable")),
+    "project": (("x", "w"), ("projection",)),
+    "transposed_matmul": (("q", "k"), ("scores",)),
+    "scale": (("scores", "d_k"), ("scaled",)),
+    "softmax": (("scores",), ("weights",)),
+    "blend": (("weights", "v"), ("context",)),
+    "dot_columns": (("x", "w"), ("by_hand",)),
+    "attention": (_X_W, ("query", "key", "value", "scores", "d_k", "weights", "context")),
+    "self_attention_v1": (_X_W, ("context", "context_no_grad")),
+    "self_attention_v2": (_X_W, ("context",)),
+    "exercise_3_1": (_X_W, ("context", "context_v2")),
+    "parameters": (("d_in", "d_out", "form"), ("count", "trainable")),
+    "causal_attention": (_X_W, ("weights", "context")),
+    "masked_attention": (_X_W + ("mask",), ("weights", "context")),
+    "dropout": (("weights", "p", "seed"), ("dropout_eval", "dropout_train")),
+    "multi_head_attention": (_X_W + ("w_out", "num_heads", "causal"), ("heads", "context")),
+    "fused_attention": (_X_W + ("num_heads", "causal"), ("heads",)),
+    "attention_layer": (_X_W, ("context",)),
+    "draw": (("distribution", "n", "seed"), ("sample",)),
+    "initial_weights": (("d_in", "d_out", "form", "seed"), ("w_query", "w_key", "w_value")),
+    "knobs_removed": (("x",), ("part6", "part6_scaled", "part7_identity", "part7_identity_unscaled")),
+    "gradients": (_X_W + ("g", "form"), ("grad_w_query", "grad_w_key", "grad_w_value", "grad_x")),
+    "sgd_step": (_X_W + ("g", "lr"), ("w_query", "w_key", "w_value")),
+}
+CONTRACT = {"version": ()} | {op: params for op, (params, _) in OPS.items()}  # every function an adapter defines
+OUTPUTS = tuple(sorted({out for _, outs in OPS.values() for out in outs}))
+DTYPES = ("float64", "float32", "float16", "bfloat16")  # every dtype the suite knows
+LOW_PRECISION = ("float16", "bfloat16")
+NAMES = tuple(sorted(p.stem for p in ADAPTERS_DIR.glob("*.py") if not p.stem.startswith("_")))
+ENTRY_POINT_GROUP = "attention_conformance.adapters"
+
+
+class AdapterError(Exception):
+    pass
+
+
+def module_path(name):
+    """The module to import for an adapter name: a built-in adapter, an installed package's entry
+    point in the group attention_conformance.adapters, or the name itself as a dotted module path."""
+    if name in NAMES:
+        return f"attention_conformance.adapters.{name}"
+    from importlib.metadata import entry_points
+
+    for entry in entry_points(group=ENTRY_POINT_GROUP, name=name):
+        return entry.value
+    return name
+
+
+def contract_problems(module):
+    """Every way `module` breaks the contract, one readable line each."""
+    problems = []
+    dtypes = getattr(module, "DTYPES", None)
+    if not (isinstance(dtypes, tuple) and dtypes and all(d in DTYPES for d in dtypes)):
+        problems.append(f"DTYPES must be a non-empty tuple of dtype names from {DTYPES}, e.g. ('float32',)")
+    for fn_name, params in CONTRACT.items():
+        fn = getattr(module, fn_name, None)
+        if not callable(fn):
+            problems.append(f"missing function {fn_name}({', '.join(params)})")
+            continue
+        got = tuple(inspect.signature(fn).parameters)
+        if got != params:
+            problems.append(f"{fn_name}({', '.join(got)}) should be {fn_name}({', '.join(params)})")
+    return problems
+
+
+def load(name):
+    """Import one adapter, check its contract and pin the numeric switches of what it imported."""
+    try:
+        module = importlib.import_module(module_path(name))
+    except Exception as exc:  # a requested framework that does not import is a failure, never a skip
+        raise AdapterError(f"adapter {name!r} was requested but does not import: {type(exc).__name__}: {exc}") from exc
+    problems = contract_problems(module)
+    if problems:
+        raise AdapterError(f"adapter {name!r} breaks the contract: " + "; ".join(problems))
+    numerics.pin()
+    return module

@@ -1,0 +1,83 @@
+"""The plan: which tests a spec defines for a set of adapters, and the one test-id format.
+
+A test is one output of one case, on one adapter, in one dtype; its id reads
+`test_<output>[<adapter>-<dtype>-<case>]`, so `-k "torch and scores"` selects what it says.
+Everything that enumerates tests (pytest, the wrong-adapter runs, reports, the matrix) asks here.
+"""
+
+import re
+from dataclasses import dataclass
+
+_ID = re.compile(r"test_(\w+)\[(.+)-(\w+)-([a-z0-9_]+)\]")
+
+
+@dataclass(frozen=True)
+class Test:
+    adapter: str
+    dtype: str
+    case: object  # loader.Case
+    output: str
+    not_applicable: str = None  # the adapter's reason it cannot run this, shown as a skip
+
+    @property
+    def id(self):
+        return test_id(self.output, self.adapter, self.dtype, self.case.id)
+
+    @property
+    def param_id(self):
+        """The part in brackets: pytest's parametrization id."""
+        return f"{self.adapter}-{self.dtype}-{self.case.id}"
+
+
+def test_id(output, adapter, dtype, case_id):
+    return f"test_{output}[{adapter}-{dtype}-{case_id}]"
+
+
+def parse(test_id):
+    """(output, adapter, dtype, case id) of a test id, or None if it is not one."""
+    match = _ID.fullmatch(test_id)
+    return match.groups() if match else None
+
+
+def adapter_of(pattern):
+    """The adapter a test id, or a known-divergence pattern with "*" in it, is about."""
+    return pattern[pattern.index("[") + 1:].split("-")[0] if "[" in pattern else None
+
+
+def dtypes_for(spec, adapter):
+    """The adapter's own first dtype, then the spec's sweep of other dtypes."""
+    primary = adapter.DTYPES[0]
+    return [primary] + [d for d in spec.dtypes["sweep"] if d != primary]
+
+
+def applies(spec, case, exp, dtype, primary):
+    """Every check runs in an adapter's first dtype; the sweep repeats the forward ops' computed
+    checks (golden, reference, agreement, row sums) in the other dtypes. Printed numbers and exact
+    facts are float32 statements and stay there."""
+    if dtype == primary:
+        return True
+    computed = exp.golden is not None or exp.reference or exp.same_as is not None or exp.row_sums is not None
+    return case.op in spec.dtypes["ops"] and computed
+
+
+def not_applicable(adapter, case, dtype):
+    """The adapter's stated reason this case cannot run in this dtype, or None. NOT_APPLICABLE is
+    keyed by dtype, op or case id."""
+    reasons = getattr(adapter, "NOT_APPLICABLE", {})
+    reason = reasons.get(dtype) or reasons.get(case.op) or reasons.get(case.id)
+    if reason is None and dtype not in adapter.DTYPES:
+        reason = f"{dtype} is not in the adapter's DTYPES"
+    return reason
+
+
+def tests(spec, adapters, dtypes=None):
+    """Every test the spec defines for {name: adapter module}, ordered by adapter, dtype, case, output
+    (a case's outputs share one call). `dtypes` narrows the run."""
+    planned = []
+    for name, adapter in adapters.items():
+        for dtype in dtypes or dtypes_for(spec, adapter):
+            for case in spec.cases.values():
+                reason = not_applicable(adapter, case, dtype)
+                planned += [Test(name, dtype, case, output, reason) for output, exp in case.expect.items()
+                            if applies(spec, case, exp, dtype, adapter.DTYPES[0])]
+    return planned

@@ -1,0 +1,190 @@
+"""The pytest plugin: points pytest at adapters, generates the spec's tests, refuses silent green.
+
+    pytest --adapter torch ...            # registered for every pytest run where the package is installed
+    attention-conformance run --adapter mypkg.my_adapter
+
+Inert unless --adapter is given. A requested adapter that does not import, or breaks the contract,
+stops the run (exit 4). A complete run (no -k, -m or node ids) that ran fewer conformance tests
+than the spec defines for the requested adapters fails. Each adapter's results go to
+<reports>/<adapter>.json; a stale report is deleted before its adapter is even imported, so a
+framework that fails to import shows as missing, never as its last result.
+"""
+
+import pytest
+
+from attention_conformance import CONFORMANCE_TESTS, SPEC_DIR, checks, contract, golden, loader, numerics, plan, reports
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("attention-conformance")
+    group.addoption("--adapter", action="append", default=[], metavar="NAME",
+                    help=f"adapter to run the spec against: one of {', '.join(contract.NAMES)}, an entry point name or a "
+                         "dotted module path (repeatable); without it this plugin does nothing")
+    group.addoption("--golden-dir", default=str(golden.GOLDEN_DIR), metavar="DIR", help="golden tensors to compare against")
+    group.addoption("--reports", default=str(reports.DEFAULT_DIR), metavar="DIR", help="where <adapter>.json reports go")
+    group.addoption("--device", default="cpu", choices=("cpu", "gpu"),
+                    help="where the frameworks compute (default cpu); an unavailable device stops the run")
+    group.addoption("--spec", default=str(SPEC_DIR / "attention.yaml"), metavar="FILE", help="the spec to run")
+    group.addoption("--known-divergences", default=str(SPEC_DIR / "known_divergences.yaml"), metavar="FILE",
+                    help="tests expected to fail, with reasons (run as strict xfail)")
+
+
+class Check:
+    """One conformance test, called by the generated test function."""
+
+    def __init__(self, test):
+        self.test = test
+        self.margin = self.ulp = None
+
+    def __call__(self):
+        __tracebackhide__ = True
+        t = self.test
+        self.margin, self.ulp = checks.evaluate(state.spec, t.adapter, state.loaded[t.adapter], t.case, t.output, t.dtype,
+                                                state.goldens)
+
+
+class State:
+    """What this session runs: read by the suite's own tests through `state`."""
+
+    def __init__(self):
+        self.active = False
+        self.spec = self.goldens = None
+        self.loaded, self.numerics, self.devices, self.divergences = {}, {}, {}, {}
+        self.planned = []  # plan.Test, every test the spec defines for the requested adapters
+        self.expected = set()
+        self.results = {}
+        self.conformance_collected = False
+
+
+state = State()
+
+
+def pytest_configure(config):
+    names = config.getoption("adapter")
+    if not names:
+        return
+    state.active = True
+    state.reports = config.getoption("reports")
+    for name in names:
+        reports.forget(state.reports, name)
+    try:
+        state.spec = loader.load(config.getoption("spec"))
+        state.goldens = golden.Goldens(config.getoption("golden_dir"))
+        for ref in loader.golden_references(state.spec):  # every golden read and hash-checked before any test
+            state.goldens.tensor(ref)
+        state.divergences = loader.load_divergences(config.getoption("known_divergences"))
+    except (loader.SpecError, golden.GoldenError) as exc:
+        raise pytest.UsageError(str(exc)) from None
+    try:
+        state.loaded = {name: contract.load(name) for name in names}
+    except contract.AdapterError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    state.numerics = numerics.pin()
+    state.devices = {name: getattr(module, "devices", lambda: ["cpu"])() for name, module in state.loaded.items()}
+    device = config.getoption("device")
+    for name, seen in state.devices.items():
+        if device not in seen:
+            raise pytest.UsageError(f"device {device!r} is unavailable to adapter {name!r}: it sees {', '.join(seen)}")
+    if device != "cpu":
+        raise pytest.UsageError(f"device {device!r} is available, but placing the spec's arrays on it is not built yet")
+    state.planned = plan.tests(state.spec, state.loaded)
+    state.expected = {t.id for t in state.planned}
+    state.results = {name: {} for name in names}
+
+
+def pytest_report_header(config):
+    if not state.active:
+        return None
+    lines = [f"adapter {name}: {module.version()}, dtypes {', '.join(plan.dtypes_for(state.spec, module))}, "
+             f"devices seen {', '.join(state.devices[name])} (running on {config.getoption('device')})"
+             for name, module in state.loaded.items()]
+    lines.append("numeric switches: " + (", ".join(f"{k}={v}" for k, v in state.numerics.items()) or "none (no framework imported)"))
+    return lines
+
+
+def pytest_generate_tests(metafunc):
+    output = getattr(metafunc.function, "conformance_output", None)
+    if output is None:
+        return
+    if not state.active:
+        raise pytest.UsageError("the conformance tests need an adapter: pytest --adapter NAME (or attention-conformance run --adapter NAME)")
+    params = [pytest.param(Check(t), id=t.param_id, marks=[pytest.mark.skip(reason=f"not applicable: {t.not_applicable}")]
+                           if t.not_applicable else []) for t in state.planned if t.output == output]
+    metafunc.parametrize("check", params)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items):
+    if not state.active:
+        return
+    # Before -k/-m deselect anything: was the spec-driven module part of this run at all?
+    state.conformance_collected = any(item.path == CONFORMANCE_TESTS for item in items)
+    for item in items:
+        reason = loader.divergence_reason(item.name, state.divergences)
+        if reason is not None:
+            item.add_marker(pytest.mark.xfail(reason=f"known divergence: {reason}", strict=True))
+
+    # One case's tests together (adapter, dtype, case), so its outputs are computed once and dropped after.
+    def case_order(item):
+        check = getattr(item, "callspec", None) and item.callspec.params.get("check")
+        return (0, check.test.adapter, check.test.dtype, check.test.case.id) if check else (1, "", "", "")
+
+    items.sort(key=case_order)
+
+
+def _is_narrowed(config):
+    return bool(config.option.keyword or config.option.markexpr or config.option.deselect or
+                any("::" in a for a in config.args) or getattr(config.option, "lf", False) or config.option.maxfail)
+
+
+def pytest_runtest_logreport(report):
+    if not state.active or (report.when != "call" and not (report.when == "setup" and (report.failed or report.skipped))):
+        return
+    name = report.nodeid.rsplit("::", 1)[-1]
+    if name not in state.expected:
+        return
+    if report.skipped:
+        outcome = "diverged" if hasattr(report, "wasxfail") else "not applicable"
+    else:
+        outcome = report.outcome
+    state.results.setdefault(plan.parse(name)[1], {})[name] = {
+        "outcome": outcome,
+        "margin": getattr(report, "margin", None),
+        "ulp": getattr(report, "ulp", None),
+        "message": str(report.longrepr.reprcrash.message) if report.failed and hasattr(report.longrepr, "reprcrash") else None,
+    }
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    check = getattr(item, "callspec", None) and item.callspec.params.get("check")
+    if isinstance(check, Check) and call.when == "call":
+        report.margin, report.ulp = check.margin, check.ulp
+    return report
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if not state.active or state.spec is None:
+        return
+    config = session.config
+    ran = {name for results in state.results.values() for name in results}
+    complete = state.conformance_collected and not _is_narrowed(config)
+    for name, module in state.loaded.items() if state.conformance_collected else ():
+        reports.write_run(
+            state.reports, name, version=module.version(), dtypes=plan.dtypes_for(state.spec, module),
+            devices={d: "ran" if d == config.getoption("device") else
+                     ("unavailable" if d not in state.devices[name] else "available, not run") for d in ("cpu", "gpu")},
+            numerics=state.numerics, complete=complete, expected=sum(t.adapter == name for t in state.planned),
+            tests=state.results.get(name, {}))
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    missing = sorted(state.expected - ran)
+    if complete and missing:
+        reporter.write_line(f"FAILED: ran {len(ran)} of {len(state.expected)} conformance tests the spec defines; "
+                            f"first missing: {', '.join(missing[:5])}", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    stale = sorted(p for p in state.divergences if plan.adapter_of(p) in state.loaded
+                   and not any(loader.divergence_reason(t, {p: p}) for t in state.expected))
+    if complete and stale:
+        reporter.write_line(f"FAILED: known divergences that match no test (renamed or fixed?): {', '.join(stale)}", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -1,0 +1,91 @@
+"""The reports folder: one writer and the readers of what each run leaves behind.
+
+    <adapter>.json          one adapter's run: {"schema", "adapter", "version", "dtypes", "devices",
+                            "numerics", "complete", "expected", "tests": {test id: RESULT}, "finished"}
+                            RESULT = {"outcome": passed | failed | error | diverged | not applicable,
+                                      "margin", "ulp", "message"}
+    mutants-<adapter>.json  the suite's wrong adapters for that adapter: {"schema", "adapter",
+                            "defined": [names], "mutants": {name: {"expected", "cases", "caught_by"}}}
+
+Each tox environment writes its own files in its own process; the summary and the matrix read them.
+A file with another schema number is refused, never half-read.
+"""
+
+import json
+import time
+from pathlib import Path
+
+SCHEMA = 1
+DEFAULT_DIR = Path("reports")  # relative to where the run starts: the checkout in tox, anywhere for a user
+
+
+class ReportError(ValueError):
+    pass
+
+
+def file_name(adapter):
+    """A report's file name: a dotted module path becomes underscores."""
+    return adapter.replace(".", "_") + ".json"
+
+
+def _write(directory, name, content):
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    temporary = directory / f".{name}.partial"
+    temporary.write_text(json.dumps({"schema": SCHEMA} | content, indent=1) + "\n")
+    temporary.replace(directory / name)  # a reader never sees half a report
+
+
+def _read(path):
+    try:
+        content = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise ReportError(f"{path}: unreadable report: {exc}") from None
+    if not isinstance(content, dict) or content.get("schema") != SCHEMA:
+        raise ReportError(f"{path}: report schema {content.get('schema') if isinstance(content, dict) else None!r}, "
+                          f"this suite reads {SCHEMA}: rerun the environment that wrote it")
+    return content
+
+
+def forget(directory, adapter):
+    """Delete an adapter's report before its run, so a run that dies shows as missing, never as its last result."""
+    (Path(directory) / file_name(adapter)).unlink(missing_ok=True)
+    (Path(directory) / f"mutants-{file_name(adapter)}").unlink(missing_ok=True)
+
+
+def write_run(directory, adapter, *, version, dtypes, devices, numerics, complete, expected, tests):
+    _write(directory, file_name(adapter), {
+        "adapter": adapter, "version": version, "dtypes": dtypes, "devices": devices, "numerics": numerics,
+        "complete": complete, "expected": expected, "tests": tests, "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
+    })
+
+
+def write_mutants(directory, adapter, defined, mutants):
+    _write(directory, f"mutants-{file_name(adapter)}", {"adapter": adapter, "defined": defined, "mutants": mutants})
+
+
+def read_run(directory, adapter):
+    """An adapter's report, or None when its run left none."""
+    path = Path(directory) / file_name(adapter)
+    return _read(path) if path.exists() else None
+
+
+def runs(directory):
+    """{adapter: report} for every run report in the folder."""
+    found = {}
+    for path in sorted(Path(directory).glob("*.json")):
+        if path.name.startswith("mutants-") or path.stem in ("matrix", "benchmark"):
+            continue
+        report = _read(path)
+        found[report["adapter"]] = report
+    return found
+
+
+def mutants(directory):
+    """(defined wrong-adapter names, {name: result}) over every mutants report in the folder."""
+    defined, results = [], {}
+    for path in sorted(Path(directory).glob("mutants-*.json")):
+        report = _read(path)
+        defined += report["defined"]
+        results |= report["mutants"]
+    return sorted(defined), results
