@@ -1,11 +1,12 @@
 """Running one case on one adapter, and the one comparison helper every check goes through."""
 
 import collections
+import decimal
 import warnings
 
 import numpy as np
 
-from attention_conformance import plan
+from attention_conformance import plan, values
 from attention_conformance.contract import LOW_PRECISION, OPS
 
 
@@ -61,10 +62,8 @@ def outputs(adapter_name, adapter, case, dtype, goldens, input_dtype=None, round
 
 def ulps(got, expected, dtype):
     """Distance in units of the last place of `dtype` at the expected value."""
-    if dtype not in ("float16", "float32", "float64"):
-        return None
-    exp = np.asarray(expected, dtype=np.float64).astype(dtype)
-    return float(np.abs(np.asarray(got, dtype=np.float64) - exp) / np.spacing(np.abs(exp)))
+    exp = np.asarray(expected, dtype=np.float64).astype(np_dtype(dtype))
+    return float(np.abs(np.asarray(got, dtype=np.float64) - exp.astype(np.float64)) / np.spacing(np.abs(exp)).astype(np.float64))
 
 
 def max_ulps(got, expected, dtype):
@@ -73,11 +72,11 @@ def max_ulps(got, expected, dtype):
     Per-element ULPs explode where an output is a near-cancellation (an entry of 1e-8 whose
     terms were O(1)); the tensor's own scale is the honest unit for the summary.
     """
-    if dtype not in ("float16", "float32", "float64") or np.size(got) == 0:
+    if np.size(got) == 0:
         return 0.0
     expected = np.asarray(expected, dtype=np.float64)
     err = np.abs(np.asarray(got, dtype=np.float64) - expected)
-    unit = np.spacing(np.asarray(np.abs(expected).max(), dtype=dtype)).astype(np.float64)
+    unit = np.spacing(np.asarray(np.abs(expected).max()).astype(np_dtype(dtype))).astype(np.float64)
     return float(err.max() / unit)
 
 
@@ -144,145 +143,329 @@ def _as_numbers(label, value):
     return array
 
 
+class Check:
+    """What one check of one output sees: the output under test and how to fail it."""
+
+    def __init__(self, spec, adapter_name, adapter, case, output, dtype, goldens):
+        self.spec, self.case, self.dtype, self.goldens = spec, case, dtype, goldens
+        self.exp = case.expect[output]
+        self.label = f"{adapter_name} {dtype}, case {case.id!r}, output {output!r}"
+        self.results = outputs(adapter_name, adapter, case, dtype, goldens)
+        self.got = _as_numbers(self.label, self.results[output])
+        self.tol = spec.tolerances[self.exp.tolerance] if self.exp.tolerance else None
+        self.low = dtype in LOW_PRECISION
+        self.reference_out = self.plain_out = None
+
+    def fail(self, message):
+        __tracebackhide__ = True
+        raise Nonconformance(f"{self.label}: {message}")
+
+    def other(self, name):
+        """Another output of the same call, as numbers, with the same row selected."""
+        other = _as_numbers(self.label.replace(repr(self.exp.output), repr(name)), self.results[name])
+        if self.exp.row is not None and (other.ndim == 0 or self.exp.row >= other.shape[0]):
+            self.fail(f"the same call's {name!r} has shape {list(other.shape)}, no row {self.exp.row}")
+        return _select(other, self.exp.row)
+
+    def allowed(self, expected, plain=None):
+        return allowed_error(self.spec, self.tol, self.dtype, expected, plain)
+
+    def against(self, expected, allowed, tol_text, origin):
+        """The one comparison every value-check goes through: (margin, worst ULP), or a failure that
+        names the worst element, got against expected, the error against its budget and the origin."""
+        got = self.got
+        if np.shape(got) != np.shape(expected):
+            self.fail(f"shape {list(np.shape(got))} but should be {list(np.shape(expected))} ({origin})")
+        m, index, err, limit = compare(got, expected, allowed)
+        if m > 1:
+            row = self.exp.row
+            where = list((row,) + tuple(int(i) for i in index)) if row is not None else [int(i) for i in index]
+            g, e = np.asarray(got)[index], np.asarray(expected, dtype=np.float64)[index]
+            self.fail(f"worst element {where}: got {float(g)!r} but should be {float(e)!r} "
+                      f"(|error| {err:.3g} > allowed {limit:.3g} from tolerance {tol_text}, {ulps(g, e, self.dtype):.3g} ULP); "
+                      f"expected value: {origin}")
+        return m, max_ulps(got, expected, self.dtype)
+
+
+# field -> validate(value, raw expectation, Context) returning what is wrong, or None. The loader
+# calls these; the check functions below are registered in the order they run.
+VALIDATE = {}
+CHECKS = []
+
+
+def check(name, validate=None, needs_tolerance=False):
+    def register(fn):
+        VALIDATE[name] = validate or (lambda value, raw, ctx: None)
+        if needs_tolerance:
+            TOLERANCED.add(name)
+        CHECKS.append((name, fn))
+        return fn
+
+    return register
+
+
+def modifier(name, validate):
+    VALIDATE[name] = validate
+
+
+TOLERANCED = set()  # fields compared within a named tolerance ('golden' unless the expectation names one)
+
+
+def _flag(value, raw, ctx):
+    return None if value is True else "only `true` means something here"
+
+
+def _stat(value, raw, ctx):
+    ok = isinstance(value, dict) and set(value) == {"value", "bound", "reason"} and values.is_number(value["value"]) \
+        and values.is_number(value["bound"]) and isinstance(value["reason"], str)
+    return None if ok else "must be {value: expected, bound: allowed |difference|, reason: why that bound}"
+
+
+def _output_of_op(value, raw, ctx):
+    return None if value in ctx.outputs else f"{value!r} is not an output of this op {list(ctx.outputs)}"
+
+
+def _number(value, raw, ctx):
+    return None if values.is_number(value) else "must be a finite number"
+
+
+def _numbers(value, raw, ctx):
+    ok = values.shape_of(value) is not None
+    return None if ok else "must be a finite number or a regular (not ragged) list of finite numbers"
+
+
+def _with_source(value, raw, ctx):
+    return None if raw.get("source") else ("source", "a value copied from a document says where it came from")
+
+
+def _printed(value, raw, ctx):
+    problem = _numbers(value, raw, ctx)
+    if problem:
+        return problem
+    decimals = raw.get("decimals")
+    if not values.is_int(decimals, 0, 8):
+        return "decimals", "a printed value says how many decimals the document printed (0..8)"
+    finer = next((v for v in values.numbers(value)[0] if decimal.Decimal(repr(v)).as_tuple().exponent < -decimals), None)
+    if finer is not None:
+        return f"{finer!r} has more than the {decimals} decimals the document printed"
+    return _with_source(value, raw, ctx)
+
+
+def _source(value, raw, ctx):
+    ok = isinstance(value, dict) and set(value) == {"doc", "quote"} and values.one_of(value["doc"], ctx.documents) \
+        and isinstance(value["quote"], str) and value["quote"].strip()
+    return None if ok else f"must be {{doc: one of {sorted(ctx.documents)}, quote: the sentence or code line}}"
+
+
+def _tolerance(value, raw, ctx):
+    return None if values.one_of(value, ctx.tolerances) else f"{value!r} is not defined under 'tolerances'"
+
+
+def _shape(value, raw, ctx):
+    if not (isinstance(value, list) and all(values.is_int(n) for n in value)):
+        return "must be a list of non-negative integers"
+    return _with_source(value, raw, ctx)
+
+
+modifier("row", lambda value, raw, ctx: None if values.is_int(value) else "must be a non-negative integer")
+modifier("decimals", lambda value, raw, ctx: None if "printed" in raw and values.is_int(value, 0, 8) else
+         "the number of decimals a `printed` value was printed with (0..8)")
+modifier("tolerance", _tolerance)
+modifier("source", _source)
+modifier("note", lambda value, raw, ctx: None if isinstance(value, str) else "must be text")
+
+
+@check("shape", _shape)
+def _check_shape(c):
+    if list(c.got.shape) != c.exp.shape:
+        c.fail(f"shape {list(c.got.shape)} but should be {c.exp.shape} ({_origin(c.spec, c.exp)})")
+
+
+@check("check_dtype", _flag)
+def _check_dtype(c):
+    if str(c.got.dtype) != c.dtype:
+        c.fail(f"dtype {c.got.dtype} but should be {c.dtype}")
+
+
+@check("in_range", lambda value, raw, ctx: None if isinstance(value, list) and len(value) == 2 and all(map(values.is_number, value))
+       else "must be [low, high], read as low <= value < high")
+def _check_in_range(c):
+    low, high = c.exp.in_range
+    got = c.got.astype(np.float64)
+    if not (low <= got.min() and got.max() < high):  # NaN fails too
+        c.fail(f"values span [{float(got.min())!r}, {float(got.max())!r}] but should lie in [{low}, {high})")
+
+
+@check("upper_triangle_zero", _flag)
+def _check_upper_triangle_zero(c):
+    if c.got.ndim < 2:
+        c.fail(f"shape {list(c.got.shape)} has no rows and columns of weights")
+    above = np.triu(np.ones(c.got.shape[-2:], dtype=bool), k=1)
+    leaked = np.argwhere((c.got != 0) & above)
+    if leaked.size:
+        i = tuple(int(n) for n in leaked[0])
+        c.fail(f"element {list(i)} above the diagonal is {float(c.got[i])!r}: a query sees a later key")
+
+
+@check("zero_fraction", _stat)
+def _check_zero_fraction(c):
+    zf = c.exp.zero_fraction
+    fraction = float(np.mean(c.got == 0))
+    if abs(fraction - zf["value"]) > zf["bound"]:
+        c.fail(f"{fraction:.5f} of the elements are zero but should be {zf['value']} +- {zf['bound']} ({zf['reason']})")
+
+
+@check("mean", _stat)
+def _check_mean(c):
+    stat = c.exp.mean
+    mean = float(np.mean(c.got.astype(np.float64)))
+    if not abs(mean - stat["value"]) <= stat["bound"]:  # NaN fails too
+        c.fail(f"mean {mean!r} but should be {stat['value']} +- {stat['bound']} ({stat['reason']})")
+
+
+@check("min_below", _number)
+def _check_min_below(c):
+    if not float(np.min(c.got)) < c.exp.min_below:
+        c.fail(f"smallest value {float(np.min(c.got))!r} but some value should be below {c.exp.min_below}")
+
+
+@check("equals", lambda value, raw, ctx: None if values.bools(value) or values.shape_of(value) is not None
+       else "must be a finite float32 number, true/false, or a regular list of them")
+def _check_equals(c):
+    if c.got.shape != np.shape(c.exp.equals) or not np.array_equal(c.got, np.asarray(c.exp.equals)):
+        c.fail(f"got {_show(c.got)} but should be exactly {c.exp.equals!r} ({_origin(c.spec, c.exp)})")
+
+
+@check("printed", _printed, needs_tolerance=True)
+def _check_printed(c):
+    """A float32 result the document rounded: within half a unit of its last decimal, plus the tolerance.
+    Not a margin: it mostly measures how near the true value sits to the rounding boundary."""
+    if c.low:  # the reference on the same inputs stands in (below)
+        return None
+    allowed = 0.5 * 10.0 ** -c.exp.decimals + c.allowed(c.exp.printed)
+    c.against(c.exp.printed, allowed, f"printed to {c.exp.decimals} decimals + '{c.tol.name}'", _origin(c.spec, c.exp))
+    return None
+
+
+@check("golden", lambda value, raw, ctx: None if values.is_golden_ref(value)
+       else "must be a reference like 'file.json#tensor' to a file inside golden/", needs_tolerance=True)
+def _check_golden(c):
+    if c.low:
+        return None
+    expected = c.goldens.tensor(c.exp.golden)
+    return c.against(expected, c.allowed(expected), f"'{c.tol.name}'", f"golden {c.exp.golden}")
+
+
+@check("reference", _flag, needs_tolerance=True)
+def _check_reference(c):
+    """The oracle on the very inputs under test; in half precision it also stands in for golden and
+    printed values, which were computed from float32 inputs."""
+    if not (c.exp.reference or (c.low and (c.exp.golden is not None or c.exp.printed is not None))):
+        return None
+    text = f"'low_precision' ({c.dtype})" if c.low else f"'{c.tol.name}'"
+    return c.against(c.reference_out, c.allowed(c.reference_out, c.plain_out), text, "adapters/reference.py on the same inputs")
+
+
+@check("same_as", _output_of_op, needs_tolerance=True)
+def _check_same_as(c):
+    other = c.other(c.exp.same_as)
+    base = c.reference_out if c.low and c.tol.name != "exact" else other
+    return c.against(other, c.allowed(base, c.plain_out), f"'{c.tol.name}'", f"the same call's {c.exp.same_as!r}")
+
+
+@check("differs_from", _output_of_op, needs_tolerance=True)
+def _check_differs_from(c):
+    other = _as_numbers(c.label.replace(repr(c.exp.output), repr(c.exp.differs_from)), c.results[c.exp.differs_from])
+    if other.shape != c.got.shape:
+        c.fail(f"shape {list(c.got.shape)} but the same call's {c.exp.differs_from!r} has {list(other.shape)}")
+    if compare(c.got, other, c.allowed(other))[0] <= 1:
+        c.fail(f"matches the same call's {c.exp.differs_from!r} within tolerance '{c.tol.name}', but the two should differ")
+
+
+@check("nonzero_values", _number, needs_tolerance=True)
+def _check_nonzero_values(c):
+    kept = c.got[c.got != 0]
+    if kept.size == 0:
+        c.fail(f"every element is zero, but the kept elements should be {c.exp.nonzero_values!r}")
+    target = np.full(kept.shape, c.exp.nonzero_values)
+    m, index, err, limit = compare(kept, target, c.allowed(target))
+    if m > 1:
+        c.fail(f"a kept element is {float(kept[index])!r} but every kept element "
+               f"should be {c.exp.nonzero_values!r} (|error| {err:.3g} > allowed {limit:.3g})")
+    return m, 0.0
+
+
+@check("row_sums", _numbers, needs_tolerance=True)
+def _check_row_sums(c):
+    if c.got.ndim == 0:
+        c.fail("a single number has no rows to sum")
+    sums = c.got.astype(np.float64).sum(axis=-1)
+    target = np.full_like(sums, c.exp.row_sums)
+    plain_sums = None if c.plain_out is None else np.asarray(c.plain_out, dtype=np.float64).sum(axis=-1)
+    m, index, err, limit = compare(sums, target, c.allowed(target, plain_sums))
+    if m > 1:
+        c.fail(f"row {[int(i) for i in index]} sums to {float(sums[index])!r} but should sum to {c.exp.row_sums} "
+               f"(|error| {err:.3g} > allowed {limit:.3g} from tolerance '{c.tol.name}')")
+    return m, 0.0
+
+
+NEEDS_ELEMENTS = {"in_range", "zero_fraction", "mean", "min_below", "nonzero_values"}
+
+
 def evaluate(spec, adapter_name, adapter, case, output, dtype, goldens):
     """Check one output of one case; return (margin, worst ULP): margin 0 = exact, 1 = whole budget.
 
-    The margin counts computed expectations only: against a printed number it mostly measures
-    how close the true value sits to the document's rounding boundary, the same for everyone.
-
-    Raises Nonconformance with a one-paragraph message naming the framework, dtype, case,
-    output, worst element, got vs expected, the error against its tolerance and its origin.
+    Each field of the expectation is one check function above, run in their order. The margin
+    counts computed expectations only (golden values, the reference, agreements, row sums).
+    Raises Nonconformance with a one-paragraph message naming the framework, dtype, case, output,
+    worst element, got vs expected, the error against its tolerance and its origin.
     """
     __tracebackhide__ = True
     with np.errstate(all="ignore"):  # overflow or 0/0 in a wrong output is the adapter's failure, reported as such
-        return _evaluate(spec, adapter_name, adapter, case, output, dtype, goldens)
+        c = Check(spec, adapter_name, adapter, case, output, dtype, goldens)
+        given = c.exp.checks
+        if c.exp.row is not None:
+            if c.got.ndim == 0 or c.exp.row >= c.got.shape[0]:
+                c.fail(f"shape {list(c.got.shape)} has no row {c.exp.row}")
+        if "shape" in given:  # the shape a document printed is of the whole output
+            _check_shape(c)
+        c.got = _select(c.got, c.exp.row)
+        if c.got.size == 0 and NEEDS_ELEMENTS & set(given):
+            c.fail(f"shape {list(c.got.shape)} has no elements")
+        if c.exp.reference or (c.low and c.tol is not None):
+            _reference_outputs(c, adapter_name)
+        margin = worst_ulp = 0.0
+        for name, fn in CHECKS:
+            if name in given and name != "shape" or name == "reference":
+                measured = fn(c)
+                if measured is not None:
+                    margin, worst_ulp = max(margin, measured[0]), max(worst_ulp, measured[1])
+        return margin, worst_ulp
 
 
-def _evaluate(spec, adapter_name, adapter, case, output, dtype, goldens):
-    __tracebackhide__ = True
-    exp = case.expect[output]
-    label = f"{adapter_name} {dtype}, case {case.id!r}, output {output!r}"
-    results = outputs(adapter_name, adapter, case, dtype, goldens)
-    got = _as_numbers(label, results[output])
-    if exp.shape is not None and list(got.shape) != exp.shape:
-        _fail(label, f"shape {list(got.shape)} but should be {exp.shape} ({_origin(spec, exp)})")
-    if exp.row is not None:
-        if got.ndim == 0 or exp.row >= got.shape[0]:
-            _fail(label, f"shape {list(got.shape)} has no row {exp.row}")
-        got = got[exp.row]
-    if got.size == 0 and (exp.in_range or exp.zero_fraction or exp.mean or exp.min_below is not None or exp.nonzero_values is not None):
-        _fail(label, f"shape {list(got.shape)} has no elements")
-    if exp.check_dtype and str(np.asarray(got).dtype) != dtype:
-        _fail(label, f"dtype {np.asarray(got).dtype} but should be {dtype}")
-    if exp.in_range is not None:
-        low, high = exp.in_range
-        values = np.asarray(got, dtype=np.float64)
-        if values.size == 0 or not (low <= values.min() and values.max() < high):  # NaN fails too
-            _fail(label, f"values span [{float(values.min())!r}, {float(values.max())!r}] but should lie in [{low}, {high})")
-    if exp.upper_triangle_zero:
-        values = np.asarray(got)
-        if values.ndim < 2:
-            _fail(label, f"shape {list(values.shape)} has no rows and columns of weights")
-        above = np.triu(np.ones(values.shape[-2:], dtype=bool), k=1)
-        leaked = np.argwhere((values != 0) & above)
-        if leaked.size:
-            i = tuple(int(n) for n in leaked[0])
-            _fail(label, f"element {list(i)} above the diagonal is {float(values[i])!r}: a query sees a later key")
-    if exp.zero_fraction is not None:
-        zf = exp.zero_fraction
-        fraction = float(np.mean(np.asarray(got) == 0))
-        if abs(fraction - zf["value"]) > zf["bound"]:
-            _fail(label, f"{fraction:.5f} of the elements are zero but should be {zf['value']} +- {zf['bound']} ({zf['reason']})")
-    if exp.mean is not None:
-        stat = exp.mean
-        mean = float(np.mean(np.asarray(got, dtype=np.float64)))
-        if not abs(mean - stat["value"]) <= stat["bound"]:  # NaN fails too
-            _fail(label, f"mean {mean!r} but should be {stat['value']} +- {stat['bound']} ({stat['reason']})")
-    if exp.min_below is not None and not float(np.min(got)) < exp.min_below:
-        _fail(label, f"smallest value {float(np.min(got))!r} but some value should be below {exp.min_below}")
-    if exp.equals is not None:
-        if np.shape(got) != np.shape(exp.equals) or not np.array_equal(np.asarray(got), np.asarray(exp.equals)):
-            _fail(label, f"got {_show(got)} but should be exactly {exp.equals!r} ({_origin(spec, exp)})")
+def _reference_outputs(c, adapter_name):
+    """The float64 oracle on the inputs as the adapter received them (rounded to the dtype); in half
+    precision also `plain`, the same computation rounded to the dtype after every step: the error a
+    careful computation in that dtype makes, which sets the budget."""
+    from attention_conformance.adapters import reference
 
-    margin, worst_ulp = 0.0, 0.0
-    tol = spec.tolerances[exp.tolerance] if exp.tolerance else None
-    low = dtype in LOW_PRECISION
-    reference_out = plain_out = None
-    if exp.reference or (low and tol is not None):
-        # The oracle on the very inputs under test: needed when the expected value is too big to
-        # store, and in half precision, where the inputs themselves were rounded (golden values
-        # are computed from float32 inputs). There, `plain` is the same computation rounded to
-        # the dtype after every step: the error a careful computation in that dtype makes.
-        from attention_conformance.adapters import reference
+    output, row = c.exp.output, c.exp.row
+    c.reference_out = _select(outputs("reference", reference, c.case, "float64", c.goldens, input_dtype=c.dtype)[output], row)
+    if c.low:
+        with reference.rounding_to(np_dtype(c.dtype)):
+            plain = outputs("reference", reference, c.case, "float64", c.goldens, input_dtype=c.dtype, rounding=c.dtype)[output]
+        c.plain_out = _select(np.asarray(plain).astype(np_dtype(c.dtype)), row)  # the result is stored in the dtype too
 
-        reference_out = _select(outputs("reference", reference, case, "float64", goldens, input_dtype=dtype)[output], exp.row)
-        if low:
-            with reference.rounding_to(np_dtype(dtype)):
-                plain = outputs("reference", reference, case, "float64", goldens, input_dtype=dtype, rounding=dtype)[output]
-            plain_out = _select(np.asarray(plain).astype(np_dtype(dtype)), exp.row)  # the result is stored in the dtype too
-    targets = []  # (expected, allowed, tolerance text, origin, counts toward the margin)
-    if exp.printed is not None and not low:  # a float32 result rounded by the document
-        half_unit = 0.5 * 10.0 ** -exp.decimals
-        allowed = half_unit + allowed_error(spec, tol, dtype, exp.printed)
-        targets.append((exp.printed, allowed, f"printed to {exp.decimals} decimals + '{tol.name}'", _origin(spec, exp), False))
-    if exp.golden is not None and not low:
-        expected = goldens.tensor(exp.golden)
-        targets.append((expected, allowed_error(spec, tol, dtype, expected), f"'{tol.name}'", f"golden {exp.golden}", True))
-    if exp.reference or (low and (exp.golden is not None or exp.printed is not None)):
-        text = f"'low_precision' ({dtype})" if low else f"'{tol.name}'"
-        targets.append((reference_out, allowed_error(spec, tol, dtype, reference_out, plain_out), text,
-                        "adapters/reference.py on the same inputs", True))
-    if exp.same_as is not None:
-        other = _as_numbers(label.replace(repr(output), repr(exp.same_as)), results[exp.same_as])
-        if exp.row is not None and (other.ndim == 0 or exp.row >= other.shape[0]):
-            _fail(label, f"the same call's {exp.same_as!r} has shape {list(other.shape)}, no row {exp.row}")
-        other = _select(other, exp.row)
-        base = reference_out if low and tol.name != "exact" else other
-        targets.append((other, allowed_error(spec, tol, dtype, base, plain_out), f"'{tol.name}'", f"the same call's {exp.same_as!r}", True))
-    for expected, allowed, tol_text, origin, counts in targets:
-        if np.shape(got) != np.shape(expected):
-            _fail(label, f"shape {list(np.shape(got))} but should be {list(np.shape(expected))} ({origin})")
-        m, index, err, limit = compare(got, expected, allowed)
-        if m > 1:
-            where = list((exp.row,) + tuple(int(i) for i in index)) if exp.row is not None else [int(i) for i in index]
-            g, e = np.asarray(got)[index], np.asarray(expected, dtype=np.float64)[index]
-            ulp = ulps(g, e, dtype)
-            ulp_text = f", {ulp:.3g} ULP" if ulp is not None else ""
-            _fail(label, f"worst element {where}: got {float(g)!r} but should be {float(e)!r} "
-                         f"(|error| {err:.3g} > allowed {limit:.3g} from tolerance {tol_text}{ulp_text}); "
-                         f"expected value: {origin}")
-        if counts:
-            margin = max(margin, m)
-            worst_ulp = max(worst_ulp, max_ulps(got, expected, dtype))
-    if exp.differs_from is not None:
-        other = _as_numbers(label.replace(repr(output), repr(exp.differs_from)), results[exp.differs_from])
-        if other.shape != got.shape:
-            _fail(label, f"shape {list(got.shape)} but the same call's {exp.differs_from!r} has {list(other.shape)}")
-        if compare(got, other, allowed_error(spec, tol, dtype, other))[0] <= 1:
-            _fail(label, f"matches the same call's {exp.differs_from!r} within tolerance '{tol.name}', but the two should differ")
-    if exp.nonzero_values is not None:
-        values = np.asarray(got)
-        kept = values[values != 0]
-        if kept.size == 0:
-            _fail(label, f"every element is zero, but the kept elements should be {exp.nonzero_values!r}")
-        target = np.full(kept.shape, exp.nonzero_values)
-        m, index, err, limit = compare(kept, target, allowed_error(spec, tol, dtype, target))
-        if m > 1:
-            _fail(label, f"a kept element is {float(kept[index])!r} but every kept element "
-                         f"should be {exp.nonzero_values!r} (|error| {err:.3g} > allowed {limit:.3g})")
-        margin = max(margin, m)
-    if exp.row_sums is not None:
-        if got.ndim == 0:
-            _fail(label, "a single number has no rows to sum")
-        sums = np.asarray(got, dtype=np.float64).sum(axis=-1)
-        target = np.full_like(sums, exp.row_sums)
-        plain_sums = None if plain_out is None else np.asarray(plain_out, dtype=np.float64).sum(axis=-1)
-        m, index, err, limit = compare(sums, target, allowed_error(spec, tol, dtype, target, plain_sums))
-        if m > 1:
-            _fail(label, f"row {[int(i) for i in index]} sums to {float(sums[index])!r} but should sum to {exp.row_sums} "
-                         f"(|error| {err:.3g} > allowed {limit:.3g} from tolerance '{tol.name}')")
-        margin = max(margin, m)
-    return margin, worst_ulp
+
+def validate(raw, ctx):
+    """(field, what is wrong) for the first invalid field of a raw expectation, or None. A field's
+    validator may name another field as the culprit. `ctx` has the op's outputs, the spec's
+    documents and tolerances."""
+    for name, value in raw.items():
+        problem = VALIDATE[name](value, raw, ctx)
+        if problem:
+            return problem if isinstance(problem, tuple) else (name, problem)
+    return None
 
 
 def _select(value, row):

@@ -120,11 +120,16 @@ def parse(text, where):
         if cells.size > MAX_ELEMENTS:
             raise GoldenError(f"{at}: field 'data': {cells.size} elements is over the limit of {MAX_ELEMENTS}")
         limit = float(np.finfo(entry["dtype"]).max)
-        for index, value in np.ndenumerate(cells):
-            if not abs(value) <= limit:  # inf (JSON's 1e400), and integers too big for the dtype
-                shown = repr(value) if len(repr(value)) < 30 else f"{repr(value)[:12]}... ({len(repr(value))} digits)"
-                raise GoldenError(f"{at}: field 'data': element {list(index)} = {shown} is not a finite {entry['dtype']}")
-        array = cells.astype(np.float64)
+        try:
+            array = cells.astype(np.float64)
+        except OverflowError:  # an integer past float64: marked inf, so the check below names it
+            array = np.array([float(v) if abs(v) <= limit else np.inf for v in cells.flat]).reshape(cells.shape)
+        bad = np.argwhere(~(np.abs(array) <= limit))  # inf (JSON's 1e400), and numbers too big for the dtype
+        if bad.size:
+            index = tuple(int(i) for i in bad[0])
+            value = repr(cells[index])
+            shown = value if len(value) < 30 else f"{value[:12]}... ({len(value)} digits)"
+            raise GoldenError(f"{at}: field 'data': element {list(index)} = {shown} is not a finite {entry['dtype']}")
         if list(array.shape) != shape:
             raise GoldenError(f"{at}: field 'data': shape {list(array.shape)} but 'shape' says {shape}")
         # float64 holds every float32 exactly, and the shortest float32 text parses back to it.

@@ -3,27 +3,21 @@
 Every error names the file, the case and the field in one line.
 """
 
-import decimal
 import fnmatch
+import functools
 import math
 import re
+import types
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
-from attention_conformance import SPEC_DIR, safe_io
+from attention_conformance import SPEC_DIR, checks, safe_io, values
 from attention_conformance.contract import DTYPES, LOW_PRECISION, OPS
 
 MAX_SPEC_BYTES = 1_000_000
-FLOAT32_MAX = 3.4028234663852886e38  # numpy.finfo(numpy.float32).max: tensor data is float32
 ID = re.compile(r"[a-z0-9]+(_[a-z0-9]+)*")  # pytest's -k reads ids; brackets, spaces or dashes would break it
-EXPECTATION_FIELDS = {
-    "row", "printed", "decimals", "golden", "reference", "same_as", "equals", "shape", "row_sums",
-    "in_range", "check_dtype", "upper_triangle_zero", "zero_fraction", "nonzero_values", "mean",
-    "min_below", "differs_from",
-    "tolerance", "source", "note",
-}
 CASE_FIELDS = {"id", "family", "op", "inputs", "expect", "note", "erratum"}
 TOP_FIELDS = {"documents", "vocabulary", "families", "printed_rounding", "conventions", "dtypes", "tolerances", "cases"}
 
@@ -50,7 +44,7 @@ class Expectation:
     source: dict = field(default_factory=dict)
 
     def __getattr__(self, name):
-        if name in EXPECTATION_FIELDS:
+        if name in checks.VALIDATE:
             return self.checks.get(name)
         raise AttributeError(name)
 
@@ -76,35 +70,6 @@ class Spec:
     families: tuple = ()  # matrix row groups, in order; every case names one
     conventions: dict = field(default_factory=dict)
     dtypes: dict = field(default_factory=lambda: {"sweep": [], "ops": []})
-
-
-def _one_of(value, names):
-    """`value in names` for a value from YAML, which may be an unhashable list or mapping."""
-    return isinstance(value, str) and value in names
-
-
-def _is_number(v):
-    """A finite number that float32 holds without overflow (an int too big for a float included)."""
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return False
-    return abs(v) <= FLOAT32_MAX  # False for NaN, and for inf; int against float compares exactly
-
-
-def _numbers(value):
-    """Flatten a number or nested list of numbers; None when it is anything else or ragged."""
-    if _is_number(value):
-        return [value], ()
-    if not isinstance(value, list) or not value:
-        return None
-    parts = [_numbers(v) for v in value]
-    if any(p is None for p in parts) or len({p[1] for p in parts}) != 1:
-        return None
-    return [n for p in parts for n in p[0]], (len(value),) + parts[0][1]
-
-
-def shape_of(value):
-    parsed = _numbers(value)
-    return None if parsed is None else parsed[1]
 
 
 def _read(path):
@@ -143,78 +108,35 @@ def _tolerances(path, raw):
             if dtype not in ("float16", "bfloat16", "float32", "float64"):
                 raise SpecError(f"{at}: field {dtype!r}: unknown key (expected reason or a dtype name)")
             keys = ("k", "ulps") if name == "low_precision" else ("atol", "rtol")
-            if not isinstance(bounds, dict) or set(bounds) != set(keys) or not all(_is_number(v) and v >= 0 for v in bounds.values()):
+            if not isinstance(bounds, dict) or set(bounds) != set(keys) or not all(values.is_number(v) and v >= 0 for v in bounds.values()):
                 raise SpecError(f"{at}: field {dtype!r}: must be {{{keys[0]}: number >= 0, {keys[1]}: number >= 0}}")
             by_dtype[dtype] = (float(bounds[keys[0]]), float(bounds[keys[1]]))
         out[name] = Tolerance(name, entry["reason"], by_dtype)
     return out
 
 
-def _expectation(at, output, raw, tolerances, documents, outputs):
+def _expectation(at, output, raw, ctx):
     def fail(sub, message):
         raise SpecError(f"{at}: field 'expect.{output}{'.' + sub if sub else ''}': {message}")
 
-    if output not in outputs:
-        fail("", f"this op returns {list(outputs)}, not {output!r}")
+    if output not in ctx.outputs:
+        fail("", f"this op returns {list(ctx.outputs)}, not {output!r}")
     if not isinstance(raw, dict):
         fail("", "must be a mapping")
-    unknown = set(raw) - EXPECTATION_FIELDS
+    unknown = set(raw) - set(checks.VALIDATE)
     if unknown:
-        fail(sorted(unknown)[0], f"unknown key (allowed: {sorted(EXPECTATION_FIELDS)})")
-    checks = {k: v for k, v in raw.items() if k not in ("source", "note")}
-    if not set(checks) - {"row", "tolerance", "decimals"}:
+        fail(sorted(unknown, key=str)[0], f"unknown key (allowed: {sorted(checks.VALIDATE)})")
+    given = {k: v for k, v in raw.items() if k not in ("source", "note")}
+    if not set(given) - {"row", "tolerance", "decimals"}:
         fail("", "checks nothing (give printed, golden, reference, same_as, equals, shape, row_sums, ...)")
-    if "row" in raw and not (isinstance(raw["row"], int) and not isinstance(raw["row"], bool) and raw["row"] >= 0):
-        fail("row", "must be a non-negative integer")
-    for key in ("printed", "row_sums"):
-        if key in raw and shape_of(raw[key]) is None:
-            fail(key, "must be a finite number or a regular (not ragged) list of finite numbers")
-    if "printed" in raw:
-        if not (isinstance(raw.get("decimals"), int) and not isinstance(raw.get("decimals"), bool) and 0 <= raw["decimals"] <= 8):
-            fail("decimals", "a printed value says how many decimals the document printed (0..8)")
-        finer = next((v for v in _numbers(raw["printed"])[0] if decimal.Decimal(repr(v)).as_tuple().exponent < -raw["decimals"]), None)
-        if finer is not None:
-            fail("printed", f"{finer!r} has more than the {raw['decimals']} decimals the document printed")
-    if ("printed" in raw or "shape" in raw) and not raw.get("source"):
-        fail("source", "a value copied from a document says where it came from")
-    if "source" in raw:
-        src = raw["source"]
-        if not (isinstance(src, dict) and set(src) == {"doc", "quote"} and _one_of(src["doc"], documents) and isinstance(src["quote"], str) and src["quote"].strip()):
-            fail("source", f"must be {{doc: one of {sorted(documents)}, quote: the sentence or code line}}")
-    if "shape" in raw and not (isinstance(raw["shape"], list) and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in raw["shape"])):
-        fail("shape", "must be a list of non-negative integers")
-    if "golden" in raw and not (isinstance(raw["golden"], str) and GOLDEN_REF.fullmatch(raw["golden"])):
-        fail("golden", "must be a reference like 'file.json#tensor' to a file inside golden/")
-    if "same_as" in raw and raw["same_as"] not in outputs:
-        fail("same_as", f"{raw['same_as']!r} is not an output of this op {list(outputs)}")
-    if "in_range" in raw and not (isinstance(raw["in_range"], list) and len(raw["in_range"]) == 2 and all(map(_is_number, raw["in_range"]))):
-        fail("in_range", "must be [low, high], read as low <= value < high")
-    for flag in ("check_dtype", "reference", "upper_triangle_zero"):
-        if flag in raw and raw[flag] is not True:
-            fail(flag, "only `true` means something here")
-    for key in ("zero_fraction", "mean"):
-        stat = raw.get(key)
-        if key in raw and not (isinstance(stat, dict) and set(stat) == {"value", "bound", "reason"} and _is_number(stat["value"])
-                               and _is_number(stat["bound"]) and isinstance(stat["reason"], str)):
-            fail(key, "must be {value: expected, bound: allowed |difference|, reason: why that bound}")
-    if "equals" in raw and not (_bools(raw["equals"]) or shape_of(raw["equals"]) is not None):
-        fail("equals", "must be a finite float32 number, true/false, or a regular list of them")
-    if "min_below" in raw and not _is_number(raw["min_below"]):
-        fail("min_below", "must be a finite number")
-    if "differs_from" in raw and raw["differs_from"] not in outputs:
-        fail("differs_from", f"{raw['differs_from']!r} is not an output of this op {list(outputs)}")
-    if "nonzero_values" in raw and not _is_number(raw["nonzero_values"]):
-        fail("nonzero_values", "must be a finite number")
-    needs_tolerance = {"golden", "reference", "same_as", "differs_from", "row_sums", "printed", "nonzero_values"} & set(raw)
-    name = raw.get("tolerance", "golden" if needs_tolerance else None)
-    if name is not None and not _one_of(name, tolerances):
-        fail("tolerance", f"{name!r} is not defined under 'tolerances'")
-    if name is not None:
-        checks["tolerance"] = name
-    return Expectation(output, checks, raw.get("source") or {})
-
-
-GOLDEN_REF = re.compile(r"[a-z0-9_]+\.json#[A-Za-z0-9_]+(\[[0-9]+\])?")  # used with fullmatch: ASCII only, no trailing newline
+    problem = checks.validate(raw, ctx)
+    if problem:
+        fail(*problem)
+    if "tolerance" not in raw and checks.TOLERANCED & set(raw):
+        given["tolerance"] = "golden"
+        if "golden" not in ctx.tolerances:
+            fail("tolerance", "'golden' is not defined under 'tolerances'")
+    return Expectation(output, given, raw.get("source") or {})
 
 
 GENERATED = {"fill": {"fill", "shape"}, "uniform": {"uniform", "shape", "seed"}}
@@ -222,51 +144,36 @@ MAX_ELEMENTS = 1 << 24  # a generated tensor; GPT-2 small's largest input is 102
 MAX_SEED = 2**31 - 1  # every framework's seed type holds it (JAX keys and TF seeds are 32/64-bit)
 
 
-def _int_in(low, high):
-    return lambda v: isinstance(v, int) and not isinstance(v, bool) and low <= v <= high
-
-
 # scalar input -> (valid?, what is valid), checked at load time so a bad value never reaches an adapter
 SCALARS = {
-    "d_in": (_int_in(1, 4096), "an integer in 1..4096"),
-    "d_out": (_int_in(1, 4096), "an integer in 1..4096"),
-    "num_heads": (_int_in(1, 64), "an integer in 1..64 that divides the projection width"),
-    "seed": (_int_in(0, MAX_SEED), f"an integer in 0..{MAX_SEED}"),
-    "n": (_int_in(1, 10_000_000), "an integer in 1..10000000"),
-    "d_k": (lambda v: _is_number(v) and v > 0, "a number > 0"),
-    "p": (lambda v: _is_number(v) and 0 <= v < 1, "a probability, 0 <= p < 1"),
-    "lr": (lambda v: _is_number(v) and 0 < v <= 1, "a learning rate, 0 < lr <= 1"),
+    "d_in": (functools.partial(values.is_int, low=1, high=4096), "an integer in 1..4096"),
+    "d_out": (functools.partial(values.is_int, low=1, high=4096), "an integer in 1..4096"),
+    "num_heads": (functools.partial(values.is_int, low=1, high=64), "an integer in 1..64 that divides the projection width"),
+    "seed": (functools.partial(values.is_int, low=0, high=MAX_SEED), f"an integer in 0..{MAX_SEED}"),
+    "n": (functools.partial(values.is_int, low=1, high=10_000_000), "an integer in 1..10000000"),
+    "d_k": (lambda v: values.is_number(v) and v > 0, "a number > 0"),
+    "p": (lambda v: values.is_number(v) and 0 <= v < 1, "a probability, 0 <= p < 1"),
+    "lr": (lambda v: values.is_number(v) and 0 < v <= 1, "a learning rate, 0 < lr <= 1"),
     "causal": (lambda v: isinstance(v, bool), "true or false"),
     "form": (lambda v: v in ("v1", "v2"), "v1 or v2"),
     "distribution": (lambda v: v in ("uniform", "normal"), "uniform or normal"),
 }
 
 
-def _bools(value):
-    """True for a boolean or a regular (not ragged) nested list of booleans."""
-    def as_ints(v):
-        return int(v) if isinstance(v, bool) else [as_ints(x) for x in v] if isinstance(v, list) else None
-
-    def all_bools(v):
-        return isinstance(v, bool) or (isinstance(v, list) and v and all(map(all_bools, v)))
-
-    return all_bools(value) and shape_of(as_ints(value)) is not None
-
-
 def _generated(at, name, value):
     kind = next((k for k in GENERATED if k in value), None)
     shape = value.get("shape")
     if kind is None or set(value) != GENERATED[kind] or not (
-            isinstance(shape, list) and shape and all(_int_in(1, MAX_ELEMENTS)(n) for n in shape)):
+            isinstance(shape, list) and shape and all(values.is_int(n, 1, MAX_ELEMENTS) for n in shape)):
         raise SpecError(f"{at}: field 'inputs.{name}': a generated input is {{fill: v, shape: [..]}} "
                         "or {uniform: [low, high], shape: [..], seed: n}")
     if math.prod(shape) > MAX_ELEMENTS:
         raise SpecError(f"{at}: field 'inputs.{name}.shape': {math.prod(shape)} elements is over the limit of {MAX_ELEMENTS}")
-    if kind == "fill" and not _is_number(value["fill"]):
+    if kind == "fill" and not values.is_number(value["fill"]):
         raise SpecError(f"{at}: field 'inputs.{name}.fill': must be a finite float32 number")
     if kind == "uniform":
         bounds = value["uniform"]
-        if not (isinstance(bounds, list) and len(bounds) == 2 and all(map(_is_number, bounds)) and bounds[0] < bounds[1]):
+        if not (isinstance(bounds, list) and len(bounds) == 2 and all(map(values.is_number, bounds)) and bounds[0] < bounds[1]):
             raise SpecError(f"{at}: field 'inputs.{name}.uniform': must be [low, high], finite float32 numbers, low < high")
         if not SCALARS["seed"][0](value["seed"]):
             raise SpecError(f"{at}: field 'inputs.{name}.seed': must be {SCALARS['seed'][1]}")
@@ -281,12 +188,12 @@ def _input(at, name, value):
         return value
     if isinstance(value, dict):  # too big to write out: generated from a rule, identically everywhere
         return _generated(at, name, value)
-    if isinstance(value, list) and _bools(value):
+    if isinstance(value, list) and values.bools(value):
         return value
     if isinstance(value, str):
-        if not GOLDEN_REF.fullmatch(value):
+        if not values.GOLDEN_REF.fullmatch(value):
             raise SpecError(f"{at}: field 'inputs.{name}': golden reference {value!r} must be 'file.json#tensor' inside golden/")
-    elif not _is_number(value) and shape_of(value) is None:
+    elif not values.is_number(value) and values.shape_of(value) is None:
         raise SpecError(f"{at}: field 'inputs.{name}': must be a golden reference, a finite float32 number "
                         "or a regular list of them")
     return value
@@ -295,7 +202,7 @@ def _input(at, name, value):
 def _heads_divide(at, inputs):
     """num_heads must split the projection width evenly, where the width is known before goldens are read."""
     heads, w = inputs.get("num_heads"), inputs.get("w_query")
-    shape = w["shape"] if isinstance(w, dict) else shape_of(w) if isinstance(w, list) else None
+    shape = w["shape"] if isinstance(w, dict) else values.shape_of(w) if isinstance(w, list) else None
     if heads is not None and shape and shape[-1] % heads:
         raise SpecError(f"{at}: field 'inputs.num_heads': {heads} heads do not divide the width {shape[-1]} of w_query")
 
@@ -324,8 +231,8 @@ def load_file(path):
     tolerances = _tolerances(path, doc["tolerances"])
     dtypes = doc["dtypes"]
     if not (isinstance(dtypes, dict) and set(dtypes) == {"sweep", "ops", "reason"}
-            and isinstance(dtypes["sweep"], list) and all(_one_of(d, DTYPES) for d in dtypes["sweep"])
-            and isinstance(dtypes["ops"], list) and all(_one_of(op, OPS) for op in dtypes["ops"]) and isinstance(dtypes["reason"], str)):
+            and isinstance(dtypes["sweep"], list) and all(values.one_of(d, DTYPES) for d in dtypes["sweep"])
+            and isinstance(dtypes["ops"], list) and all(values.one_of(op, OPS) for op in dtypes["ops"]) and isinstance(dtypes["reason"], str)):
         raise SpecError(f"{path}: field 'dtypes': must be {{sweep: [dtype names], ops: [op names], reason: why}}")
     if set(dtypes["sweep"]) & set(LOW_PRECISION) and "low_precision" not in tolerances:
         raise SpecError(f"{path}: field 'tolerances': a half-precision sweep needs a 'low_precision' tolerance")
@@ -350,10 +257,10 @@ def load_file(path):
             raise SpecError(f"{at}: field 'id': word {bad[0]!r} is not in the vocabulary")
         if case_id in cases:
             raise SpecError(f"{at}: field 'id': duplicate id")
-        if not _one_of(raw["family"], families):
+        if not values.one_of(raw["family"], families):
             raise SpecError(f"{at}: field 'family': {raw['family']!r} is not one of the spec's families {families}")
         op = raw["op"]
-        if not _one_of(op, OPS):
+        if not values.one_of(op, OPS):
             raise SpecError(f"{at}: field 'op': {op!r} is not one of {sorted(OPS)}")
         params, outputs = OPS[op]
         if not isinstance(raw["inputs"], dict) or set(raw["inputs"]) != set(params):
@@ -362,10 +269,11 @@ def load_file(path):
         _heads_divide(at, inputs)
         if not isinstance(raw["expect"], dict) or not raw["expect"]:
             raise SpecError(f"{at}: field 'expect': must be a non-empty mapping of output name -> checks")
-        expect = {out: _expectation(at, out, chk, tolerances, documents, outputs) for out, chk in raw["expect"].items()}
+        ctx = types.SimpleNamespace(outputs=outputs, documents=documents, tolerances=tolerances)
+        expect = {out: _expectation(at, out, chk, ctx) for out, chk in raw["expect"].items()}
         erratum = raw.get("erratum")
         if erratum is not None and not (isinstance(erratum, dict) and set(erratum) == {"doc", "claim", "fact"}
-                                        and _one_of(erratum["doc"], documents) and all(isinstance(v, str) and v.strip() for v in erratum.values())):
+                                        and values.one_of(erratum["doc"], documents) and all(isinstance(v, str) and v.strip() for v in erratum.values())):
             raise SpecError(f"{at}: field 'erratum': must be {{doc, claim: the document's words, fact: what holds}}")
         cases[case_id] = Case(case_id, raw["family"], op, inputs, expect, str(path), raw.get("note", ""), erratum)
     return Spec(cases, tolerances, documents, tuple(vocabulary), tuple(families), doc["conventions"], dtypes)
