@@ -6,6 +6,7 @@ import re
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 from attention_conformance import ADAPTERS_DIR
@@ -14,7 +15,7 @@ COMMAND = str(Path(sys.executable).parent / "attention-conformance")  # the cons
 
 
 def _run(args, tmp_path):
-    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # as an outsider: the module is found beside them
     return subprocess.run([COMMAND, *args], cwd=tmp_path, capture_output=True, text=True, env=env)
 
 
@@ -46,3 +47,17 @@ def test_the_self_check_names_a_missing_function_in_a_broken_template(tmp_path):
 def test_the_template_itself_passes_the_self_check(tmp_path):
     done = _run(["check", "attention_conformance.adapters._template"], tmp_path)
     assert done.returncode == 0, done.stdout
+
+
+def test_the_wheel_carries_the_data_and_no_generic_top_level_name(tmp_path):
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path), str(root)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    (wheel,) = tmp_path.glob("attention_conformance-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert {n.split("/")[0] for n in names} == {"attention_conformance", wheel.name.split("-py3")[0] + ".dist-info"}
+    for needed in ("spec/attention.yaml", "spec/known_divergences.yaml", "spec/documents/000_607594879886645b.txt",
+                   "golden/MANIFEST.json", "golden/doc000_seed123.json", "adapters/torch.py", "adapters/_template.py",
+                   "adapters/tfjs_node/server.js", "conformance.py", "plugin.py"):
+        assert f"attention_conformance/{needed}" in names, needed
