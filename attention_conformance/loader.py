@@ -105,7 +105,7 @@ def _tolerances(path, raw):
         for dtype, bounds in entry.items():
             if dtype == "reason":
                 continue
-            if dtype not in ("float16", "bfloat16", "float32", "float64"):
+            if dtype not in DTYPES:
                 raise SpecError(f"{at}: field {dtype!r}: unknown key (expected reason or a dtype name)")
             keys = ("k", "ulps") if name == "low_precision" else ("atol", "rtol")
             if not isinstance(bounds, dict) or set(bounds) != set(keys) or not all(values.is_number(v) and v >= 0 for v in bounds.values()):

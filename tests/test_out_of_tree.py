@@ -50,8 +50,11 @@ def test_the_template_itself_passes_the_self_check(tmp_path):
 
 
 def test_the_wheel_carries_the_data_and_no_generic_top_level_name(tmp_path):
-    root = Path(__file__).resolve().parent.parent
-    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path), str(root)],
+    # A copy of the sources: setuptools builds in place, and a stale build/ folder would leak into the wheel.
+    source = tmp_path / "source"
+    shutil.copytree(Path(__file__).resolve().parent.parent, source, ignore=shutil.ignore_patterns(
+        ".git", ".tox", ".venv", ".ci-venv", "build", "*.egg-info", "node_modules", "reports", ".hypothesis", "__pycache__"))
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path), str(source)],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     (wheel,) = tmp_path.glob("attention_conformance-*.whl")

@@ -4,7 +4,7 @@ from attention_conformance.adapters import jax as base
 from attention_conformance.adapters.jax import *  # noqa: F403 - the real adapter, one function replaced
 
 EXPECTED = "caught"
-MUST_FAIL = ("binary_square_v2",)  # d_in == d_out: the wrong layout fits
+MUST_FAIL = ("gradients_v2_binary_square",)  # d_in == d_out: the wrong layout fits
 
 
 def gradients(x, w_query, w_key, w_value, g, form):
