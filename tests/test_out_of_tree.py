@@ -64,3 +64,15 @@ def test_the_wheel_carries_the_data_and_no_generic_top_level_name(tmp_path):
                    "golden/MANIFEST.json", "golden/doc000_seed123.json", "adapters/torch.py", "adapters/_template.py",
                    "adapters/tfjs_node/server.js", "conformance.py", "plugin.py"):
         assert f"attention_conformance/{needed}" in names, needed
+    # Installed from the wheel (not editable), run from elsewhere: the path an outsider takes.
+    site = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(wheel)], check=True)
+    scratch = tmp_path / "elsewhere"
+    scratch.mkdir()
+    code = f"import sys; sys.argv = ['attention-conformance', 'run', '--adapter', 'reference', '-q', '-k', 'sat']; " \
+           f"import attention_conformance; assert attention_conformance.__file__.startswith({str(site)!r}); " \
+           f"from attention_conformance.cli import main; sys.exit(main())"
+    done = subprocess.run([sys.executable, "-c", code], cwd=scratch, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(site)})
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert re.search(r"\d+ passed", done.stdout) and (scratch / "reports" / "reference.json").exists()
