@@ -7,7 +7,14 @@ out; see README.md, "The adapter contract", for what each function returns. Chec
 import numpy as np  # noqa: F401 - adapters return NumPy arrays
 
 DTYPES = ("float32",)  # the first is where every case runs; the spec's sweep adds the others
-NOT_APPLICABLE = {}  # op or dtype name -> why this framework cannot run it (shown, never passed)
+NOT_APPLICABLE = {}  # op, dtype or case id -> why this framework cannot run it (shown as not applicable, never passed)
+# 'case[/output[/dtype]]' ("*" for any text) -> why your result differs, with a link where one exists.
+# Run as strict expected failures: an entry that stops failing, or matches nothing, fails the run.
+KNOWN_DIVERGENCES = {}
+
+
+def devices():  # optional: where your framework can compute; without it the suite assumes ["cpu"]
+    return ["cpu"]
 
 
 def version():

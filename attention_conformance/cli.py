@@ -2,7 +2,8 @@
 
     attention-conformance run --adapter NAME [pytest args]   the spec against an adapter, writing reports/
     attention-conformance check MODULE                       the adapter self-check, before a run
-    attention-conformance summary [--adapter NAME]           the per-framework table, kill rate and matrix
+    attention-conformance summary [--reports DIR ...]        the per-framework table, kill rate and matrix,
+                                                             merged from one reports folder per machine
     attention-conformance validate [SPEC] [--golden-dir D]   a spec and every golden it uses, no adapter run
     attention-conformance template                           print the adapter template to start from
     attention-conformance benchmark --adapter NAME           the suite's own speed and memory, as JSON
@@ -33,17 +34,20 @@ def validate(path, golden_dir):
 
 
 def check(name):
-    """Import the module and name every missing function or wrong signature."""
+    """Import the module, check its signatures, call every function once on tiny inputs."""
+    from attention_conformance import selfcheck
+
     try:
         module = importlib.import_module(contract.module_path(name))
     except Exception as exc:  # noqa: BLE001 - whatever stops the import is the author's first problem
         print(f"{name}: does not import: {type(exc).__name__}: {exc}")
         return 1
-    problems = contract.contract_problems(module)
+    problems = selfcheck.problems(module)
     for problem in problems:
         print(f"{name}: {problem}")
     if not problems:
-        print(f"{name}: ok, every contract function is there with the right parameters")
+        print(f"{name}: ok, every contract function is there, takes the right parameters and returns the right "
+              "keys, shapes and dtypes on tiny inputs; `attention-conformance run --adapter NAME` checks the numbers")
     return 1 if problems else 0
 
 
@@ -65,7 +69,9 @@ def main(argv=None):
     run_parser.add_argument("--adapter", action="append", required=True, metavar="NAME")
     commands.add_parser("check", help="the adapter self-check").add_argument("module")
     summary_parser = commands.add_parser("summary", help="the table, the kill rate and the matrix from the reports")
-    summary_parser.add_argument("--reports", default=reports.DEFAULT_DIR)
+    summary_parser.add_argument("--reports", action="append", metavar="DIR",
+                                help="a reports folder (repeatable: one per machine, merged into one table and matrix; "
+                                     "default ./reports)")
     summary_parser.add_argument("--adapter", action="append", metavar="NAME",
                                 help="only these (default: every built-in adapter, and any other report found)")
     validate_parser = commands.add_parser("validate", help="a spec and its golden data")
@@ -92,7 +98,7 @@ def main(argv=None):
     if args.command == "summary":
         from attention_conformance import summary
 
-        return summary.main(args.reports, args.adapter)
+        return summary.main(args.reports or [reports.DEFAULT_DIR], args.adapter)
     from attention_conformance import benchmark
 
     return benchmark.main(args.adapter, args.envs)

@@ -9,7 +9,7 @@ the group `attention_conformance.adapters`, works too. Importing this module imp
 import importlib
 import inspect
 
-from attention_conformance import ADAPTERS_DIR, numerics
+from attention_conformance import ADAPTERS_DIR, numerics, plan
 
 # op -> (parameter names, output names). A single output is returned bare, several as a dict.
 # The first group mirrors the rows of the PyTorch-to-TF mapping table in 004_616018589080e108.txt;
@@ -71,6 +71,15 @@ def contract_problems(module):
     dtypes = getattr(module, "DTYPES", None)
     if not (isinstance(dtypes, tuple) and dtypes and all(d in DTYPES for d in dtypes)):
         problems.append(f"DTYPES must be a non-empty tuple of dtype names from {DTYPES}, e.g. ('float32',)")
+    not_applicable = getattr(module, "NOT_APPLICABLE", {})
+    if not (isinstance(not_applicable, dict) and all(isinstance(k, str) and isinstance(v, str) and v.strip()
+                                                     for k, v in not_applicable.items())):
+        problems.append("NOT_APPLICABLE must map an op, dtype or case id to the reason it cannot run, e.g. {'float64': 'float32 only'}")
+    declared = getattr(module, "KNOWN_DIVERGENCES", {})
+    if not (isinstance(declared, dict) and all(isinstance(k, str) and plan.DECLARED.fullmatch(k) and isinstance(v, str) and v.strip()
+                                               for k, v in declared.items())):
+        problems.append("KNOWN_DIVERGENCES must map 'case[/output[/dtype]]' (\"*\" for any text) to the reason, with a link where "
+                        "one exists, e.g. {'padding_fully_masked': 'the -inf mask gives NaN on a fully masked row (https://...)'}")
     for fn_name, params in CONTRACT.items():
         fn = getattr(module, fn_name, None)
         if not callable(fn):

@@ -18,7 +18,7 @@ from attention_conformance.contract import DTYPES, LOW_PRECISION, OPS
 
 MAX_SPEC_BYTES = 1_000_000
 ID = re.compile(r"[a-z0-9]+(_[a-z0-9]+)*")  # pytest's -k reads ids; brackets, spaces or dashes would break it
-CASE_FIELDS = {"id", "family", "op", "inputs", "expect", "note", "erratum"}
+CASE_FIELDS = {"id", "family", "op", "inputs", "expect", "note", "erratum", "convention"}
 TOP_FIELDS = {"documents", "vocabulary", "families", "printed_rounding", "conventions", "dtypes", "tolerances", "cases"}
 
 
@@ -59,6 +59,7 @@ class Case:
     file: str
     note: str = ""
     erratum: dict = None
+    convention: str = None  # the spec's convention this case states where the math has no answer
 
 
 @dataclass(frozen=True)
@@ -275,7 +276,10 @@ def load_file(path):
         if erratum is not None and not (isinstance(erratum, dict) and set(erratum) == {"doc", "claim", "fact"}
                                         and values.one_of(erratum["doc"], documents) and all(isinstance(v, str) and v.strip() for v in erratum.values())):
             raise SpecError(f"{at}: field 'erratum': must be {{doc, claim: the document's words, fact: what holds}}")
-        cases[case_id] = Case(case_id, raw["family"], op, inputs, expect, str(path), raw.get("note", ""), erratum)
+        convention = raw.get("convention")
+        if convention is not None and not values.one_of(convention, doc["conventions"]):
+            raise SpecError(f"{at}: field 'convention': {convention!r} is not one of the spec's conventions {sorted(doc['conventions'])}")
+        cases[case_id] = Case(case_id, raw["family"], op, inputs, expect, str(path), raw.get("note", ""), erratum, convention)
     return Spec(cases, tolerances, documents, tuple(vocabulary), tuple(families), doc["conventions"], dtypes)
 
 

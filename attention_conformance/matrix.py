@@ -14,38 +14,41 @@ RANK = {"failed": 4, "error": 4, "diverged": 3, "passed": 2, "not applicable": 1
 
 
 def build(found, names, loaded=None):
-    """{"columns": [...], "rows": [{"family", "case", "cells": {column: cell}}]} from {adapter: report}."""
+    """{"columns": [...], "rows": [{"family", "case", "cells": {column: cell}}]} from {column prefix: report}
+    (reports.merge); an adapter in `names` with no report is a MISSING column."""
     loaded = loaded or loader.load()
     columns, cells = [], {}
-    for name in names:
-        report = found.get(name)
-        if report is None:
-            columns.append({"column": name, "adapter": name, "dtype": None, "missing": True})
-            continue
-        columns += [{"column": f"{name} {d}", "adapter": name, "dtype": d, "missing": False} for d in report["dtypes"]]
+    for key in sorted(found):
+        report = found[key]
+        columns += [{"column": f"{key} {d}", "adapter": report["adapter"], "dtype": d, "missing": False} for d in report["dtypes"]]
         for test_id, result in report["tests"].items():
             parsed = plan.parse(test_id)
             if not parsed:
                 continue
-            _, adapter, dtype, case_id = parsed
-            cell = cells.setdefault((case_id, f"{adapter} {dtype}"), {"status": "not applicable", "margin": None, "ulp": None, "tests": 0})
+            _, _, dtype, case_id = parsed
+            cell = cells.setdefault((case_id, f"{key} {dtype}"), {"status": "not applicable", "margin": None, "ulp": None, "tests": 0})
             cell["tests"] += 1
             if RANK[result["outcome"]] > RANK[cell["status"]] or cell["tests"] == 1:
                 cell["status"] = "failed" if result["outcome"] == "error" else result["outcome"]
             for key in ("margin", "ulp"):
                 if result.get(key) is not None:
                     cell[key] = max(cell[key] or 0.0, result[key])
+    reported = {r["adapter"] for r in found.values()}
+    columns += [{"column": name, "adapter": name, "dtype": None, "missing": True} for name in names if name not in reported]
     rows = []
     for fam in loaded.families:
         for case in loaded.cases.values():
             if case.family != fam:
                 continue
             row = {}
-            for col in columns:
+            for col in columns:  # a divergence where the case states a convention is another convention, not an error
                 if col["missing"]:
                     row[col["column"]] = {"status": "missing"}
                 else:
-                    row[col["column"]] = cells.get((case.id, col["column"]), {"status": "not run in this dtype"})
+                    cell = dict(cells.get((case.id, col["column"]), {"status": "not run in this dtype"}))
+                    if case.convention and cell["status"] == "diverged":
+                        cell["status"] = "other convention"
+                    row[col["column"]] = cell
             rows.append({"family": fam, "case": case.id, "cells": row})
     return {"columns": [c["column"] for c in columns], "rows": rows}
 
@@ -55,7 +58,7 @@ def _cell_text(cell):
     if status == "passed":
         ulp = f" {cell['ulp']:.1f}u" if (cell.get("ulp") or 0) >= 0.05 else ""
         return f"ok {cell['margin']:.2f}{ulp}" if cell.get("margin") is not None else "ok"
-    return {"failed": "FAIL", "diverged": "div", "not applicable": "n/a", "missing": "MISSING",
+    return {"failed": "FAIL", "diverged": "div", "other convention": "conv", "not applicable": "n/a", "missing": "MISSING",
             "not run in this dtype": "-"}[status]
 
 
@@ -68,7 +71,8 @@ def markdown(matrix):
         previous = row["family"]
         lines.append(f"| {fam} | {row['case']} | " + " | ".join(_cell_text(row["cells"][c]) for c in matrix["columns"]) + " |")
     legend = ("ok M Uu: passed, worst |error| / tolerance M (0.03 = 3% of the budget), worst error U ULP at the tensor's "
-              "scale; div: known divergence (spec/known_divergences.yaml); n/a: the adapter says why it cannot run it; "
+              "scale; div: known divergence (spec/known_divergences.yaml or the adapter's KNOWN_DIVERGENCES); conv: a declared "
+              "difference on a case that states a convention where the math has no answer (the fully masked row); n/a: the adapter says why it cannot run it; "
               "-: the case has no check in this dtype; FAIL; MISSING: the framework's environment did not report.")
     return "\n".join(lines) + "\n\n" + legend + "\n"
 
@@ -84,7 +88,7 @@ def heatmap(matrix, path):
     cols, rows = matrix["columns"], matrix["rows"]
     rgb = np.ones((len(rows), len(cols), 3))
     green, red = np.array([0.2, 0.7, 0.3]), np.array([0.85, 0.15, 0.1])
-    fixed = {"failed": (0, 0, 0), "diverged": (0.55, 0.35, 0.75), "not applicable": (0.75, 0.75, 0.75),
+    fixed = {"failed": (0, 0, 0), "diverged": (0.55, 0.35, 0.75), "other convention": (0.55, 0.7, 0.95), "not applicable": (0.75, 0.75, 0.75),
              "missing": (1, 1, 1), "not run in this dtype": (0.93, 0.93, 0.93)}
     for i, row in enumerate(rows):
         for j, col in enumerate(cols):

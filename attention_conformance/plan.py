@@ -39,6 +39,15 @@ def parse(test_id):
     return match.groups() if match else None
 
 
+DECLARED = re.compile(r"[a-z0-9_*]+(/[a-z0-9_*]+(/[a-z0-9*]+)?)?")  # case[/output[/dtype]], "*" for any text
+
+
+def declared_pattern(adapter, key):
+    """The test-id pattern of an adapter's own KNOWN_DIVERGENCES key 'case[/output[/dtype]]'."""
+    case, output, dtype = (key.split("/") + ["*", "*"])[:3]
+    return test_id(output, adapter, dtype, case)
+
+
 def adapter_of(pattern):
     """The adapter a test id, or a known-divergence pattern with "*" in it, is about."""
     return pattern[pattern.index("[") + 1:].split("-")[0] if "[" in pattern else None

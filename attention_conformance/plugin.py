@@ -10,6 +10,9 @@ than the spec defines for the requested adapters fails. Each adapter's results g
 framework that fails to import shows as missing, never as its last result.
 """
 
+import hashlib
+from pathlib import Path
+
 import pytest
 
 from attention_conformance import CONFORMANCE_TESTS, SPEC_DIR, checks, contract, golden, loader, numerics, plan, reports
@@ -49,7 +52,7 @@ class State:
     def __init__(self):
         self.active = False
         self.spec = self.goldens = None
-        self.loaded, self.numerics, self.devices, self.divergences = {}, {}, {}, {}
+        self.loaded, self.numerics, self.versions, self.devices, self.divergences = {}, {}, {}, {}, {}
         self.planned = []  # plan.Test, every test the spec defines for the requested adapters
         self.expected = set()
         self.results = {}
@@ -69,6 +72,7 @@ def pytest_configure(config):
         reports.forget(state.reports, name)
     try:
         state.spec = loader.load(config.getoption("spec"))
+        state.spec_sha256 = hashlib.sha256(Path(config.getoption("spec")).read_bytes()).hexdigest()
         state.goldens = golden.Goldens(config.getoption("golden_dir"))
         for ref in loader.golden_references(state.spec):  # every golden read and hash-checked before any test
             state.goldens.tensor(ref)
@@ -79,8 +83,13 @@ def pytest_configure(config):
         state.loaded = {name: contract.load(name) for name in names}
     except contract.AdapterError as exc:
         raise pytest.UsageError(str(exc)) from None
+    for name, module in state.loaded.items():  # an adapter's own, held to the same strict rules as the file's
+        for key, reason in getattr(module, "KNOWN_DIVERGENCES", {}).items():
+            state.divergences[plan.declared_pattern(name, key)] = f"{reason} (declared by the adapter)"
     state.numerics = numerics.pin()
-    state.devices = {name: getattr(module, "devices", lambda: ["cpu"])() for name, module in state.loaded.items()}
+    state.versions = {name: _ask(name, module, "version", str) for name, module in state.loaded.items()}
+    state.devices = {name: _ask(name, module, "devices", (list, tuple)) if hasattr(module, "devices") else ["cpu"]
+                     for name, module in state.loaded.items()}
     device = config.getoption("device")
     for name, seen in state.devices.items():
         if device not in seen:
@@ -92,10 +101,23 @@ def pytest_configure(config):
     state.results = {name: {} for name in names}
 
 
+def _ask(name, module, function, kind):
+    """version() or devices(): an adapter that raises or answers nonsense stops the run with a usage
+    error (exit 4) that says how to find out more, never an INTERNALERROR."""
+    try:
+        answer = getattr(module, function)()
+    except Exception as exc:  # noqa: BLE001 - whatever the adapter does is reported, not propagated
+        raise pytest.UsageError(f"adapter {name!r}: {function}() raises {type(exc).__name__}: {exc}; "
+                                f"run `attention-conformance check {name}`") from None
+    if not isinstance(answer, kind) or not answer:
+        raise pytest.UsageError(f"adapter {name!r}: {function}() returned {answer!r}; run `attention-conformance check {name}`")
+    return answer
+
+
 def pytest_report_header(config):
     if not state.active:
         return None
-    lines = [f"adapter {name}: {module.version()}, dtypes {', '.join(plan.dtypes_for(state.spec, module))}, "
+    lines = [f"adapter {name}: {state.versions[name]}, dtypes {', '.join(plan.dtypes_for(state.spec, module))}, "
              f"devices seen {', '.join(state.devices[name])} (running on {config.getoption('device')})"
              for name, module in state.loaded.items()]
     lines.append("numeric switches: " + (", ".join(f"{k}={v}" for k, v in state.numerics.items()) or "none (no framework imported)"))
@@ -170,12 +192,12 @@ def pytest_sessionfinish(session, exitstatus):
     config = session.config
     ran = {name for results in state.results.values() for name in results}
     complete = state.conformance_collected and not _is_narrowed(config)
-    for name, module in state.loaded.items() if state.conformance_collected else ():
+    for name in state.loaded if state.conformance_collected else ():
         reports.write_run(
-            state.reports, name, version=module.version(), dtypes=plan.dtypes_for(state.spec, module),
+            state.reports, name, version=state.versions[name], dtypes=plan.dtypes_for(state.spec, state.loaded[name]),
             devices={d: "ran" if d == config.getoption("device") else
                      ("unavailable" if d not in state.devices[name] else "available, not run") for d in ("cpu", "gpu")},
-            numerics=state.numerics, complete=complete, expected=sum(t.adapter == name for t in state.planned),
+            spec_sha256=state.spec_sha256, numerics=state.numerics, complete=complete, expected=sum(t.adapter == name for t in state.planned),
             tests=state.results.get(name, {}))
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     missing = sorted(state.expected - ran)

@@ -1,17 +1,20 @@
 """The reports folder: one writer and the readers of what each run leaves behind.
 
     <adapter>.json          one adapter's run: {"schema", "adapter", "version", "dtypes", "devices",
-                            "numerics", "complete", "expected", "tests": {test id: RESULT}, "finished"}
+                            "host", "spec_sha256", "numerics", "complete", "expected",
+                            "tests": {test id: RESULT}, "finished"}
                             RESULT = {"outcome": passed | failed | error | diverged | not applicable,
                                       "margin", "ulp", "message"}
     mutants-<adapter>.json  the suite's wrong adapters for that adapter: {"schema", "adapter",
                             "defined": [names], "mutants": {name: {"expected", "cases", "caught_by"}}}
 
-Each tox environment writes its own files in its own process; the summary and the matrix read them.
-A file with another schema number is refused, never half-read.
+Each tox environment (or machine) writes its own files; the summary and the matrix read them, from
+one folder or merged from several (one per machine). A file with another schema number, folders
+made from different specs, or two runs that would fill the same column are refused, never mixed.
 """
 
 import json
+import platform
 import time
 from pathlib import Path
 
@@ -53,9 +56,10 @@ def forget(directory, adapter):
     (Path(directory) / f"mutants-{file_name(adapter)}").unlink(missing_ok=True)
 
 
-def write_run(directory, adapter, *, version, dtypes, devices, numerics, complete, expected, tests):
+def write_run(directory, adapter, *, version, dtypes, devices, spec_sha256, numerics, complete, expected, tests):
     _write(directory, file_name(adapter), {
-        "adapter": adapter, "version": version, "dtypes": dtypes, "devices": devices, "numerics": numerics,
+        "adapter": adapter, "version": version, "dtypes": dtypes, "devices": devices, "host": platform.node(),
+        "spec_sha256": spec_sha256, "numerics": numerics,
         "complete": complete, "expected": expected, "tests": tests, "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
     })
 
@@ -81,11 +85,31 @@ def runs(directory):
     return found
 
 
-def mutants(directory):
-    """(defined wrong-adapter names, {name: result}) over every mutants report in the folder."""
+def mutants(directories):
+    """(defined wrong-adapter names, {name: result}) over every mutants report in the folders."""
     defined, results = [], {}
-    for path in sorted(Path(directory).glob("mutants-*.json")):
-        report = _read(path)
-        defined += report["defined"]
-        results |= report["mutants"]
+    for directory in directories:
+        for path in sorted(Path(directory).glob("mutants-*.json")):
+            report = _read(path)
+            defined += report["defined"]
+            results |= report["mutants"]
     return sorted(defined), results
+
+
+def merge(directories):
+    """{column prefix: run report} from one folder or several. From one folder a prefix is the adapter
+    name; merged, it is "adapter version device@host", so each column says where it came from."""
+    found, origin, specs = {}, {}, {}
+    for directory in directories:
+        for report in runs(directory).values():
+            ran = next((d for d, state in report.get("devices", {}).items() if state == "ran"), "cpu")
+            key = report["adapter"] if len(directories) == 1 else f"{report['adapter']} {report['version']} {ran}@{report.get('host', '?')}"
+            if key in found:
+                raise ReportError(f"{directory}: {key!r} is already reported by {origin[key]}: two runs for one column")
+            specs.setdefault(report.get("spec_sha256"), str(directory))
+            if len(specs) > 1:
+                (first, where), (other, here) = list(specs.items())[:2]
+                raise ReportError(f"{here}: made from spec {str(other)[:12]}, but {where} from spec {str(first)[:12]}: "
+                                  "reports merge only when every machine ran the same spec")
+            found[key], origin[key] = report, str(directory)
+    return found

@@ -7,15 +7,16 @@ An adapter with no report did not run (or could not import its framework): it sh
 MISSING, never as passing.
 """
 
-from attention_conformance import contract, matrix, reports
+from attention_conformance import contract, loader, matrix, plan, reports
 
 
-def row(name, report):
+def row(name, report, convention_cases=()):
     if report is None:
         return [name, "-", "-", "-", "-", "-", "-", "-", "-", "MISSING: no report (environment not run, or framework did not import)"], False
     tests = report["tests"].values()
     passed = sum(t["outcome"] == "passed" for t in tests)
     diverged = sum(t["outcome"] == "diverged" for t in tests)
+    other_convention = sum(r["outcome"] == "diverged" and plan.parse(t)[3] in convention_cases for t, r in report["tests"].items())
     not_applicable = sum(t["outcome"] == "not applicable" for t in tests)
     failed = len(report["tests"]) - passed - diverged - not_applicable
     margins = [t["margin"] for t in tests if t["margin"] is not None]
@@ -27,7 +28,9 @@ def row(name, report):
     elif not report["complete"] or passed + diverged + not_applicable < report["expected"]:
         status = f"INCOMPLETE: {passed + diverged + not_applicable} of {report['expected']} ran"
     else:
-        notes = [f"{diverged} known divergences"] * bool(diverged) + [f"{not_applicable} not applicable"] * bool(not_applicable)
+        notes = ([f"{diverged - other_convention} known divergences"] * bool(diverged - other_convention)
+                 + [f"{other_convention} by another convention"] * bool(other_convention)
+                 + [f"{not_applicable} not applicable"] * bool(not_applicable))
         status = "conforms" + (f" ({', '.join(notes)})" if notes else "")
     devices = ", ".join(f"{d} {state}" for d, state in report.get("devices", {}).items())
     cells = [name, report["version"], ", ".join(report["dtypes"]), devices, str(report["expected"]), str(passed), str(failed),
@@ -39,9 +42,9 @@ def _short(test_id, mutant):
     return test_id.replace(f"[{mutant}-", "[")
 
 
-def kill_rate(directory):
+def kill_rate(directories):
     """Lines of the wrong-adapter table, and whether every one was run and behaved as expected."""
-    names, ran = reports.mutants(directory)
+    names, ran = reports.mutants(directories)
     if not names:  # an outside run has no wrong adapters of its own
         return [], True
     lines, ok, caught, wrong = [], True, 0, 0
@@ -67,17 +70,21 @@ def kill_rate(directory):
     return head + lines, ok
 
 
-def main(directory=reports.DEFAULT_DIR, names=None):
+def main(directories=(reports.DEFAULT_DIR,), names=None):
+    """The table, the kill rate and the matrix from one reports folder, or merged from several (one per
+    machine); every adapter in `names` (default: the built-in ones and any other reported) must have run."""
     try:
-        found = reports.runs(directory)
+        found = reports.merge(directories)
     except reports.ReportError as exc:
         print(f"error: {exc}")
         return 1
-    names = names or sorted(set(contract.NAMES) | set(found))
+    names = names or sorted(set(contract.NAMES) | {r["adapter"] for r in found.values()})
+    found = {key: report for key, report in found.items() if report["adapter"] in names}
     header = ["framework", "version", "dtypes", "devices", "cases", "passed", "failed", "worst margin", "worst ULP", "status"]
     rows, ok = [], True
-    for name in names:
-        cells, good = row(name, found.get(name))
+    convention_cases = {case.id for case in loader.load().cases.values() if case.convention}
+    for key in sorted(found) + [n for n in names if n not in {r["adapter"] for r in found.values()}]:
+        cells, good = row(key, found.get(key), convention_cases)
         rows.append(cells)
         ok &= good
     widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
@@ -88,10 +95,11 @@ def main(directory=reports.DEFAULT_DIR, names=None):
         print(line(cells))
     print("\nworst margin: largest |error| / tolerance over computed expectations (1.0 would use the whole budget);"
           "\nworst ULP: largest distance from the float64 expectation, in units of the last place of the dtype")
-    lines, mutants_ok = kill_rate(directory)
+    lines, mutants_ok = kill_rate(directories)
     if lines:
         print()
         print("\n".join(lines))
-    print(f"\nConformance matrix (also {directory}/matrix.md, matrix.json, matrix.png)\n")
-    print(matrix.write(matrix.build(found, names), directory))
+    out = directories[0]
+    print(f"\nConformance matrix (also {out}/matrix.md, matrix.json, matrix.png)\n")
+    print(matrix.write(matrix.build(found, names), out))
     return 0 if ok and mutants_ok else 1

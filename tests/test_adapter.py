@@ -43,6 +43,13 @@ def test_importing_the_suite_imports_no_framework(requested_adapter):
     assert (requested_adapter in after) == (requested_adapter in FRAMEWORKS), f"loading {requested_adapter} imported {after}"
 
 
+def test_the_adapter_passes_its_self_check(requested_adapter):
+    """What `attention-conformance check` asks of an outsider's adapter, every built-in one meets."""
+    from attention_conformance import selfcheck
+
+    assert selfcheck.problems(contract.load(requested_adapter)) == []
+
+
 def test_registry_is_what_tox_runs():
     import configparser
 

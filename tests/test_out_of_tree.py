@@ -1,15 +1,19 @@
 """An outsider's view: the installed command, run from a directory that is not this checkout, against
 an adapter that lives there too; and the self-check naming what a broken template lacks."""
 
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
 import zipfile
+
+import numpy as np
+import yaml
 from pathlib import Path
 
-from attention_conformance import ADAPTERS_DIR
+from attention_conformance import ADAPTERS_DIR, contract
 
 COMMAND = str(Path(sys.executable).parent / "attention-conformance")  # the console script pip installed
 
@@ -44,9 +48,105 @@ def test_the_self_check_names_a_missing_function_in_a_broken_template(tmp_path):
     assert "my_adapter: blend(weights, values) should be blend(weights, v)" in done.stdout
 
 
-def test_the_template_itself_passes_the_self_check(tmp_path):
-    done = _run(["check", "attention_conformance.adapters._template"], tmp_path)
-    assert done.returncode == 0, done.stdout
+def test_the_unfilled_template_fails_the_self_check_naming_every_function(tmp_path):
+    (tmp_path / "as_copied.py").write_text(_run(["template"], tmp_path).stdout)
+    done = _run(["check", "as_copied"], tmp_path)
+    assert done.returncode == 1
+    named = {line.split(": ", 1)[1].split("(")[0] for line in done.stdout.splitlines()}
+    assert named == set(contract.CONTRACT), sorted(set(contract.CONTRACT) ^ named)
+    assert "as_copied: softmax(scores) raises NotImplementedError (in float32, on tiny inputs)" in done.stdout
+
+
+def test_an_adapter_that_raises_stops_the_run_with_a_usage_error_not_an_internal_error(tmp_path):
+    (tmp_path / "as_copied.py").write_text(_run(["template"], tmp_path).stdout)
+    for args in ([], ["-q"]):
+        done = _run(["run", "--adapter", "as_copied", *args], tmp_path)
+        assert done.returncode == 4, done.stdout[-1500:] + done.stderr[-1500:]  # never 3 (INTERNALERROR)
+        assert "adapter 'as_copied': version() raises NotImplementedError" in done.stderr
+        assert "attention-conformance check as_copied" in done.stderr
+
+
+def test_the_self_check_names_wrong_keys_shapes_and_dtypes(tmp_path):
+    (tmp_path / "sloppy.py").write_text(
+        (ADAPTERS_DIR / "reference.py").read_text() + "\n\n"
+        "def softmax(scores):  # over the wrong axis\n"
+        "    return np.exp(scores).sum(axis=0)\n\n\n"
+        "def causal_attention(x, w_query, w_key, w_value):\n"
+        "    return {'weights': 1.0}\n\n\n"
+        "def project(x, w):\n"
+        "    return (x @ w).astype(np.float16)\n\n\n"
+        "def sgd_step(x, w_query, w_key, w_value, g, lr):\n"
+        "    return [w_query, w_key, w_value]\n")
+    done = _run(["check", "sloppy"], tmp_path)
+    assert done.returncode == 1
+    lines = done.stdout.splitlines()
+    assert "sloppy: softmax(scores): output 'weights' has shape [3], should be [3, 3]" in lines
+    assert "sloppy: causal_attention(x, w_query, w_key, w_value) returned ['weights'], should return a dict with ['context', 'weights']" in lines
+    assert "sloppy: sgd_step(x, w_query, w_key, w_value, g, lr) returned list, should return a dict with ['w_key', 'w_query', 'w_value']" in lines
+    assert "sloppy: project(x, w): output 'projection' has dtype float16, should be float64 (the dtype it was given)" in lines
+
+
+TEXTBOOK_MASK = """
+
+def masked_attention(x, w_query, w_key, w_value, mask):  # the textbook -inf mask: NaN on a row with every key hidden
+    queries, keys, values = x @ w_query, x @ w_key, x @ w_value
+    scores = np.where(mask, -np.inf, queries @ np.swapaxes(keys, -1, -2) / np.sqrt(keys.shape[-1]))
+    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    weights = weights / weights.sum(axis=-1, keepdims=True)
+    return {"weights": weights, "context": weights @ values}
+"""
+
+
+def test_an_adapter_declares_its_own_known_divergences_held_to_the_strict_rules(tmp_path):
+    base = (ADAPTERS_DIR / "reference.py").read_text() + TEXTBOOK_MASK
+
+    def run(declared, *args):
+        (tmp_path / "textbook.py").write_text(base + f"\nKNOWN_DIVERGENCES = {declared!r}\n")
+        done = _run(["run", "--adapter", "textbook", "-q", *args], tmp_path)
+        return done.returncode, done.stdout + done.stderr
+
+    code, out = run({}, "-k", "padding_fully_masked")
+    assert code == 1 and "test_weights[textbook-float64-padding_fully_masked] - " in out, out[-1500:]
+    code, out = run({"padding_fully_masked": "the textbook -inf mask computes 0/0 (https://github.com/pytorch/pytorch/issues/41508)"})
+    assert code == 0 and "xfailed" in out, out[-1500:]
+    assert '"outcome": "diverged"' in (tmp_path / "reports" / "textbook.json").read_text()
+    code, out = run({"padding_fully_masked/weights": "narrowed to one output: the context still fails"}, "-k", "padding_fully_masked")
+    assert code == 1 and "1 xfailed" in out, out[-1500:]
+    code, out = run({"padding_fully_masked": "NaN", "sat/*/float64": "a case that conforms"}, "-k", "sat")
+    assert code == 1 and "XPASS(strict)" in out, out[-1500:]
+    code, out = run({"padding_fully_masked": "NaN", "no_such_case": "renamed long ago"})
+    assert code == 1 and "known divergences that match no test" in out and "test_*[textbook-*-no_such_case]" in out, out[-1500:]
+    code, out = run({"Padding Fully Masked": "not an id"})
+    assert code == 4 and "KNOWN_DIVERGENCES must map 'case[/output[/dtype]]'" in out, out[-1500:]
+
+
+def test_reports_from_two_machines_merge_into_one_matrix(tmp_path):
+    """Two frameworks, two report folders (as two machines would write them), one summary."""
+    shutil.copy(ADAPTERS_DIR / "reference.py", tmp_path / "second_framework.py")
+    for name, folder in (("reference", "machine_a"), ("second_framework", "machine_b")):
+        done = _run(["run", "--adapter", name, "--reports", folder, "-q"], tmp_path)
+        assert done.returncode == 0, done.stdout[-1500:]
+    merged = _run(["summary", "--reports", "machine_a", "--reports", "machine_b", "--adapter", "reference",
+                   "--adapter", "second_framework"], tmp_path)
+    assert merged.returncode == 0, merged.stdout[-2000:]
+    header = (tmp_path / "machine_a" / "matrix.md").read_text().splitlines()[0]
+    host = json.loads((tmp_path / "machine_a" / "reference.json").read_text())["host"]
+    assert f"reference numpy {np.__version__} cpu@{host} float64" in header
+    assert f"second_framework numpy {np.__version__} cpu@{host} float64" in header
+    twice = _run(["summary", "--reports", "machine_a", "--reports", "machine_a"], tmp_path)
+    assert twice.returncode == 1 and "two runs for one column" in twice.stdout
+    report = tmp_path / "machine_b" / "second_framework.json"
+    report.write_text(report.read_text().replace('"spec_sha256": "', '"spec_sha256": "0ther'))
+    mixed = _run(["summary", "--reports", "machine_a", "--reports", "machine_b"], tmp_path)
+    assert mixed.returncode == 1 and "reports merge only when every machine ran the same spec" in mixed.stdout
+
+
+def test_the_ci_workflow_runs_every_built_in_adapter_and_merges_them():
+    workflow = yaml.safe_load((Path(__file__).resolve().parent.parent / ".github" / "workflows" / "conformance.yml").read_text())
+    frameworks = workflow["jobs"]["framework"]["strategy"]["matrix"]["adapter"]
+    assert sorted(frameworks) == sorted(contract.NAMES)
+    merge = " ".join(step.get("run", "") for step in workflow["jobs"]["matrix"]["steps"])
+    assert "attention-conformance summary" in merge and workflow["jobs"]["matrix"]["needs"] == "framework"
 
 
 def test_the_wheel_carries_the_data_and_no_generic_top_level_name(tmp_path):

@@ -1,9 +1,11 @@
 """A malformed spec is refused in one line that names the file, the case and the field."""
 
+import re
+
 import pytest
 import yaml
 
-from attention_conformance import DOCS_DIR, SPEC_DIR, loader
+from attention_conformance import DOCS_DIR, SPEC_DIR, contract, loader
 
 VALID = """\
 documents: {"000": 000_607594879886645b.txt}
@@ -148,3 +150,17 @@ def test_every_erratum_is_listed_in_the_readme():
     errata = readme[readme.index("## Errata"):readme.index("## Golden data")]
     missing = [c.id for c in loader.load().cases.values() if c.erratum and f"`{c.id}`" not in errata]
     assert missing == []
+
+
+def test_the_readme_contract_table_is_the_contract():
+    """One row per op, with exactly the parameters of contract.OPS, and every output of a multi-output op named."""
+    readme = (SPEC_DIR.parent / "README.md").read_text() if (SPEC_DIR.parent / "README.md").exists() else None
+    if readme is None:
+        pytest.skip("the README is not installed with the package")
+    table = readme[readme.index("## The adapter contract"):readme.index("Besides the functions")]
+    rows = dict(re.findall(r"^\| `(\w+\([^`]*\))` \| ([^|]*)\|", table, re.M))
+    expected = {f"{op}({', '.join(params)})": outputs for op, params in contract.CONTRACT.items() for outputs in
+                [contract.OPS[op][1] if op in contract.OPS else ()]}
+    assert set(rows) == set(expected), sorted(set(rows) ^ set(expected))
+    unnamed = [(call, out) for call, outs in expected.items() if len(outs) > 1 for out in outs if f'"{out}"' not in rows[call]]
+    assert unnamed == [], unnamed
