@@ -149,7 +149,7 @@ class Check:
     def __init__(self, spec, adapter_name, adapter, case, output, dtype, goldens):
         self.spec, self.case, self.dtype, self.goldens = spec, case, dtype, goldens
         self.exp = case.expect[output]
-        self.label = f"{adapter_name} {dtype}, case {case.id!r}, output {output!r}"
+        self.label = f"{adapter_name} {dtype}, case {case.id!r}, output {output!r} of {case.op}()"
         self.results = outputs(adapter_name, adapter, case, dtype, goldens)
         self.got = _as_numbers(self.label, self.results[output])
         self.tol = spec.tolerances[self.exp.tolerance] if self.exp.tolerance else None
@@ -162,7 +162,7 @@ class Check:
 
     def other(self, name):
         """Another output of the same call, as numbers, with the same row selected."""
-        other = _as_numbers(self.label.replace(repr(self.exp.output), repr(name)), self.results[name])
+        other = _as_numbers(self.label.replace(f"output {self.exp.output!r}", f"output {name!r}"), self.results[name])
         if self.exp.row is not None and (other.ndim == 0 or self.exp.row >= other.shape[0]):
             self.fail(f"the same call's {name!r} has shape {list(other.shape)}, no row {self.exp.row}")
         return _select(other, self.exp.row)
@@ -375,7 +375,7 @@ def _check_same_as(c):
 
 @check("differs_from", _output_of_op, needs_tolerance=True)
 def _check_differs_from(c):
-    other = _as_numbers(c.label.replace(repr(c.exp.output), repr(c.exp.differs_from)), c.results[c.exp.differs_from])
+    other = _as_numbers(c.label.replace(f"output {c.exp.output!r}", f"output {c.exp.differs_from!r}"), c.results[c.exp.differs_from])
     if other.shape != c.got.shape:
         c.fail(f"shape {list(c.got.shape)} but the same call's {c.exp.differs_from!r} has {list(other.shape)}")
     if compare(c.got, other, c.allowed(other))[0] <= 1:
