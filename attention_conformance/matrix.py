@@ -30,9 +30,9 @@ def build(found, names, loaded=None):
             cell["tests"] += 1
             if RANK[result["outcome"]] > RANK[cell["status"]] or cell["tests"] == 1:
                 cell["status"] = "failed" if result["outcome"] == "error" else result["outcome"]
-            for key in ("margin", "ulp"):
-                if result.get(key) is not None:
-                    cell[key] = max(cell[key] or 0.0, result[key])
+            for measure in ("margin", "ulp"):
+                if result.get(measure) is not None:
+                    cell[measure] = max(cell[measure] or 0.0, result[measure])
     reported = {r["adapter"] for r in found.values()}
     columns += [{"column": name, "adapter": name, "dtype": None, "missing": True} for name in names if name not in reported]
     rows = []

@@ -33,7 +33,7 @@ def test_an_adapter_outside_the_repository_runs_the_spec_from_anywhere(tmp_path)
     summary = _run(["summary", "--adapter", "someones_numpy_adapter"], tmp_path)
     assert summary.returncode == 0, summary.stdout[-2000:]
     assert re.search(r"\| someones_numpy_adapter +\| numpy [\d.]+ .*\| conforms", summary.stdout)
-    assert (tmp_path / "reports" / "matrix.md").exists()
+    assert "| document values | sat | ok" in (tmp_path / "reports" / "matrix.md").read_text()
 
 
 def test_the_self_check_names_a_missing_function_in_a_broken_template(tmp_path):
@@ -133,6 +133,9 @@ def test_reports_from_two_machines_merge_into_one_matrix(tmp_path):
     host = json.loads((tmp_path / "machine_a" / "reference.json").read_text())["host"]
     assert f"reference numpy {np.__version__} cpu@{host} float64" in header
     assert f"second_framework numpy {np.__version__} cpu@{host} float64" in header
+    sat = next(line for line in (tmp_path / "machine_a" / "matrix.md").read_text().splitlines() if line.startswith("| document values | sat |"))
+    cells = dict(zip(header.split(" | "), sat.split(" | ")))  # each machine's column filled from its own report
+    assert [text for column, text in cells.items() if column.endswith(f"@{host} float64")] == ["ok 0.00", "ok 0.00"], cells
     twice = _run(["summary", "--reports", "machine_a", "--reports", "machine_a"], tmp_path)
     assert twice.returncode == 1 and "two runs for one column" in twice.stdout
     report = tmp_path / "machine_b" / "second_framework.json"
