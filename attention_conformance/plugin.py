@@ -51,7 +51,8 @@ class State:
 
     def __init__(self):
         self.active = False
-        self.spec = self.goldens = None
+        self.spec = self.goldens = self.spec_sha256 = None
+        self.reports = reports.DEFAULT_DIR
         self.loaded, self.numerics, self.versions, self.devices, self.divergences = {}, {}, {}, {}, {}
         self.planned = []  # plan.Test, every test the spec defines for the requested adapters
         self.expected = set()

@@ -68,12 +68,6 @@ def write_mutants(directory, adapter, defined, mutants):
     _write(directory, f"mutants-{file_name(adapter)}", {"adapter": adapter, "defined": defined, "mutants": mutants})
 
 
-def read_run(directory, adapter):
-    """An adapter's report, or None when its run left none."""
-    path = Path(directory) / file_name(adapter)
-    return _read(path) if path.exists() else None
-
-
 def runs(directory):
     """{adapter: report} for every run report in the folder."""
     found = {}
