@@ -433,7 +433,7 @@ def evaluate(spec, adapter_name, adapter, case, output, dtype, goldens):
         if c.got.size == 0 and NEEDS_ELEMENTS & set(given):
             c.fail(f"shape {list(c.got.shape)} has no elements")
         if c.exp.reference or (c.low and c.tol is not None):
-            _reference_outputs(c, adapter_name)
+            _reference_outputs(c)
         margin = worst_ulp = 0.0
         for name, fn in CHECKS:
             if name in given and name != "shape" or name == "reference":
@@ -443,7 +443,7 @@ def evaluate(spec, adapter_name, adapter, case, output, dtype, goldens):
         return margin, worst_ulp
 
 
-def _reference_outputs(c, adapter_name):
+def _reference_outputs(c):
     """The float64 oracle on the inputs as the adapter received them (rounded to the dtype); in half
     precision also `plain`, the same computation rounded to the dtype after every step: the error a
     careful computation in that dtype makes, which sets the budget."""
