@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from attention_conformance import plugin, reports
+from golden_files import copy_goldens
 
 MUTANTS = sorted(p.stem for p in (Path(__file__).parent / "mutants").glob("*__*.py"))  # <adapter>__<bug>.py
 _ran = {}
@@ -22,6 +23,11 @@ def _base(mutant):
 @pytest.fixture
 def goldens():
     return plugin.state.goldens
+
+
+@pytest.fixture
+def golden_copy(tmp_path):
+    return copy_goldens(tmp_path / "golden")
 
 
 @pytest.fixture

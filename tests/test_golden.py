@@ -1,7 +1,6 @@
 """Golden data: exact round trip, corruption refused, and a perturbed value caught by the suite."""
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +9,7 @@ import numpy as np
 import pytest
 
 from attention_conformance import CONFORMANCE_TESTS, golden
+from golden_files import resign
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -53,13 +53,6 @@ def test_malformed_golden_text_is_refused(name):
     assert fragment in str(info.value) and "\n" not in str(info.value)
 
 
-@pytest.fixture
-def golden_copy(tmp_path):
-    target = tmp_path / "golden"
-    shutil.copytree(golden.GOLDEN_DIR, target, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
-    return target
-
-
 def _perturb(directory, file_name, tensor, index, delta, fix_manifest):
     path = directory / file_name
     doc = json.loads(path.read_text())
@@ -70,9 +63,7 @@ def _perturb(directory, file_name, tensor, index, delta, fix_manifest):
     tensors = golden.parse(json.dumps(doc), str(path))
     path.write_text(golden.render(doc["description"], tensors))
     if fix_manifest:  # a deliberate edit: the hash is current, only the number is wrong
-        manifest = json.loads((directory / golden.MANIFEST).read_text())
-        manifest["files"][file_name]["sha256"] = golden.sha256(path.read_bytes())
-        (directory / golden.MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+        resign(directory, file_name)
 
 
 def test_edited_golden_file_is_refused_by_its_hash(golden_copy):

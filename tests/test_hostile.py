@@ -16,6 +16,7 @@ from attention_conformance import CONFORMANCE_TESTS, cli, contract, loader
 from attention_conformance.adapters import reference
 from attention_conformance import golden
 from attention_conformance.checks import Nonconformance, evaluate
+from golden_files import resign
 from test_spec import VALID
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -138,22 +139,13 @@ def test_spec_numbers_must_be_finite_float32(tmp_path, value):
     _refused(path, "case 'sat'", "field 'inputs.scores'", "float32")
 
 
-@pytest.fixture
-def golden_copy(tmp_path):
-    target = tmp_path / "golden"
-    shutil.copytree(golden.GOLDEN_DIR, target, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
-    return target
-
-
 def _replace_number(directory, file_name, old, new):
     """Edit one number in a golden file's text and re-sign it in the manifest, as a careless regeneration would."""
     path = directory / file_name
     text = path.read_text()
     assert old in text
     path.write_text(text.replace(old, new, 1))
-    manifest = json.loads((directory / golden.MANIFEST).read_text())
-    manifest["files"][file_name]["sha256"] = golden.sha256(path.read_bytes())
-    (directory / golden.MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    resign(directory, file_name)
 
 
 @pytest.mark.parametrize("number", [str(10**400), "1e400", "-1e39"], ids=["int_10e400", "1e400", "-1e39"])
