@@ -1,0 +1,100 @@
+"""The oracle's outputs, computed once per inputs and kept on disk outside the repository.
+
+Every framework environment checks against the same expectations: adapters/reference.py on the
+inputs as that framework received them, and in half precision the plain rounded-at-every-step
+baseline. Recomputing them was most of each environment's run (the GPT-2-sized cases in four
+dtypes), so each is stored under a key hashing everything it depends on: the op, the inputs'
+dtypes, shapes and bytes, the rounding, the source of adapters/reference.py and NumPy's version.
+A file whose content does not match the digest recorded inside it is recomputed, never trusted;
+writes go to a temporary file renamed into place, so parallel environments never see half a file.
+
+Where: $ATTENTION_CONFORMANCE_CACHE, else $XDG_CACHE_HOME/attention-conformance, else
+~/.cache/attention-conformance; ATTENTION_CONFORMANCE_CACHE=off keeps nothing on disk.
+Only expectations are cached: the output under test is always computed by the adapter.
+"""
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+FORMAT = "1"
+
+
+def directory():
+    """The cache folder, or None when caching is off."""
+    chosen = os.environ.get("ATTENTION_CONFORMANCE_CACHE")
+    if chosen == "off":
+        return None
+    if chosen:
+        return Path(chosen)
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "attention-conformance"
+
+
+def _digest(arrays):
+    h = hashlib.sha256()
+    for name in sorted(arrays):
+        a = np.ascontiguousarray(arrays[name])
+        h.update(f"{name}|{a.dtype.name}|{a.shape}|".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def key(op, kwargs, rounding, oracle_file):
+    """Hex key of one oracle call: the op, its inputs and everything that computes the answer."""
+    h = hashlib.sha256(f"{FORMAT}|{op}|{rounding}|numpy {np.__version__}|".encode())
+    h.update(Path(oracle_file).read_bytes())
+    for name in sorted(kwargs):
+        value = kwargs[name]
+        if isinstance(value, np.ndarray):
+            a = np.ascontiguousarray(value)
+            h.update(f"{name}|{a.dtype.name}|{a.shape}|".encode())
+            h.update(a.tobytes())
+        else:
+            h.update(f"{name}|{type(value).__name__}|{value!r}|".encode())
+    return h.hexdigest()
+
+
+def _read(path):
+    try:
+        with np.load(path, allow_pickle=False) as stored:
+            arrays = {name: stored[name] for name in stored.files if name != "__digest__"}
+            recorded = str(stored["__digest__"])
+    except (OSError, ValueError, KeyError, EOFError):  # absent, truncated or not an npz: recompute
+        return None
+    return arrays if recorded == _digest(arrays) else None
+
+
+def _write(path, arrays):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".npz")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, __digest__=np.array(_digest(arrays)), **arrays)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def cached(op, kwargs, rounding, oracle_file, compute):
+    """compute()'s dict of outputs as arrays, from the cache when an intact entry exists."""
+    where = directory()
+    if where is None:
+        return compute()
+    path = where / "expectations" / f"{key(op, kwargs, rounding, oracle_file)}.npz"
+    found = _read(path)
+    if found is not None:
+        return found
+    result = compute()
+    arrays = {name: np.asarray(value) for name, value in result.items()}
+    if not all(a.dtype.kind in "biuf" or a.dtype.name == "bfloat16" for a in arrays.values()):
+        return result
+    try:
+        _write(path, arrays)
+    except OSError:  # a read-only or full disk costs time, never a result
+        pass
+    return arrays  # the same types whether it came from disk or not
