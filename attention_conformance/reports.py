@@ -51,8 +51,14 @@ def _read(path):
 
 
 def forget(directory, adapter):
-    """Delete an adapter's report before its run, so a run that dies shows as missing, never as its last result."""
+    """Delete an adapter's report before its run, so a run that dies shows as missing, never as its last result.
+    The wrong-adapter record of the last self-check goes too: it was measured against what ran before."""
     (Path(directory) / file_name(adapter)).unlink(missing_ok=True)
+    forget_mutants(directory, adapter)
+
+
+def forget_mutants(directory, adapter):
+    """The same for the wrong-adapter record, before the self-checks run."""
     (Path(directory) / f"mutants-{file_name(adapter)}").unlink(missing_ok=True)
 
 

@@ -1,6 +1,7 @@
 """The suite checking itself, for each adapter under test: isolation, and wrong adapters caught."""
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,8 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FRAMEWORKS = tuple(sorted({line.split()[1].split(".")[0] for name in contract.NAMES
                            for line in (contract.ADAPTERS_DIR / f"{name}.py").read_text().splitlines()
                            if line.startswith(("import ", "from ")) and line.split()[1].split(".")[0]
-                           not in ("numpy", "math", "os", "json", "base64", "atexit", "shutil", "subprocess", "pathlib",
-                                   "contextlib", "contextvars", "ml_dtypes", "__future__")}))
+                           not in {*sys.stdlib_module_names, "numpy", "ml_dtypes"}}))
 
 
 def test_the_framework_list_is_derived_from_the_adapters():
@@ -56,14 +56,17 @@ def test_registry_is_what_tox_runs():
     tox = configparser.ConfigParser()
     tox.read(ROOT / "tox.ini")
     def names(text):
-        return sorted(set(e.strip() for e in text.replace("\n", ",").split(",") if e.strip()) - {"suite", "summary"})
+        return sorted(set(e.strip() for e in text.replace("\n", ",").split(",") if e.strip()) - {"suite", "summary", "selfcheck"})
 
     main_job = tox["tox"]["labels"].split("=", 1)[1]
     assert names(tox["tox"]["env_list"]) == sorted(contract.NAMES), "tox env_list"
+    assert "selfcheck" in tox["tox"]["env_list"] and "selfcheck" not in main_job, "self-checks: in the tests, not the main job"
     assert names(main_job) == sorted(contract.NAMES), "tox label conformance (the main job)"
-    assert names(tox["testenv:summary"]["depends"]) == sorted(contract.NAMES), "summary's depends"
-    assert names(tox["testenv:benchmark"]["depends"]) == sorted(contract.NAMES), "benchmark's depends"
-    commands = tox["testenv"]["commands"] + tox["testenv:suite"]["commands"]
+    for env in ("summary", "benchmark", "selfcheck"):
+        assert names(tox[f"testenv:{env}"]["depends"]) == sorted(contract.NAMES), f"{env}'s depends"
+    selfchecked = re.findall(r"--adapter (\w+) tests/test_adapter.py", tox["testenv:selfcheck"]["commands"])
+    assert sorted(selfchecked) == sorted(contract.NAMES), "selfcheck runs tests/test_adapter.py for every adapter"
+    commands = tox["testenv"]["commands"] + tox["testenv:suite"]["commands"] + tox["testenv:selfcheck"]["commands"]
     unrun = [p.name for p in sorted((ROOT / "tests").glob("test_*.py")) if f"tests/{p.name}" not in commands]
     assert unrun == [], "test files no tox environment runs"
 
