@@ -3,8 +3,13 @@
 v2 is a Dense-style params dict {"kernel": [d_in, d_out]}, written out rather than taken from
 flax: flax.nnx.Linear would add a dependency to do one matrix multiply, and the layout
 difference this suite tests (nn.Linear's [d_out, d_in] against [d_in, d_out]) is plainer here.
+
+Every computing function is jax.jit-compiled, as JAX code is meant to run: one XLA compilation per
+function, shapes and dtype, where op-by-op dispatch compiles every primitive for every new shape
+and dtype (899 compilations over the spec, most of its run time, measured).
 """
 
+import functools
 import math
 
 import jax
@@ -25,6 +30,21 @@ def devices():
 
 def _np(a):
     return np.asarray(a)
+
+
+def _compiled(*static):
+    """jax.jit with `static` (sizes, switches, names) as compile-time constants; results as NumPy."""
+
+    def wrap(fn):
+        jitted = jax.jit(fn, static_argnames=static)
+
+        @functools.wraps(fn)
+        def call(*args, **kwargs):
+            return jax.tree.map(np.asarray, jitted(*args, **kwargs))
+
+        return call
+
+    return wrap
 
 
 def _scaled_softmax(attn_scores, keys):
@@ -53,8 +73,9 @@ def _v2_params(w_query, w_key, w_value):
 
 
 def _trainable(params, apply, x):
-    """JAX has no trainable flag: a leaf is trainable when jax.grad reaches it with a float gradient."""
-    grads = jax.grad(lambda p: apply(p, x).sum())(params)
+    """JAX has no trainable flag: a leaf is trainable when jax.grad reaches it with a float gradient
+    (traced for its dtypes only: jax.eval_shape computes nothing)."""
+    grads = jax.eval_shape(jax.grad(lambda p: apply(p, x).sum()), params)
     return [bool(jnp.issubdtype(g.dtype, jnp.floating)) for g in jax.tree.leaves(grads)]
 
 
@@ -67,34 +88,41 @@ def create_parameter(d_in, d_out, seed):
     return {"parameter": _np(parameter), "trainable": all(trainable)}
 
 
+@_compiled()
 def project(x, w):
-    return _np(jnp.asarray(x) @ jnp.asarray(w))
+    return jnp.asarray(x) @ jnp.asarray(w)
 
 
+@_compiled()
 def transposed_matmul(q, k):
-    return _np(jnp.asarray(q) @ jnp.swapaxes(jnp.asarray(k), -1, -2))
+    return jnp.asarray(q) @ jnp.swapaxes(jnp.asarray(k), -1, -2)
 
 
+@_compiled('d_k')
 def scale(scores, d_k):
-    return _np(jnp.asarray(scores) / math.sqrt(d_k))
+    return jnp.asarray(scores) / math.sqrt(d_k)
 
 
+@_compiled()
 def softmax(scores):
-    return _np(jax.nn.softmax(jnp.asarray(scores), axis=-1))
+    return jax.nn.softmax(jnp.asarray(scores), axis=-1)
 
 
+@_compiled()
 def blend(weights, v):
-    return _np(jnp.asarray(weights) @ jnp.asarray(v))
+    return jnp.asarray(weights) @ jnp.asarray(v)
 
 
+@_compiled()
 def dot_columns(x, w):
     x, w = jnp.asarray(x), jnp.asarray(w)
-    return _np(jnp.stack([jnp.dot(x, w[:, j]) for j in range(w.shape[1])]))
+    return jnp.stack([jnp.dot(x, w[:, j]) for j in range(w.shape[1])])
 
 
 # --- the whole pipeline and the module forms ---------------------------------
 
 
+@_compiled()
 def attention(x, w_query, w_key, w_value):
     x = jnp.asarray(x)
     queries = x @ jnp.asarray(w_query)
@@ -105,25 +133,28 @@ def attention(x, w_query, w_key, w_value):
     context_vec = attn_weights @ values
     outputs = {"query": queries, "key": keys, "value": values, "scores": attn_scores,
                "weights": attn_weights, "context": context_vec}
-    return {name: _np(a) for name, a in outputs.items()} | {"d_k": keys.shape[-1]}
+    return outputs | {"d_k": keys.shape[-1]}
 
 
+@_compiled()
 def self_attention_v1(x, w_query, w_key, w_value):
     params = {"W_query": jnp.asarray(w_query), "W_key": jnp.asarray(w_key), "W_value": jnp.asarray(w_value)}
     context = self_attention_v1_apply(params, jnp.asarray(x))
     frozen = self_attention_v1_apply(jax.lax.stop_gradient(params), jnp.asarray(x))
-    return {"context": _np(context), "context_no_grad": _np(frozen)}
+    return {"context": context, "context_no_grad": frozen}
 
 
+@_compiled()
 def self_attention_v2(x, w_query, w_key, w_value):
-    return _np(self_attention_v2_apply(_v2_params(w_query, w_key, w_value), jnp.asarray(x)))
+    return self_attention_v2_apply(_v2_params(w_query, w_key, w_value), jnp.asarray(x))
 
 
+@_compiled()
 def exercise_3_1(x, w_query, w_key, w_value):
     v2 = _v2_params(w_query, w_key, w_value)
     v1 = {name: layer["kernel"] for name, layer in v2.items()}  # kernels are already [d_in, d_out]
     x = jnp.asarray(x)
-    return {"context": _np(self_attention_v1_apply(v1, x)), "context_v2": _np(self_attention_v2_apply(v2, x))}
+    return {"context": self_attention_v1_apply(v1, x), "context_v2": self_attention_v2_apply(v2, x)}
 
 
 def parameters(d_in, d_out, form):
@@ -144,27 +175,33 @@ def _masked_weights(attn_scores, keys, hidden):
     return _scaled_softmax(jnp.where(hidden, -jnp.inf, attn_scores), keys)  # True = hidden
 
 
-def masked_attention(x, w_query, w_key, w_value, mask):
+def _masked_attention(x, w_query, w_key, w_value, mask):
     x = jnp.asarray(x)
     queries, keys, values = x @ jnp.asarray(w_query), x @ jnp.asarray(w_key), x @ jnp.asarray(w_value)
     attn_weights = _masked_weights(queries @ jnp.swapaxes(keys, -1, -2), keys, jnp.asarray(mask))
-    return {"weights": _np(attn_weights), "context": _np(attn_weights @ values)}
+    return {"weights": attn_weights, "context": attn_weights @ values}
+
+
+masked_attention = _compiled()(_masked_attention)
 
 
 def _causal_mask(T):
     return jnp.tril(jnp.ones((T, T), dtype=bool)) == 0  # above the diagonal: the future
 
 
+@_compiled()
 def causal_attention(x, w_query, w_key, w_value):
-    return masked_attention(x, w_query, w_key, w_value, _causal_mask(x.shape[-2]))
+    return _masked_attention(x, w_query, w_key, w_value, _causal_mask(x.shape[-2]))
 
 
+@_compiled()
 def dropout(weights, p, seed):
     weights = jnp.asarray(weights)
     keep = jax.random.bernoulli(jax.random.key(seed), 1 - p, weights.shape)
-    return {"dropout_eval": _np(weights), "dropout_train": _np(jnp.where(keep, weights / (1 - p), 0))}
+    return {"dropout_eval": weights, "dropout_train": jnp.where(keep, weights / (1 - p), 0)}
 
 
+@_compiled('num_heads', 'causal')
 def multi_head_attention(x, w_query, w_key, w_value, w_out, num_heads, causal):
     x = jnp.asarray(x)
     d_out = w_query.shape[1]
@@ -178,18 +215,20 @@ def multi_head_attention(x, w_query, w_key, w_value, w_out, num_heads, causal):
     weights = _masked_weights(scores, keys, _causal_mask(x.shape[-2])) if causal else _scaled_softmax(scores, keys)
     heads = weights @ values  # (.., N, T, H)
     merged = jnp.swapaxes(heads, -3, -2).reshape(*x.shape[:-1], d_out)
-    return {"heads": _np(heads), "context": _np(merged @ jnp.asarray(w_out))}
+    return {"heads": heads, "context": merged @ jnp.asarray(w_out)}
 
 
 # --- what the documents say about initialisation and the knobs ---------------------
 
 
+@_compiled('distribution', 'n')
 def draw(distribution, n, seed):
     key = jax.random.key(seed)
     sample = jax.random.uniform if distribution == "uniform" else jax.random.normal
-    return _np(sample(key, (n,), dtype=jnp.float32))
+    return sample(key, (n,), dtype=jnp.float32)
 
 
+@_compiled('d_in', 'd_out', 'form')
 def initial_weights(d_in, d_out, form, seed):
     keys = jax.random.split(jax.random.key(seed), 3)
     if form == "v1":
@@ -198,9 +237,10 @@ def initial_weights(d_in, d_out, form, seed):
         # JAX has no nn.Linear; variance_scaling(1/3, fan_in, uniform) is its init: U(+-1/sqrt(d_in)).
         init = jax.nn.initializers.variance_scaling(1 / 3, "fan_in", "uniform")
         params = [init(k, (d_in, d_out), jnp.float32).T for k in keys]  # kernels, shown as [d_out, d_in]
-    return dict(zip(("w_query", "w_key", "w_value"), map(_np, params)))
+    return dict(zip(("w_query", "w_key", "w_value"), params))
 
 
+@_compiled()
 def knobs_removed(x):
     x = jnp.asarray(x)
     d = x.shape[-1]
@@ -211,10 +251,13 @@ def knobs_removed(x):
         return jax.nn.softmax(scores / math.sqrt(d) if scaled else scores, axis=-1) @ v
 
     params = {"W_query": eye, "W_key": eye, "W_value": eye}
-    return {"part6": _np(attend(x, x, x, False)), "part6_scaled": _np(attend(x, x, x, True)),
-            "part7_identity": _np(self_attention_v1_apply(params, x)), "part7_identity_unscaled": _np(attend(x @ eye, x @ eye, x @ eye, False))}
+    return {"part6": attend(x, x, x, False), "part6_scaled": attend(x, x, x, True),
+            "part7_identity": self_attention_v1_apply(params, x), "part7_identity_unscaled": attend(x @ eye, x @ eye, x @ eye, False)}
 
 
+# Op by op, not jitted: under jax.jit with the suite's pinned "highest" matmul precision, float16
+# inputs make XLA:CPU refuse dot_product_attention's float32-accumulating dot ("The precision
+# 'F16_F16_F32' is not supported by dot_general on CPU", jax 0.10.2, measured); eagerly it runs.
 def fused_attention(x, w_query, w_key, w_value, num_heads, causal):
     x = jnp.asarray(x)
     head_dim = w_query.shape[1] // num_heads
@@ -238,6 +281,7 @@ def _loss(apply):
     return lambda params, x, g: jnp.sum(apply(params, x) * g)
 
 
+@_compiled('form')
 def gradients(x, w_query, w_key, w_value, g, form):
     x, g = jnp.asarray(x), jnp.asarray(g)
     if form == "v1":
@@ -247,12 +291,13 @@ def gradients(x, w_query, w_key, w_value, g, form):
         params = _v2_params(w_query, w_key, w_value)
         grads, grad_x = jax.grad(_loss(self_attention_v2_apply), argnums=(0, 1))(params, x, g)
         grads = {name: layer["kernel"].T for name, layer in grads.items()}  # back to nn.Linear's [d_out, d_in]
-    return {"grad_w_query": _np(grads["W_query"]), "grad_w_key": _np(grads["W_key"]),
-            "grad_w_value": _np(grads["W_value"]), "grad_x": _np(grad_x)}
+    return {"grad_w_query": grads["W_query"], "grad_w_key": grads["W_key"],
+            "grad_w_value": grads["W_value"], "grad_x": grad_x}
 
 
+@_compiled()
 def sgd_step(x, w_query, w_key, w_value, g, lr):
     params = {"W_query": jnp.asarray(w_query), "W_key": jnp.asarray(w_key), "W_value": jnp.asarray(w_value)}
     grads = jax.grad(_loss(self_attention_v1_apply))(params, jnp.asarray(x), jnp.asarray(g))
     params = jax.tree.map(lambda w, d: w - lr * d, params, grads)  # plain SGD, no optax needed for one step
-    return {"w_query": _np(params["W_query"]), "w_key": _np(params["W_key"]), "w_value": _np(params["W_value"])}
+    return {"w_query": params["W_query"], "w_key": params["W_key"], "w_value": params["W_value"]}

@@ -9,6 +9,8 @@ Only frameworks already imported are touched: pinning never imports one.
 
 import sys
 
+from attention_conformance import expectations
+
 
 def _torch(torch):
     torch.set_float32_matmul_precision("highest")
@@ -29,6 +31,13 @@ def _tensorflow(tf):
 def _jax(jax):
     jax.config.update("jax_default_matmul_precision", "highest")
     jax.config.update("jax_enable_x64", True)  # else float64 arrays silently become float32
+    # Not numeric, and so not recorded: XLA executables kept on disk beside the expectations, so a
+    # rerun loads what an earlier run compiled (a user's own JAX_COMPILATION_CACHE_DIR wins).
+    cache = expectations.directory()
+    if cache is not None and not jax.config.jax_compilation_cache_dir:
+        jax.config.update("jax_compilation_cache_dir", str(cache / "xla"))
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)  # the spec's compiles are small and many
+        jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
     return {"jax.default_matmul_precision": jax.config.jax_default_matmul_precision,
             "jax.enable_x64": jax.config.jax_enable_x64}
 
