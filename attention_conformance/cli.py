@@ -81,6 +81,7 @@ def main(argv=None):
     bench_parser = commands.add_parser("benchmark", help="the suite's own speed and memory")
     bench_parser.add_argument("--adapter", metavar="NAME")
     bench_parser.add_argument("--envs", help="tox's work folder: measure every framework in its own environment")
+    bench_parser.add_argument("--scratch", help="with --adapter: where the whole-spec run's report goes (for the main job's summary)")
     args, rest = parser.parse_known_args(argv)
     if rest and args.command != "run":
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
@@ -101,7 +102,7 @@ def main(argv=None):
         return summary.main(args.reports or [reports.DEFAULT_DIR], args.adapter)
     from attention_conformance import benchmark
 
-    return benchmark.main(args.adapter, args.envs)
+    return benchmark.main(args.adapter, args.envs, args.scratch)
 
 
 if __name__ == "__main__":
