@@ -16,6 +16,7 @@ Only expectations are cached: the output under test is always computed by the ad
 import hashlib
 import os
 import tempfile
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -60,10 +61,10 @@ def key(op, kwargs, rounding, oracle_file):
 
 def _read(path):
     try:
-        with np.load(path, allow_pickle=False) as stored:
+        with open(path, "rb") as f, np.load(f, allow_pickle=False) as stored:
             arrays = {name: stored[name] for name in stored.files if name != "__digest__"}
             recorded = str(stored["__digest__"])
-    except (OSError, ValueError, KeyError, EOFError):  # absent, truncated or not an npz: recompute
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):  # absent, truncated, not an npz: recompute
         return None
     return arrays if recorded == _digest(arrays) else None
 

@@ -1,0 +1,105 @@
+"""The expectation cache: the same numbers as computing them, keyed on everything that computes
+them, a damaged entry never trusted, a write whole or absent. (Wrong adapters are still caught with
+the cache in use: tests/test_adapter.py runs them against it.)"""
+
+import numpy as np
+import pytest
+
+from attention_conformance import checks, expectations, golden, loader
+from attention_conformance.adapters import reference
+
+CASE = "cat"  # the first document's attention over "The cat sat on the mat"
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTENTION_CONFORMANCE_CACHE", str(tmp_path / "cache"))
+    checks._outputs.clear()
+    yield tmp_path / "cache" / "expectations"
+    checks._outputs.clear()
+
+
+def _expected(case_id=CASE, dtype="float64"):
+    spec, goldens = loader.load(), golden.Goldens()
+    checks._outputs.clear()  # the in-memory layer, so each call reads or writes the disk
+    return checks.outputs("reference", reference, spec.cases[case_id], "float64", goldens, input_dtype=dtype, expectation=True)
+
+
+def test_a_cached_expectation_is_the_computed_one(cache, monkeypatch):
+    first = _expected()
+    assert len(list(cache.glob("*.npz"))) == 1
+    monkeypatch.setattr(reference, "attention", lambda **kw: pytest.fail("computed again despite a cache entry"))
+    again = _expected()
+    assert sorted(again) == sorted(first)
+    for name in first:
+        assert np.asarray(again[name]).tobytes() == np.asarray(first[name]).tobytes(), name
+
+
+def test_the_key_covers_inputs_dtype_rounding_and_the_oracle(tmp_path):
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    oracle = tmp_path / "oracle.py"
+    oracle.write_text("# v1\n")
+    base = expectations.key("attention", {"x": x, "n": 2}, None, oracle)
+    assert base == expectations.key("attention", {"n": 2, "x": x.copy()}, None, oracle)
+    changed = [
+        expectations.key("softmax", {"x": x, "n": 2}, None, oracle),
+        expectations.key("attention", {"x": x + np.float32(1e-6), "n": 2}, None, oracle),
+        expectations.key("attention", {"x": x.astype(np.float16), "n": 2}, None, oracle),
+        expectations.key("attention", {"x": x.reshape(3, 2), "n": 2}, None, oracle),
+        expectations.key("attention", {"x": x, "n": 3}, None, oracle),
+        expectations.key("attention", {"x": x, "n": 2}, "float16", oracle),
+    ]
+    oracle.write_text("# v2\n")
+    changed.append(expectations.key("attention", {"x": x, "n": 2}, None, oracle))
+    assert len({base, *changed}) == len(changed) + 1
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip_a_value", "not_npz", "empty"])
+def test_a_damaged_entry_is_recomputed_not_trusted(cache, damage):
+    good = _expected()
+    (entry,) = cache.glob("*.npz")
+    if damage == "truncate":
+        entry.write_bytes(entry.read_bytes()[:200])
+    elif damage == "not_npz":
+        entry.write_text("context: [1, 2, 3]\n")
+    elif damage == "empty":
+        entry.write_bytes(b"")
+    else:  # a value changed inside an intact file: the recorded digest no longer matches
+        with np.load(entry) as stored:
+            arrays = {name: stored[name] for name in stored.files}
+        arrays["context"] = arrays["context"] + 1e-3
+        np.savez(entry, **arrays)
+    again = _expected()
+    assert np.array_equal(again["context"], good["context"])
+    assert expectations._read(entry) is not None, "the recomputed entry replaced the damaged one"
+
+
+def test_writes_are_whole_files_or_nothing(cache, monkeypatch):
+    def dies(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(np, "savez", dies)
+    with pytest.raises(KeyboardInterrupt):
+        _expected()
+    assert [p for p in cache.parent.rglob("*") if p.is_file()] == []
+
+
+def test_off_keeps_nothing_on_disk(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTENTION_CONFORMANCE_CACHE", "off")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    assert expectations.directory() is None
+    _expected()
+    assert list(tmp_path.rglob("*.npz")) == []
+
+
+def test_half_precision_baselines_are_cached_apart_from_the_exact_answer(cache):
+    spec, goldens = loader.load(), golden.Goldens()
+    case = spec.cases[CASE]
+    checks._outputs.clear()
+    exact = checks.outputs("reference", reference, case, "float64", goldens, input_dtype="float16", expectation=True)
+    with reference.rounding_to(checks.np_dtype("float16")):
+        plain = checks.outputs("reference", reference, case, "float64", goldens, input_dtype="float16", rounding="float16",
+                               expectation=True)
+    assert len(list(cache.glob("*.npz"))) == 2
+    assert not np.array_equal(exact["context"], plain["context"])
