@@ -118,9 +118,10 @@ def _masked_softmax(scaled, hidden):
 
 
 def masked_attention(x, w_query, w_key, w_value, mask):
-    out = attention(x, w_query, w_key, w_value)
-    weights = _masked_softmax(scale(out["scores"], out["d_k"]), np.asarray(mask, dtype=bool))
-    return {"weights": weights, "context": blend(weights, out["value"])}
+    keys, values = project(x, w_key), project(x, w_value)  # the steps of attention(), less its unmasked softmax
+    attn_scores = transposed_matmul(project(x, w_query), keys)
+    weights = _masked_softmax(scale(attn_scores, keys.shape[-1]), np.asarray(mask, dtype=bool))
+    return {"weights": weights, "context": blend(weights, values)}
 
 
 def causal_attention(x, w_query, w_key, w_value):

@@ -191,8 +191,9 @@ def multi_head_attention(x, w_query, w_key, w_value, w_out, num_heads, causal):
     queries, keys, values = split(x @ _t(w_query)), split(x @ _t(w_key)), split(x @ _t(w_value))
     attn_scores = queries @ keys.mT  # (.., N, T, T)
     if causal:
-        attn_scores = attn_scores.masked_fill(_causal_mask(x.shape[-2]), -torch.inf)
-    attn_weights = torch.softmax(attn_scores / head_dim**0.5, dim=-1)
+        attn_scores.masked_fill_(_causal_mask(x.shape[-2]), -torch.inf)  # in place, as the book's MultiHeadAttention does
+    # Scaled in place too: at GPT-2's shape each (N, T, T) copy in float64 is 96 MiB.
+    attn_weights = torch.softmax(attn_scores.div_(head_dim**0.5), dim=-1)
     heads = attn_weights @ values  # (.., N, T, H)
     merged = heads.transpose(-3, -2).reshape(*x.shape[:-1], d_out)  # (.., T, N*H)
     return {"heads": _np(heads), "context": _np(merged @ _t(w_out))}
