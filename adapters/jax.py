@@ -255,10 +255,7 @@ def knobs_removed(x):
             "part7_identity": self_attention_v1_apply(params, x), "part7_identity_unscaled": attend(x @ eye, x @ eye, x @ eye, False)}
 
 
-# Op by op, not jitted: under jax.jit with the suite's pinned "highest" matmul precision, float16
-# inputs make XLA:CPU refuse dot_product_attention's float32-accumulating dot ("The precision
-# 'F16_F16_F32' is not supported by dot_general on CPU", jax 0.10.2, measured); eagerly it runs.
-def fused_attention(x, w_query, w_key, w_value, num_heads, causal):
+def _fused(x, w_query, w_key, w_value, num_heads, causal):
     x = jnp.asarray(x)
     head_dim = w_query.shape[1] // num_heads
 
@@ -267,7 +264,19 @@ def fused_attention(x, w_query, w_key, w_value, num_heads, causal):
 
     queries, keys, values = (split(x @ jnp.asarray(w)) for w in (w_query, w_key, w_value))
     heads = jax.nn.dot_product_attention(queries, keys, values, is_causal=causal)  # (.., T, N, H)
-    return _np(jnp.swapaxes(heads, -3, -2))
+    return jnp.swapaxes(heads, -3, -2)
+
+
+_fused_compiled = _compiled("num_heads", "causal")(_fused)
+
+
+def fused_attention(x, w_query, w_key, w_value, num_heads, causal):
+    # float16 goes op by op: under jax.jit with the suite's pinned "highest" matmul precision, XLA:CPU
+    # refuses dot_product_attention's float32-accumulating float16 dot ("The precision 'F16_F16_F32'
+    # is not supported by dot_general on CPU", jax 0.10.2, measured); eagerly it runs.
+    if np.asarray(x).dtype == np.float16:
+        return _np(_fused(x, w_query, w_key, w_value, num_heads, causal))
+    return _fused_compiled(x, w_query, w_key, w_value, num_heads, causal)
 
 
 def attention_layer(x, w_query, w_key, w_value):

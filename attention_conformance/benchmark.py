@@ -164,10 +164,10 @@ def plot(rows, path):
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for i, r in enumerate(rows):
         colour = f"C{i}"
-        for path, style in (("textbook", "-"), ("fused", "--")):
-            points = [(s["T"], s[f"{path}_s"]) for s in r["scaling"] if s[f"{path}_s"] is not None]
+        for kind, style in (("textbook", "-"), ("fused", "--")):
+            points = [(s["T"], s[f"{kind}_s"]) for s in r["scaling"] if s[f"{kind}_s"] is not None]
             if points:
-                ax.plot(*zip(*points), style, marker="o", color=colour, label=f"{r['adapter']} {path}")
+                ax.plot(*zip(*points), style, marker="o", color=colour, label=f"{r['adapter']} {kind}")
     ax.set(xscale="log", yscale="log", xlabel="T (tokens)", ylabel="seconds per call",
            title="Causal attention, width 768, 12 heads, float32 (median of 3)")
     ax.set_xticks(SCALING_T, [str(t) for t in SCALING_T])
