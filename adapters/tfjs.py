@@ -1,8 +1,9 @@
 """TensorFlow.js, the second document's own framework, through one long-lived Node.js process.
 
 The computation is adapters/tfjs_node/server.js, written in the document's idiom (tf.variable,
-tf.matMul(q, k, false, true), tf.div, tf.softmax) on the pure-JS CPU backend. This file only
-starts it and moves float32 arrays across a pipe; `npm ci --prefix adapters/tfjs_node` installs it.
+tf.matMul(q, k, false, true), tf.div, tf.softmax) on the WebAssembly backend (TFJS_BACKEND=cpu:
+the pure-JS one). This file only starts it and moves float32 arrays across a pipe;
+`npm ci --prefix adapters/tfjs_node` installs it.
 """
 
 import atexit

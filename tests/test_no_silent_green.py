@@ -98,3 +98,21 @@ def test_the_validate_command_as_a_process():
     assert run.returncode == 0 and run.stdout.startswith("ok:")
     run = subprocess.run([sys.executable, "-m", "attention_conformance", "validate", "--golden-dir", "/nonexistent"], cwd=ROOT, capture_output=True, text=True)
     assert run.returncode == 1 and "MANIFEST.json" in run.stderr
+
+
+def test_a_conformance_run_drops_the_last_reports_and_a_self_check_run_keeps_the_conformance_one(tmp_path, run_pytest):
+    """The main job and the self-checks are separate runs: neither may leave the other's stale
+    record standing for it (a run that dies shows as missing), nor delete what the other just wrote."""
+    folder = tmp_path / "reports"
+    folder.mkdir()
+    for name in ("reference.json", "mutants-reference.json"):
+        (folder / name).write_text("{}")
+    code, out = run_pytest("--adapter", "reference", "tests/test_adapter.py", "-k", "registry")
+    assert code == 0, out[-1500:]
+    assert (folder / "reference.json").read_text() == "{}", "a self-check run deleted the conformance report"
+    assert (folder / "mutants-reference.json").read_text() != "{}", "a self-check run left the last kill rate standing"
+    (folder / "mutants-reference.json").write_text("{}")
+    code, out = run_pytest("--adapter", "reference", str(CONFORMANCE_TESTS), "-k", "row_scale_binary")
+    assert code == 0, out[-1500:]
+    assert (folder / "reference.json").read_text() != "{}"
+    assert not (folder / "mutants-reference.json").exists(), "a conformance run left a kill rate measured before it"
