@@ -75,7 +75,7 @@ def _v2_params(w_query, w_key, w_value):
 def _trainable(params, apply, x):
     """JAX has no trainable flag: a leaf is trainable when jax.grad reaches it with a float gradient
     (traced for its dtypes only: jax.eval_shape computes nothing)."""
-    grads = jax.eval_shape(jax.grad(lambda p: apply(p, x).sum()), params)
+    grads = jax.eval_shape(jax.grad(lambda p, x: apply(p, x).sum()), params, x)
     return [bool(jnp.issubdtype(g.dtype, jnp.floating)) for g in jax.tree.leaves(grads)]
 
 
@@ -84,7 +84,7 @@ def _trainable(params, apply, x):
 
 def create_parameter(d_in, d_out, seed):
     parameter = jax.random.uniform(jax.random.key(seed), (d_in, d_out), dtype=jnp.float32)
-    trainable = _trainable({"W": parameter}, lambda p, x: x @ p["W"], jnp.ones((1, d_in)))
+    trainable = _trainable({"W": parameter}, lambda p, x: x @ p["W"], jax.ShapeDtypeStruct((1, d_in), jnp.float32))
     return {"parameter": _np(parameter), "trainable": all(trainable)}
 
 
@@ -158,14 +158,14 @@ def exercise_3_1(x, w_query, w_key, w_value):
 
 
 def parameters(d_in, d_out, form):
-    keys = jax.random.split(jax.random.key(0), 3)
-    draws = [jax.random.uniform(k, (d_in, d_out)) for k in keys]
-    if form == "v1":
-        params, apply = dict(zip(("W_query", "W_key", "W_value"), draws)), self_attention_v1_apply
-    else:
-        params, apply = _v2_params(*(w.T for w in draws)), self_attention_v2_apply
+    def init():  # the module's parameters as JAX would draw them, traced for shapes and dtypes only
+        draws = [jax.random.uniform(k, (d_in, d_out)) for k in jax.random.split(jax.random.key(0), 3)]
+        return dict(zip(("W_query", "W_key", "W_value"), draws)) if form == "v1" else _v2_params(*(w.T for w in draws))
+
+    params = jax.eval_shape(init)  # as flax's init does under eval_shape: a pytree of shapes, nothing computed
+    apply = self_attention_v1_apply if form == "v1" else self_attention_v2_apply
     return {"count": sum(leaf.size for leaf in jax.tree.leaves(params)),
-            "trainable": _trainable(params, apply, jnp.ones((1, d_in)))}
+            "trainable": _trainable(params, apply, jax.ShapeDtypeStruct((1, d_in), jnp.float32))}
 
 
 # --- masks, dropout and heads ---------------------------------------------------
