@@ -35,12 +35,16 @@ def directory():
     return Path(base) / "attention-conformance"
 
 
+def _hash_array(h, name, value):
+    a = np.ascontiguousarray(value)
+    h.update(f"{name}|{a.dtype.name}|{a.shape}|".encode())
+    h.update(a.tobytes())
+
+
 def _digest(arrays):
     h = hashlib.sha256()
     for name in sorted(arrays):
-        a = np.ascontiguousarray(arrays[name])
-        h.update(f"{name}|{a.dtype.name}|{a.shape}|".encode())
-        h.update(a.tobytes())
+        _hash_array(h, name, arrays[name])
     return h.hexdigest()
 
 
@@ -51,9 +55,7 @@ def key(op, kwargs, rounding, oracle_file):
     for name in sorted(kwargs):
         value = kwargs[name]
         if isinstance(value, np.ndarray):
-            a = np.ascontiguousarray(value)
-            h.update(f"{name}|{a.dtype.name}|{a.shape}|".encode())
-            h.update(a.tobytes())
+            _hash_array(h, name, value)
         else:
             h.update(f"{name}|{type(value).__name__}|{value!r}|".encode())
     return h.hexdigest()
