@@ -111,3 +111,15 @@ def gradients(x, w_query, w_key, w_value, g, form):
 
 def sgd_step(x, w_query, w_key, w_value, g, lr):
     raise NotImplementedError
+
+
+# Optional (contract.OPTIONAL): your framework's own attention layer, loaded with a checkpoint saved
+# by another framework. Left out, its cases are not applicable. README: "Framework layers and porting
+# weights"; attention_conformance.ports converts between every layout (NumPy only).
+#
+# def attention_module(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, causal, layer, checkpoint):
+#     from attention_conformance import ports
+#     weights = dict(zip(ports.REFERENCE, (w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)))
+#     state = ports.as_saved_by(checkpoint, weights, "torch", num_heads)  # the layout your layer reads
+#     ...  # build the layer, load `state`, run it on x (causal: query i sees keys 0..i)
+#     return {"context": ..., "weights": ..., "round_trip": ports.flat(ports.from_layout("torch", read_back, num_heads))}

@@ -11,6 +11,8 @@ import contextvars
 
 import numpy as np
 
+from attention_conformance import ports
+
 DTYPES = ("float64",)
 NOT_APPLICABLE = {
     "float16": "the oracle computes in float64 only",
@@ -151,6 +153,32 @@ def fused_attention(x, w_query, w_key, w_value, num_heads, causal):
     """What a framework's fused kernel must compute: the heads of multi_head_attention."""
     eye = np.eye(np.shape(w_query)[-1])
     return multi_head_attention(x, w_query, w_key, w_value, eye, num_heads, causal)["heads"]
+
+
+def attention_module(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, causal, layer, checkpoint):
+    """A framework's attention layer: the heads convention with a bias on every projection.
+
+    The oracle holds the weights in its own form, so `checkpoint` (the layout they were saved in)
+    changes nothing here; round_trip is those weights as one vector. `layer` "mha_averaged" returns
+    the weights averaged over heads, as nn.MultiheadAttention does by default."""
+    x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out = _f64(
+        x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)
+    H = w_query.shape[-1] // num_heads
+
+    def heads(w, b):  # (B, T, N*H) -> (B, N, T, H): head n is columns n*H:(n+1)*H
+        projected = project(x, w) + b
+        return np.swapaxes(projected.reshape(*projected.shape[:-1], num_heads, H), -3, -2)
+
+    queries, keys, values = heads(w_query, b_query), heads(w_key, b_key), heads(w_value, b_value)
+    T = x.shape[-2]
+    hidden = np.triu(np.ones((T, T), dtype=bool), k=1) if causal else np.zeros((T, T), dtype=bool)
+    weights = _masked_softmax(scale(transposed_matmul(queries, keys), H), hidden)  # (B, N, T, S)
+    per_head = blend(weights, values)  # (B, N, T, H)
+    merged = np.swapaxes(per_head, -3, -2).reshape(*x.shape[:-1], num_heads * H)  # heads side by side
+    own = (w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)
+    return {"context": merged @ w_out + b_out,
+            "weights": weights.mean(axis=-3) if layer == "mha_averaged" else weights,
+            "round_trip": ports.flat(dict(zip(ports.REFERENCE, own)))}
 
 
 def attention_layer(x, w_query, w_key, w_value):

@@ -6,6 +6,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from attention_conformance import ports
+
 DTYPES = ("float32", "float64", "float16", "bfloat16")
 NOT_APPLICABLE = {"attention_layer": "keras.layers.Attention's case; nn.MultiheadAttention owns its projections"}
 
@@ -242,6 +244,62 @@ def fused_attention(x, w_query, w_key, w_value, num_heads, causal):
 
 def attention_layer(x, w_query, w_key, w_value):
     raise NotImplementedError(NOT_APPLICABLE["attention_layer"])
+
+
+# --- the layers checkpoints are loaded into (attention_conformance.ports: every layout) -------
+
+
+def _mha(state, num_heads, batch_first, dtype):
+    """nn.MultiheadAttention with a torch-layout state_dict; its defaults (bias=True, dropout=0.0)
+    are what a checkpoint of it holds."""
+    E = state["out_proj.weight"].shape[0]
+    layer = nn.MultiheadAttention(E, num_heads, batch_first=batch_first, dtype=dtype)
+    layer.load_state_dict({k: _t(v) for k, v in state.items()})
+    return layer.eval()
+
+
+def _conv1d(h, weight, bias):  # GPT-2's Conv1D: an input-major [in, out] weight, x @ W + b
+    return torch.addmm(bias, h.reshape(-1, h.shape[-1]), weight).view(*h.shape[:-1], weight.shape[-1])
+
+
+def _gpt2_attention(x, state, num_heads, causal):
+    """GPT-2's attention block: one packed c_attn projection split into q, k, v, then c_proj."""
+    c_attn_w, c_attn_b, c_proj_w, c_proj_b = (_t(state[k]) for k in ("c_attn.weight", "c_attn.bias", "c_proj.weight", "c_proj.bias"))
+    E = x.shape[-1]
+    head_dim = E // num_heads
+
+    def split(t):  # (B, T, E) -> (B, N, T, H)
+        return t.view(*t.shape[:-1], num_heads, head_dim).transpose(-3, -2)
+
+    queries, keys, values = map(split, _conv1d(x, c_attn_w, c_attn_b).split(E, dim=-1))
+    attn_scores = queries @ keys.mT
+    if causal:
+        attn_scores.masked_fill_(_causal_mask(x.shape[-2]), -torch.inf)
+    attn_weights = torch.softmax(attn_scores.div_(head_dim**0.5), dim=-1)
+    merged = (attn_weights @ values).transpose(-3, -2).reshape(x.shape)
+    held = {"c_attn.weight": c_attn_w, "c_attn.bias": c_attn_b, "c_proj.weight": c_proj_w, "c_proj.bias": c_proj_b}
+    return _conv1d(merged, c_proj_w, c_proj_b), attn_weights, held
+
+
+def attention_module(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, causal, layer, checkpoint):
+    weights = dict(zip(ports.REFERENCE, (w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)))
+    x = _t(x)
+    if layer == "gpt2":
+        state = ports.as_saved_by(checkpoint, weights, "gpt2", num_heads)
+        context, attn_weights, held = _gpt2_attention(x, state, num_heads, causal)
+        layout = "gpt2"
+    else:
+        batch_first = layer != "mha_seq_first"  # (T, B, E) is nn.MultiheadAttention's default
+        mha = _mha(ports.as_saved_by(checkpoint, weights, "torch", num_heads), num_heads, batch_first, x.dtype)
+        tokens = x if batch_first else x.transpose(0, 1)
+        with torch.no_grad():
+            context, attn_weights = mha(tokens, tokens, tokens, attn_mask=_causal_mask(x.shape[-2]) if causal else None,
+                                        need_weights=True, average_attn_weights=layer == "mha_averaged")
+        context = context if batch_first else context.transpose(0, 1)
+        held, layout = mha.state_dict(), "torch"
+    saved = {k: _np(v) for k, v in held.items()}
+    return {"context": _np(context), "weights": _np(attn_weights),
+            "round_trip": ports.flat(ports.from_layout(layout, saved, num_heads))}
 
 
 # --- training ------------------------------------------------------------------

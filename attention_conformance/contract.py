@@ -14,8 +14,9 @@ from attention_conformance import ADAPTERS_DIR, numerics, plan
 # op -> (parameter names, output names). A single output is returned bare, several as a dict.
 # The first group mirrors the rows of the PyTorch-to-TF mapping table in 004_616018589080e108.txt;
 # then the pipeline, the two module forms, masks (True = hidden), dropout, heads, and training
-# (gradients of L = sum(context * g), one SGD step).
+# (gradients of L = sum(context * g), one SGD step), and the frameworks' own attention layers.
 _X_W = ("x", "w_query", "w_key", "w_value")
+_BIASES = ("b_query", "b_key", "b_value", "b_out")
 OPS = {
     "create_parameter": (("d_in", "d_out", "seed"), ("parameter", "trainable")),
     "project": (("x", "w"), ("projection",)),
@@ -40,7 +41,16 @@ OPS = {
     "knobs_removed": (("x",), ("part6", "part6_scaled", "part7_identity", "part7_identity_unscaled")),
     "gradients": (_X_W + ("g", "form"), ("grad_w_query", "grad_w_key", "grad_w_value", "grad_x")),
     "sgd_step": (_X_W + ("g", "lr"), ("w_query", "w_key", "w_value")),
+    # The framework's attention layer (`layer`: "mha", "mha_averaged", "mha_seq_first" or "gpt2")
+    # loaded with weights saved in `checkpoint`'s layout (attention_conformance.ports); round_trip is
+    # the layer's own weights read back into the reference form, ports.flat order.
+    "attention_module": (_X_W + ("w_out",) + _BIASES + ("num_heads", "causal", "layer", "checkpoint"),
+                         ("context", "weights", "round_trip")),
 }
+LAYERS = ("mha", "mha_averaged", "mha_seq_first", "gpt2")  # attention_module's `layer`
+# Ops an adapter may leave out: its cases are then not applicable, said so in the summary. A new op
+# is a contract change for every adapter outside this repository; optional ones do not break them.
+OPTIONAL = frozenset({"attention_module"})
 CONTRACT = {"version": ()} | {op: params for op, (params, _) in OPS.items()}  # every function an adapter defines
 OUTPUTS = tuple(sorted({out for _, outs in OPS.values() for out in outs}))
 DTYPES = ("float64", "float32", "float16", "bfloat16")  # every dtype the suite knows
@@ -82,6 +92,8 @@ def contract_problems(module):
                         "one exists, e.g. {'padding_fully_masked': 'the -inf mask gives NaN on a fully masked row (https://...)'}")
     for fn_name, params in CONTRACT.items():
         fn = getattr(module, fn_name, None)
+        if fn is None and fn_name in OPTIONAL:
+            continue
         if not callable(fn):
             problems.append(f"missing function {fn_name}({', '.join(params)})")
             continue

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import yaml
 
-from attention_conformance import SPEC_DIR, checks, safe_io, values
-from attention_conformance.contract import DTYPES, LOW_PRECISION, OPS
+from attention_conformance import SPEC_DIR, checks, ports, safe_io, values
+from attention_conformance.contract import DTYPES, LAYERS, LOW_PRECISION, OPS
 
 MAX_SPEC_BYTES = 1_000_000
 ID = re.compile(r"[a-z0-9]+(_[a-z0-9]+)*")  # pytest's -k reads ids; brackets, spaces or dashes would break it
-CASE_FIELDS = {"id", "family", "op", "inputs", "expect", "note", "erratum", "convention"}
+CASE_FIELDS = {"id", "family", "op", "inputs", "expect", "note", "erratum", "convention", "sweep"}
 TOP_FIELDS = {"documents", "vocabulary", "families", "printed_rounding", "conventions", "dtypes", "tolerances", "cases"}
 
 
@@ -60,6 +60,7 @@ class Case:
     note: str = ""
     erratum: dict = None
     convention: str = None  # the spec's convention this case states where the math has no answer
+    sweep: bool = True  # false: the first dtype only, where the dtype sweep would repeat a large case
 
 
 @dataclass(frozen=True)
@@ -158,6 +159,8 @@ SCALARS = {
     "causal": (lambda v: isinstance(v, bool), "true or false"),
     "form": (lambda v: v in ("v1", "v2"), "v1 or v2"),
     "distribution": (lambda v: v in ("uniform", "normal"), "uniform or normal"),
+    "layer": (lambda v: v in LAYERS, f"one of {', '.join(LAYERS)}"),
+    "checkpoint": (lambda v: v in ports.LAYOUTS, f"one of {', '.join(ports.LAYOUTS)}"),
 }
 
 
@@ -279,7 +282,10 @@ def load_file(path):
         convention = raw.get("convention")
         if convention is not None and not values.one_of(convention, doc["conventions"]):
             raise SpecError(f"{at}: field 'convention': {convention!r} is not one of the spec's conventions {sorted(doc['conventions'])}")
-        cases[case_id] = Case(case_id, raw["family"], op, inputs, expect, str(path), raw.get("note", ""), erratum, convention)
+        sweep = raw.get("sweep", True)
+        if not isinstance(sweep, bool):
+            raise SpecError(f"{at}: field 'sweep': must be true or false")
+        cases[case_id] = Case(case_id, raw["family"], op, inputs, expect, str(path), raw.get("note", ""), erratum, convention, sweep)
     return Spec(cases, tolerances, documents, tuple(vocabulary), tuple(families), doc["conventions"], dtypes)
 
 

@@ -62,11 +62,11 @@ def dtypes_for(spec, adapter):
 def applies(spec, case, exp, dtype, primary):
     """Every check runs in an adapter's first dtype; the sweep repeats the forward ops' computed
     checks (golden, reference, agreement, row sums) in the other dtypes. Printed numbers and exact
-    facts are float32 statements and stay there."""
+    facts are float32 statements and stay there. A case with `sweep: false` stays in the first dtype."""
     if dtype == primary:
         return True
     computed = exp.golden is not None or exp.reference or exp.same_as is not None or exp.row_sums is not None
-    return case.op in spec.dtypes["ops"] and computed
+    return case.op in spec.dtypes["ops"] and case.sweep and computed
 
 
 def not_applicable(adapter, case, dtype):
@@ -74,6 +74,8 @@ def not_applicable(adapter, case, dtype):
     keyed by dtype, op or case id."""
     reasons = getattr(adapter, "NOT_APPLICABLE", {})
     reason = reasons.get(dtype) or reasons.get(case.op) or reasons.get(case.id)
+    if reason is None and not hasattr(adapter, case.op):  # an optional op the adapter leaves out
+        reason = f"the adapter does not define {case.op}() (optional)"
     if reason is None and dtype not in adapter.DTYPES:
         reason = f"{dtype} is not in the adapter's DTYPES"
     return reason

@@ -27,10 +27,13 @@ def tiny_inputs(dtype):
             "scores": tensor(T, T), "weights": weights, "d_k": D, "w_query": tensor(D, D), "w_key": tensor(D, D),
             "w_value": tensor(D, D), "w_out": tensor(D, D), "g": tensor(T, D), "d_in": D, "d_out": D, "seed": 0,
             "form": "v1", "mask": np.triu(np.ones((T, T), bool), k=1), "p": 0.5, "num_heads": HEADS, "causal": True,
-            "distribution": "uniform", "n": 64, "lr": 0.1, "row": tensor(D)}
+            "distribution": "uniform", "n": 64, "lr": 0.1, "row": tensor(D), "batch": tensor(1, T, D),
+            "b_query": tensor(D), "b_key": tensor(D), "b_value": tensor(D), "b_out": tensor(D), "layer": "mha",
+            "checkpoint": "reference"}
 
 
 ROW_INPUT = {"dot_columns"}  # its x is one token's row: "the row on the left, dotted with each column"
+BATCH_INPUT = {"attention_module"}  # layers take [B, T, E]
 
 
 def _first_line(exc):
@@ -88,10 +91,10 @@ def problems(module):
     inputs, reference_inputs = tiny_inputs(dtype), tiny_inputs("float64")
     not_applicable = getattr(module, "NOT_APPLICABLE", {})
     for op, (params, outputs) in contract.OPS.items():
-        if op in not_applicable:
+        if op in not_applicable or not hasattr(module, op):  # stated, or an optional op left out
             continue
         call = f"{op}({', '.join(params)})"
-        pick = (lambda p: "row" if p == "x" and op in ROW_INPUT else p)
+        pick = (lambda p: ("row" if op in ROW_INPUT else "batch" if op in BATCH_INPUT else p) if p == "x" else p)
         try:
             got = getattr(module, op)(**{p: inputs[pick(p)] for p in params})
         except Exception as exc:  # noqa: BLE001
