@@ -16,8 +16,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from attention_conformance import ports
+
 DTYPES = ("float32", "float64", "float16", "bfloat16")
-NOT_APPLICABLE = {"attention_layer": "keras.layers.Attention's case; JAX has no attention layer of its own"}
+NOT_APPLICABLE = {
+    "attention_layer": "keras.layers.Attention's case; JAX has no attention layer of its own",
+    "layer_mha_averaged": "flax.nnx.MultiHeadAttention sows per-head weights only (no average over heads)",
+    "layer_mha_seq_first": "flax.nnx.MultiHeadAttention is batch-first only ([batch..., length, features])",
+}
 
 
 def version():
@@ -281,6 +287,78 @@ def fused_attention(x, w_query, w_key, w_value, num_heads, causal):
 
 def attention_layer(x, w_query, w_key, w_value):
     raise NotImplementedError(NOT_APPLICABLE["attention_layer"])
+
+
+# --- the layers checkpoints are loaded into (attention_conformance.ports: every layout) -------
+# Flax is imported here, not at the top: it costs 0.6 s and 18 MiB (measured), and only these cases use it.
+
+
+@functools.cache
+def _flax_skeleton(embed_dim, num_heads, dtype):
+    """flax.nnx.MultiHeadAttention (Flax's recommended API at 0.12), built abstractly (nnx.eval_shape:
+    no initialiser runs) once per shape: 27 ms a build, measured. Its defaults (use_bias=True,
+    dropout_rate=0.0) are what a checkpoint of it holds."""
+    from flax import nnx
+
+    layer = nnx.eval_shape(lambda: nnx.MultiHeadAttention(num_heads, embed_dim, qkv_features=embed_dim, out_features=embed_dim,
+                                                          dtype=dtype, param_dtype=dtype, decode=False, rngs=nnx.Rngs(0)))
+    return nnx.split(layer, nnx.Param)
+
+
+def _flax_mha(state, num_heads, dtype):
+    """The layer's graph and its parameters, every one set from a Flax-layout checkpoint."""
+    from flax import nnx
+
+    graphdef, abstract = _flax_skeleton(state["out/bias"].shape[0], num_heads, np.dtype(dtype))
+    params = nnx.from_flat_state([(path, variable.replace(jnp.asarray(state["/".join(path)])))
+                                  for path, variable in nnx.to_flat_state(abstract)])
+    return graphdef, params
+
+
+@functools.partial(jax.jit, static_argnames=("graphdef", "causal"))
+def _flax_apply(graphdef, params, x, causal):
+    from flax import nnx
+
+    layer = nnx.merge(graphdef, params)
+    mask = nnx.make_causal_mask(x[..., 0]) if causal else None  # [B, 1, T, T], True = attend
+    context, sown = nnx.capture(layer, nnx.Intermediate)(x, mask=mask, sow_weights=True)
+    (attn_weights,) = sown["attention_weights"].get_value()
+    return context, attn_weights
+
+
+@_compiled("num_heads", "causal")
+def _gpt2_attention(x, state, num_heads, causal):
+    """GPT-2's attention block: one packed c_attn projection (Conv1D: x @ W + b) split into q, k, v."""
+    x = jnp.asarray(x)
+    E = x.shape[-1]
+    head_dim = E // num_heads
+
+    def split(t):  # (B, T, E) -> (B, N, T, H)
+        return jnp.swapaxes(t.reshape(*t.shape[:-1], num_heads, head_dim), -3, -2)
+
+    queries, keys, values = map(split, jnp.split(x @ state["c_attn.weight"] + state["c_attn.bias"], 3, axis=-1))
+    scores = queries @ jnp.swapaxes(keys, -1, -2)
+    weights = _masked_weights(scores, keys, _causal_mask(x.shape[-2])) if causal else _scaled_softmax(scores, keys)
+    merged = jnp.swapaxes(weights @ values, -3, -2).reshape(x.shape)
+    return merged @ state["c_proj.weight"] + state["c_proj.bias"], weights
+
+
+def attention_module(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, causal, layer, checkpoint):
+    weights = dict(zip(ports.REFERENCE, (w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)))
+    if layer == "gpt2":
+        state = {k: jnp.asarray(v) for k, v in ports.as_saved_by(checkpoint, weights, "gpt2", num_heads).items()}
+        context, attn_weights = _gpt2_attention(x, state, num_heads, causal)
+        saved, layout = state, "gpt2"
+    elif layer == "mha":
+        from flax import nnx
+
+        graphdef, params = _flax_mha(ports.as_saved_by(checkpoint, weights, "flax", num_heads), num_heads, x.dtype)
+        context, attn_weights = _flax_apply(graphdef, params, jnp.asarray(x), causal)
+        saved, layout = {"/".join(path): v.get_value() for path, v in nnx.to_flat_state(params)}, "flax"
+    else:
+        raise NotImplementedError(NOT_APPLICABLE[f"layer_{layer}"])
+    return {"context": _np(context), "weights": _np(attn_weights),
+            "round_trip": ports.flat(ports.from_layout(layout, {k: _np(v) for k, v in saved.items()}, num_heads))}
 
 
 # --- training ------------------------------------------------------------------

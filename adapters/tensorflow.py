@@ -9,7 +9,13 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from attention_conformance import ports  # noqa: E402
+
 DTYPES = ("float32", "float64", "float16", "bfloat16")
+NOT_APPLICABLE = {
+    "layer_mha_averaged": "keras.layers.MultiHeadAttention returns per-head scores only (no average_attn_weights)",
+    "layer_mha_seq_first": "keras.layers.MultiHeadAttention is batch-first only",
+}
 
 
 def version():
@@ -260,6 +266,52 @@ def attention_layer(x, w_query, w_key, w_value):
     Q, K, V = _matmul(x, _t(w_query)), _matmul(x, _t(w_key)), _matmul(x, _t(w_value))
     # Keras orders the inputs [query, value, key] and, with use_scale=False (the default), does not scale.
     return _np(keras.layers.Attention(dtype=str(w_query.dtype))([Q[tf.newaxis], V[tf.newaxis], K[tf.newaxis]])[0])
+
+
+# --- the layers checkpoints are loaded into (attention_conformance.ports: every layout) -------
+
+
+def _keras_mha(state, num_heads, dtype):
+    """keras.layers.MultiHeadAttention with a Keras-layout checkpoint; its defaults (use_bias=True,
+    dropout=0.0) are what a checkpoint of it holds. Weight paths read '<layer>/query/kernel'."""
+    E = state["attention_output/bias"].shape[0]
+    layer = keras.layers.MultiHeadAttention(num_heads, key_dim=E // num_heads, dtype=dtype)
+    layer.build((None, None, E), (None, None, E))
+    for variable in layer.weights:
+        variable.assign(state[variable.path.split("/", 1)[1]])
+    return layer
+
+
+def _gpt2_attention(x, state, num_heads, causal):
+    """GPT-2's attention block: one packed c_attn projection (Conv1D: x @ W + b) split into q, k, v."""
+    c_attn_w, c_attn_b, c_proj_w, c_proj_b = (_t(state[k]) for k in ("c_attn.weight", "c_attn.bias", "c_proj.weight", "c_proj.bias"))
+    E = x.shape[-1]
+    head_dim = E // num_heads
+
+    def split(t):  # (B, T, E) -> (B, N, T, H)
+        return tf.transpose(tf.reshape(t, t.shape[:-1] + [num_heads, head_dim]), [0, 2, 1, 3])
+
+    Q, K, V = map(split, tf.split(_matmul(x, c_attn_w) + c_attn_b, 3, axis=-1))
+    scores = tf.linalg.matmul(Q, K, transpose_b=True)
+    weights = _masked_weights(scores, K, _causal_mask(x.shape[-2])) if causal else _scaled_softmax(scores, K)
+    merged = tf.reshape(tf.transpose(tf.linalg.matmul(weights, V), [0, 2, 1, 3]), x.shape)
+    held = {"c_attn.weight": c_attn_w, "c_attn.bias": c_attn_b, "c_proj.weight": c_proj_w, "c_proj.bias": c_proj_b}
+    return _matmul(merged, c_proj_w) + c_proj_b, weights, held
+
+
+def attention_module(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, causal, layer, checkpoint):
+    weights = dict(zip(ports.REFERENCE, (w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)))
+    if layer == "gpt2":
+        context, attn_weights, held = _gpt2_attention(_t(x), ports.as_saved_by(checkpoint, weights, "gpt2", num_heads), num_heads, causal)
+        saved, layout = {k: _np(v) for k, v in held.items()}, "gpt2"
+    elif layer == "mha":
+        mha = _keras_mha(ports.as_saved_by(checkpoint, weights, "keras", num_heads), num_heads, str(x.dtype))
+        context, attn_weights = mha(_t(x), _t(x), use_causal_mask=causal, return_attention_scores=True)
+        saved, layout = {v.path.split("/", 1)[1]: v.numpy() for v in mha.weights}, "keras"
+    else:
+        raise NotImplementedError(NOT_APPLICABLE[f"layer_{layer}"])
+    return {"context": _np(context), "weights": _np(attn_weights),
+            "round_trip": ports.flat(ports.from_layout(layout, saved, num_heads))}
 
 
 # --- training ------------------------------------------------------------------

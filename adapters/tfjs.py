@@ -30,6 +30,7 @@ NOT_APPLICABLE = {
     "attention_layer": "keras.layers.Attention's case; TensorFlow.js core has no attention layer",
     "gradients": "not built yet: TensorFlow.js gradients need the full @tensorflow/tfjs package",
     "sgd_step": "not built yet: TensorFlow.js optimizers need the full @tensorflow/tfjs package",
+    "attention_module": "TensorFlow.js has no multi-head attention layer (tfjs-layers 4.22 has none); GPT-2's block not built yet",
 }
 
 if shutil.which("node") is None:
