@@ -343,22 +343,32 @@ def _gpt2_attention(x, state, num_heads, causal):
     return merged @ state["c_proj.weight"] + state["c_proj.bias"], weights
 
 
-def attention_module(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, causal, layer, checkpoint):
-    weights = dict(zip(ports.REFERENCE, (w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)))
+def _layer_outputs(x, state, num_heads, causal, layer):
+    """Run `layer` holding `state` (GPT-2's layout for "gpt2", Flax's otherwise) on x."""
     if layer == "gpt2":
-        state = {k: jnp.asarray(v) for k, v in ports.as_saved_by(checkpoint, weights, "gpt2", num_heads).items()}
+        state = {k: jnp.asarray(v) for k, v in state.items()}
         context, attn_weights = _gpt2_attention(x, state, num_heads, causal)
-        saved, layout = state, "gpt2"
+        saved = state
     elif layer == "mha":
         from flax import nnx
 
-        graphdef, params = _flax_mha(ports.as_saved_by(checkpoint, weights, "flax", num_heads), num_heads, x.dtype)
+        graphdef, params = _flax_mha(state, num_heads, x.dtype)
         context, attn_weights = _flax_apply(graphdef, params, jnp.asarray(x), causal)
-        saved, layout = {"/".join(path): v.get_value() for path, v in nnx.to_flat_state(params)}, "flax"
+        saved = {"/".join(path): v.get_value() for path, v in nnx.to_flat_state(params)}
     else:
         raise NotImplementedError(NOT_APPLICABLE[f"layer_{layer}"])
     return {"context": _np(context), "weights": _np(attn_weights),
-            "round_trip": ports.flat(ports.from_layout(layout, {k: _np(v) for k, v in saved.items()}, num_heads))}
+            "round_trip": ports.flat(ports.from_layout(_layout(layer), {k: _np(v) for k, v in saved.items()}, num_heads))}
+
+
+def _layout(layer):
+    return "gpt2" if layer == "gpt2" else "flax"
+
+
+def attention_module(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, causal, layer, checkpoint):
+    weights = dict(zip(ports.REFERENCE, (w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)))
+    state = ports.as_saved_by(checkpoint, weights, _layout(layer), num_heads)
+    return _layer_outputs(x, state, num_heads, causal, layer)
 
 
 # --- training ------------------------------------------------------------------

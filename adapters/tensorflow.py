@@ -299,19 +299,29 @@ def _gpt2_attention(x, state, num_heads, causal):
     return _matmul(merged, c_proj_w) + c_proj_b, weights, held
 
 
-def attention_module(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, causal, layer, checkpoint):
-    weights = dict(zip(ports.REFERENCE, (w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)))
+def _layer_outputs(x, state, num_heads, causal, layer):
+    """Run `layer` holding `state` (GPT-2's layout for "gpt2", Keras's otherwise) on x."""
     if layer == "gpt2":
-        context, attn_weights, held = _gpt2_attention(_t(x), ports.as_saved_by(checkpoint, weights, "gpt2", num_heads), num_heads, causal)
-        saved, layout = {k: _np(v) for k, v in held.items()}, "gpt2"
+        context, attn_weights, held = _gpt2_attention(_t(x), state, num_heads, causal)
+        saved = {k: _np(v) for k, v in held.items()}
     elif layer == "mha":
-        mha = _keras_mha(ports.as_saved_by(checkpoint, weights, "keras", num_heads), num_heads, str(x.dtype))
+        mha = _keras_mha(state, num_heads, str(x.dtype))
         context, attn_weights = mha(_t(x), _t(x), use_causal_mask=causal, return_attention_scores=True)
-        saved, layout = {v.path.split("/", 1)[1]: v.numpy() for v in mha.weights}, "keras"
+        saved = {v.path.split("/", 1)[1]: v.numpy() for v in mha.weights}
     else:
         raise NotImplementedError(NOT_APPLICABLE[f"layer_{layer}"])
     return {"context": _np(context), "weights": _np(attn_weights),
-            "round_trip": ports.flat(ports.from_layout(layout, saved, num_heads))}
+            "round_trip": ports.flat(ports.from_layout(_layout(layer), saved, num_heads))}
+
+
+def _layout(layer):
+    return "gpt2" if layer == "gpt2" else "keras"
+
+
+def attention_module(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, causal, layer, checkpoint):
+    weights = dict(zip(ports.REFERENCE, (w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)))
+    state = ports.as_saved_by(checkpoint, weights, _layout(layer), num_heads)
+    return _layer_outputs(x, state, num_heads, causal, layer)
 
 
 # --- training ------------------------------------------------------------------

@@ -281,25 +281,32 @@ def _gpt2_attention(x, state, num_heads, causal):
     return _conv1d(merged, c_proj_w, c_proj_b), attn_weights, held
 
 
-def attention_module(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, causal, layer, checkpoint):
-    weights = dict(zip(ports.REFERENCE, (w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)))
+def _layer_outputs(x, state, num_heads, causal, layer):
+    """Run `layer` holding `state` (GPT-2's layout for "gpt2", torch's otherwise) on x."""
     x = _t(x)
     if layer == "gpt2":
-        state = ports.as_saved_by(checkpoint, weights, "gpt2", num_heads)
         context, attn_weights, held = _gpt2_attention(x, state, num_heads, causal)
-        layout = "gpt2"
     else:
         batch_first = layer != "mha_seq_first"  # (T, B, E) is nn.MultiheadAttention's default
-        mha = _mha(ports.as_saved_by(checkpoint, weights, "torch", num_heads), num_heads, batch_first, x.dtype)
+        mha = _mha(state, num_heads, batch_first, x.dtype)
         tokens = x if batch_first else x.transpose(0, 1)
         with torch.no_grad():
             context, attn_weights = mha(tokens, tokens, tokens, attn_mask=_causal_mask(x.shape[-2]) if causal else None,
                                         need_weights=True, average_attn_weights=layer == "mha_averaged")
-        context = context if batch_first else context.transpose(0, 1)
-        held, layout = mha.state_dict(), "torch"
+        context, held = context if batch_first else context.transpose(0, 1), mha.state_dict()
     saved = {k: _np(v) for k, v in held.items()}
     return {"context": _np(context), "weights": _np(attn_weights),
-            "round_trip": ports.flat(ports.from_layout(layout, saved, num_heads))}
+            "round_trip": ports.flat(ports.from_layout(_layout(layer), saved, num_heads))}
+
+
+def _layout(layer):
+    return "gpt2" if layer == "gpt2" else "torch"
+
+
+def attention_module(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, causal, layer, checkpoint):
+    weights = dict(zip(ports.REFERENCE, (w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)))
+    state = ports.as_saved_by(checkpoint, weights, _layout(layer), num_heads)
+    return _layer_outputs(x, state, num_heads, causal, layer)
 
 
 # --- training ------------------------------------------------------------------
