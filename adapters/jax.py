@@ -294,23 +294,26 @@ def attention_layer(x, w_query, w_key, w_value):
 
 
 @functools.cache
-def _flax_skeleton(embed_dim, num_heads, dtype):
+def _flax_skeleton(embed_dim, num_heads):
     """flax.nnx.MultiHeadAttention (Flax's recommended API at 0.12), built abstractly (nnx.eval_shape:
-    no initialiser runs) once per shape: 27 ms a build, measured. Its defaults (use_bias=True,
-    dropout_rate=0.0) are what a checkpoint of it holds."""
+    no initialiser runs) once per shape: tracing the constructor costs 0.1 s (measured). Its default
+    dtype=None computes in the parameters' and inputs' dtype, so one skeleton serves every dtype; its
+    other defaults (use_bias=True, dropout_rate=0.0) are what a checkpoint of it holds."""
     from flax import nnx
 
     layer = nnx.eval_shape(lambda: nnx.MultiHeadAttention(num_heads, embed_dim, qkv_features=embed_dim, out_features=embed_dim,
-                                                          dtype=dtype, param_dtype=dtype, decode=False, rngs=nnx.Rngs(0)))
+                                                          decode=False, rngs=nnx.Rngs(0)))
     return nnx.split(layer, nnx.Param)
 
 
-def _flax_mha(state, num_heads, dtype):
+def _flax_mha(state, num_heads):
     """The layer's graph and its parameters, every one set from a Flax-layout checkpoint."""
     from flax import nnx
 
-    graphdef, abstract = _flax_skeleton(state["out/bias"].shape[0], num_heads, np.dtype(dtype))
-    params = nnx.from_flat_state([(path, variable.replace(jnp.asarray(state["/".join(path)])))
+    graphdef, abstract = _flax_skeleton(state["out/bias"].shape[0], num_heads)
+    # NumPy arrays, not jnp.asarray: outside jit that is an eager convert per shape and dtype (0.5 s
+    # over these cases, measured); as jit arguments they are only transferred.
+    params = nnx.from_flat_state([(path, variable.replace(np.asarray(state["/".join(path)])))
                                   for path, variable in nnx.to_flat_state(abstract)])
     return graphdef, params
 
@@ -346,14 +349,13 @@ def _gpt2_attention(x, state, num_heads, causal):
 def _layer_outputs(x, state, num_heads, causal, layer):
     """Run `layer` holding `state` (GPT-2's layout for "gpt2", Flax's otherwise) on x."""
     if layer == "gpt2":
-        state = {k: jnp.asarray(v) for k, v in state.items()}
         context, attn_weights = _gpt2_attention(x, state, num_heads, causal)
-        saved = state
+        saved = state  # the arrays the jitted block was given
     elif layer == "mha":
         from flax import nnx
 
-        graphdef, params = _flax_mha(state, num_heads, x.dtype)
-        context, attn_weights = _flax_apply(graphdef, params, jnp.asarray(x), causal)
+        graphdef, params = _flax_mha(state, num_heads)
+        context, attn_weights = _flax_apply(graphdef, params, x, causal)
         saved = {"/".join(path): v.get_value() for path, v in nnx.to_flat_state(params)}
     else:
         raise NotImplementedError(NOT_APPLICABLE[f"layer_{layer}"])
@@ -369,6 +371,25 @@ def attention_module(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value,
     weights = dict(zip(ports.REFERENCE, (w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)))
     state = ports.as_saved_by(checkpoint, weights, _layout(layer), num_heads)
     return _layer_outputs(x, state, num_heads, causal, layer)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1, 2))  # nnx.Rngs takes a concrete seed
+def _flax_initialised(d_in, num_heads, seed):
+    """The layer's parameters as its constructor draws them: one compiled program, where eager
+    initialisers dispatch op by op (0.5 s, measured)."""
+    from flax import nnx
+
+    return nnx.state(nnx.MultiHeadAttention(num_heads, d_in, decode=False, rngs=nnx.Rngs(seed)), nnx.Param)
+
+
+def layer_defaults(d_in, num_heads, seed):
+    from flax import nnx
+
+    layer = nnx.eval_shape(lambda: nnx.MultiHeadAttention(num_heads, d_in, decode=False, rngs=nnx.Rngs(seed)))
+    state = {"/".join(path): _np(v.get_value()) for path, v in nnx.to_flat_state(_flax_initialised(d_in, num_heads, seed))}
+    # sow_weights keeps the (B, N, T, S) weights per head; there is no averaging switch.
+    return {"bias": layer.use_bias, "dropout": float(layer.dropout_rate), "averaged_weights": False,
+            "w_query": ports.from_layout("flax", state, num_heads)["w_query"]}
 
 
 # --- training ------------------------------------------------------------------

@@ -164,21 +164,26 @@ def attention_module(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value,
     x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out = _f64(
         x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)
     H = w_query.shape[-1] // num_heads
-
-    def heads(w, b):  # (B, T, N*H) -> (B, N, T, H): head n is columns n*H:(n+1)*H
-        projected = project(x, w) + b
-        return np.swapaxes(projected.reshape(*projected.shape[:-1], num_heads, H), -3, -2)
-
-    queries, keys, values = heads(w_query, b_query), heads(w_key, b_key), heads(w_value, b_value)
+    queries, keys, values = project(x, w_query) + b_query, project(x, w_key) + b_key, project(x, w_value) + b_value
     T = x.shape[-2]
     hidden = np.triu(np.ones((T, T), dtype=bool), k=1) if causal else np.zeros((T, T), dtype=bool)
-    weights = _masked_softmax(scale(transposed_matmul(queries, keys), H), hidden)  # (B, N, T, S)
-    per_head = blend(weights, values)  # (B, N, T, H)
-    merged = np.swapaxes(per_head, -3, -2).reshape(*x.shape[:-1], num_heads * H)  # heads side by side
+    weights = np.empty(x.shape[:-2] + (num_heads, T, T))  # (B, N, T, S)
+    merged = np.empty(x.shape[:-1] + (num_heads * H,))  # (B, T, N*H): heads side by side
+    for n in range(num_heads):  # head n is columns n*H:(n+1)*H; one (T, T) at a time keeps GPT-2's shape small
+        q, k, v = (t[..., n * H:(n + 1) * H] for t in (queries, keys, values))
+        weights[..., n, :, :] = _masked_softmax(scale(transposed_matmul(q, k), H), hidden)
+        merged[..., n * H:(n + 1) * H] = blend(weights[..., n, :, :], v)
     own = (w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)
     return {"context": merged @ w_out + b_out,
             "weights": weights.mean(axis=-3) if layer == "mha_averaged" else weights,
             "round_trip": ports.flat(dict(zip(ports.REFERENCE, own)))}
+
+
+def layer_defaults(d_in, num_heads, seed):
+    """The textbook's layer: SelfAttention_v2 (qkv_bias=False, no dropout), weights per head, and
+    nn.Linear's U(-1/sqrt(d_in), 1/sqrt(d_in)) initialisation, the document's v2."""
+    w_query = initial_weights(d_in, d_in, "v2", seed)["w_query"].T
+    return {"bias": False, "dropout": 0.0, "averaged_weights": False, "w_query": w_query}
 
 
 def attention_layer(x, w_query, w_key, w_value):

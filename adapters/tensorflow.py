@@ -1,5 +1,6 @@
 """TensorFlow 2 with Keras 3, in the idiom of the TF.js document's right-hand column."""
 
+import functools
 import math
 import os
 
@@ -271,12 +272,18 @@ def attention_layer(x, w_query, w_key, w_value):
 # --- the layers checkpoints are loaded into (attention_conformance.ports: every layout) -------
 
 
+@functools.cache
+def _keras_layer(embed_dim, num_heads, dtype):
+    """keras.layers.MultiHeadAttention, built once per shape and dtype (a build costs ~60 ms, measured);
+    its defaults (use_bias=True, dropout=0.0) are what a checkpoint of it holds."""
+    layer = keras.layers.MultiHeadAttention(num_heads, key_dim=embed_dim // num_heads, dtype=dtype)
+    layer.build((None, None, embed_dim), (None, None, embed_dim))
+    return layer
+
+
 def _keras_mha(state, num_heads, dtype):
-    """keras.layers.MultiHeadAttention with a Keras-layout checkpoint; its defaults (use_bias=True,
-    dropout=0.0) are what a checkpoint of it holds. Weight paths read '<layer>/query/kernel'."""
-    E = state["attention_output/bias"].shape[0]
-    layer = keras.layers.MultiHeadAttention(num_heads, key_dim=E // num_heads, dtype=dtype)
-    layer.build((None, None, E), (None, None, E))
+    """That layer holding a Keras-layout checkpoint: every weight assigned by its path ('<layer>/query/kernel')."""
+    layer = _keras_layer(state["attention_output/bias"].shape[0], num_heads, dtype)
     for variable in layer.weights:
         variable.assign(state[variable.path.split("/", 1)[1]])
     return layer
@@ -322,6 +329,16 @@ def attention_module(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value,
     weights = dict(zip(ports.REFERENCE, (w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)))
     state = ports.as_saved_by(checkpoint, weights, _layout(layer), num_heads)
     return _layer_outputs(x, state, num_heads, causal, layer)
+
+
+def layer_defaults(d_in, num_heads, seed):
+    keras.utils.set_random_seed(seed)
+    layer = keras.layers.MultiHeadAttention(num_heads, key_dim=d_in // num_heads)
+    layer.build((None, None, d_in), (None, None, d_in))
+    config = layer.get_config()
+    w_query = ports.from_layout("keras", {v.path.split("/", 1)[1]: v.numpy() for v in layer.weights}, num_heads)["w_query"]
+    # return_attention_scores gives the (B, N, T, S) scores per head; there is no averaging switch.
+    return {"bias": config["use_bias"], "dropout": float(config["dropout"]), "averaged_weights": False, "w_query": w_query}
 
 
 # --- training ------------------------------------------------------------------

@@ -31,6 +31,7 @@ NOT_APPLICABLE = {
     "gradients": "not built yet: TensorFlow.js gradients need the full @tensorflow/tfjs package",
     "sgd_step": "not built yet: TensorFlow.js optimizers need the full @tensorflow/tfjs package",
     "attention_module": "TensorFlow.js has no multi-head attention layer (tfjs-layers 4.22 has none); GPT-2's block not built yet",
+    "layer_defaults": "TensorFlow.js has no multi-head attention layer (tfjs-layers 4.22 has none)",
 }
 
 if shutil.which("node") is None:

@@ -1,5 +1,7 @@
 """PyTorch, written the way the PyTorch document writes it (SelfAttention_v1 and _v2)."""
 
+import inspect
+
 import ml_dtypes
 import numpy as np
 import torch
@@ -307,6 +309,14 @@ def attention_module(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value,
     weights = dict(zip(ports.REFERENCE, (w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)))
     state = ports.as_saved_by(checkpoint, weights, _layout(layer), num_heads)
     return _layer_outputs(x, state, num_heads, causal, layer)
+
+
+def layer_defaults(d_in, num_heads, seed):
+    torch.manual_seed(seed)
+    layer = nn.MultiheadAttention(d_in, num_heads)
+    averaged = inspect.signature(layer.forward).parameters["average_attn_weights"].default
+    w_query = ports.from_layout("torch", {k: _np(v) for k, v in layer.state_dict().items()}, num_heads)["w_query"]
+    return {"bias": layer.in_proj_bias is not None, "dropout": float(layer.dropout), "averaged_weights": averaged, "w_query": w_query}
 
 
 # --- training ------------------------------------------------------------------

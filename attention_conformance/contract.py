@@ -46,11 +46,14 @@ OPS = {
     # the layer's own weights read back into the reference form, ports.flat order.
     "attention_module": (_X_W + ("w_out",) + _BIASES + ("num_heads", "causal", "layer", "checkpoint"),
                          ("context", "weights", "round_trip")),
+    # That layer as its constructor leaves it: bias on the projections, attention dropout, whether the
+    # weights it returns are averaged over heads, and its default-initialised W_query (reference form).
+    "layer_defaults": (("d_in", "num_heads", "seed"), ("bias", "dropout", "averaged_weights", "w_query")),
 }
 LAYERS = ("mha", "mha_averaged", "mha_seq_first", "gpt2")  # attention_module's `layer`
 # Ops an adapter may leave out: its cases are then not applicable, said so in the summary. A new op
 # is a contract change for every adapter outside this repository; optional ones do not break them.
-OPTIONAL = frozenset({"attention_module"})
+OPTIONAL = frozenset({"attention_module", "layer_defaults"})
 CONTRACT = {"version": ()} | {op: params for op, (params, _) in OPS.items()}  # every function an adapter defines
 OUTPUTS = tuple(sorted({out for _, outs in OPS.values() for out in outs}))
 DTYPES = ("float64", "float32", "float16", "bfloat16")  # every dtype the suite knows

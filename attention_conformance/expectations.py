@@ -21,6 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
+from attention_conformance import ports
+
 FORMAT = "1"
 
 
@@ -48,10 +50,12 @@ def _digest(arrays):
     return h.hexdigest()
 
 
-def key(op, kwargs, rounding, oracle_file):
-    """Hex key of one oracle call: the op, its inputs and everything that computes the answer."""
-    h = hashlib.sha256(f"{FORMAT}|{op}|{rounding}|numpy {np.__version__}|".encode())
+def key(op, kwargs, rounding, oracle_file, keep=None):
+    """Hex key of one oracle call: the op, its inputs, the outputs kept and everything that computes
+    the answer (the oracle's source and ports.py's, which it uses for round_trip)."""
+    h = hashlib.sha256(f"{FORMAT}|{op}|{rounding}|numpy {np.__version__}|{keep}|".encode())
     h.update(Path(oracle_file).read_bytes())
+    h.update(Path(ports.__file__).read_bytes())
     for name in sorted(kwargs):
         value = kwargs[name]
         if isinstance(value, np.ndarray):
@@ -83,16 +87,23 @@ def _write(path, arrays):
         raise
 
 
-def cached(op, kwargs, rounding, oracle_file, compute):
-    """compute()'s dict of outputs as arrays, from the cache when an intact entry exists."""
+def cached(op, kwargs, rounding, oracle_file, compute, keep=None):
+    """compute()'s dict of outputs as arrays, from the cache when an intact entry exists. `keep`
+    names the outputs a case checks: only those are stored and returned (a GPT-2-shaped layer's
+    unchecked attention weights are 96 MiB in float64)."""
+
+    def computed():
+        result = compute()
+        return result if keep is None else {name: result[name] for name in keep}
+
     where = directory()
     if where is None:
-        return compute()
-    path = where / "expectations" / f"{key(op, kwargs, rounding, oracle_file)}.npz"
+        return computed()
+    path = where / "expectations" / f"{key(op, kwargs, rounding, oracle_file, keep)}.npz"
     found = _read(path)
     if found is not None:
         return found
-    result = compute()
+    result = computed()
     arrays = {name: np.asarray(value) for name, value in result.items()}
     if not all(a.dtype.kind in "biuf" or a.dtype.name == "bfloat16" for a in arrays.values()):
         return result
