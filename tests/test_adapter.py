@@ -14,14 +14,16 @@ from attention_conformance.checks import run_all
 ROOT = Path(__file__).resolve().parent.parent
 # Modules a built-in adapter imports (derived from the adapter files, so a new framework is covered
 # without editing this test), and the names a framework could reach the suite through.
+# Every top-level module an adapter imports, at the top or inside a function (flax is imported only
+# by the layer cases), but the standard library, NumPy and the suite's own ports.
 FRAMEWORKS = tuple(sorted({line.split()[1].split(".")[0] for name in contract.NAMES
-                           for line in (contract.ADAPTERS_DIR / f"{name}.py").read_text().splitlines()
+                           for line in map(str.strip, (contract.ADAPTERS_DIR / f"{name}.py").read_text().splitlines())
                            if line.startswith(("import ", "from ")) and line.split()[1].split(".")[0]
-                           not in {*sys.stdlib_module_names, "numpy", "ml_dtypes"}}))
+                           not in {*sys.stdlib_module_names, "numpy", "ml_dtypes", "attention_conformance"}}))
 
 
 def test_the_framework_list_is_derived_from_the_adapters():
-    assert {"torch", "tensorflow", "keras", "jax"} <= set(FRAMEWORKS), FRAMEWORKS
+    assert {"torch", "tensorflow", "keras", "jax", "flax"} <= set(FRAMEWORKS), FRAMEWORKS
 
 
 def test_importing_the_suite_imports_no_framework(requested_adapter):
