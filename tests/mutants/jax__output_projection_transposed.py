@@ -5,7 +5,6 @@ from attention_conformance.adapters.jax import *  # noqa: F403 - the real adapte
 from attention_conformance.adapters.jax import _layer_outputs, _layout
 
 EXPECTED = "caught"
-ONLY_OPS = ("attention_module",)
 MUST_FAIL = ("layer_mha_small", "layer_port_from_flax")
 
 

@@ -5,7 +5,6 @@ from attention_conformance.adapters.tensorflow import *  # noqa: F403 - the real
 from attention_conformance.adapters.tensorflow import _layer_outputs, _layout
 
 EXPECTED = "caught"
-ONLY_OPS = ("attention_module",)
 MUST_FAIL = ("layer_mha_small", "layer_port_from_torch")
 
 

@@ -8,7 +8,6 @@ from attention_conformance.adapters.torch import *  # noqa: F403 - the real adap
 from attention_conformance.adapters.torch import _layer_outputs, _layout
 
 EXPECTED = "caught"
-ONLY_OPS = ("attention_module",)
 MUST_FAIL = ("layer_port_from_gpt2", "layer_mha_gpt2_small_heads_causal")
 
 

@@ -6,7 +6,6 @@ from attention_conformance.adapters import torch as base
 from attention_conformance.adapters.torch import *  # noqa: F403 - the real adapter, one function replaced
 
 EXPECTED = "caught"
-ONLY_OPS = ("attention_module",)
 MUST_FAIL = ("layer_mha_small", "layer_port_from_torch")
 
 
