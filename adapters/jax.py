@@ -200,6 +200,56 @@ def causal_attention(x, w_query, w_key, w_value):
     return _masked_attention(x, w_query, w_key, w_value, _causal_mask(x.shape[-2]))
 
 
+# --- decoding: queries start..T-1 over a cache of keys 0..T-1 -----------------------------------
+
+
+def _offset_causal_mask(T_q, T_k):
+    # The query at absolute position p = T_k - T_q + i may see keys 0..p: the diagonal moves right.
+    return jnp.triu(jnp.ones((T_q, T_k), dtype=bool), k=T_k - T_q + 1)
+
+
+@_compiled("start")
+def decode_attention(x, w_query, w_key, w_value, start):
+    x, w_query, w_key, w_value = map(jnp.asarray, (x, w_query, w_key, w_value))
+    keys, values = x @ w_key, x @ w_value
+    queries = x[..., start:, :] @ w_query
+    weights = _masked_weights(queries @ jnp.swapaxes(keys, -1, -2), keys, _offset_causal_mask(queries.shape[-2], keys.shape[-2]))
+    # Token by token, JAX's way: a cache of fixed size written in place (lax.dynamic_update_slice),
+    # the positions not yet written hidden by position, so every step is the same program.
+    T = x.shape[-2]
+    k_cache = jnp.zeros_like(keys).at[..., :start, :].set(keys[..., :start, :])
+    v_cache = jnp.zeros_like(values).at[..., :start, :].set(values[..., :start, :])
+
+    def step(p, carry):
+        k_cache, v_cache, out = carry
+        token = jax.lax.dynamic_slice_in_dim(x, p, 1, axis=-2)
+        k_cache = jax.lax.dynamic_update_slice_in_dim(k_cache, token @ w_key, p, axis=-2)
+        v_cache = jax.lax.dynamic_update_slice_in_dim(v_cache, token @ w_value, p, axis=-2)
+        unwritten = jnp.arange(T) > p
+        attended = _masked_weights((token @ w_query) @ jnp.swapaxes(k_cache, -1, -2), k_cache, unwritten) @ v_cache
+        return k_cache, v_cache, jax.lax.dynamic_update_slice_in_dim(out, attended, p - start, axis=-2)
+
+    out = jnp.zeros_like(queries[..., :, :w_value.shape[-1]])
+    _, _, stepwise = jax.lax.fori_loop(start, T, step, (k_cache, v_cache, out))
+    return {"context": weights @ values, "stepwise": stepwise}
+
+
+def _causal_flag(x, w_query, w_key, w_value, start):
+    x = jnp.asarray(x)
+    queries, keys, values = (t @ jnp.asarray(w) for t, w in ((x[..., start:, :], w_query), (x, w_key), (x, w_value)))
+    heads = jax.nn.dot_product_attention(*(t[..., None, :] for t in (queries, keys, values)), is_causal=True)  # [B, T, N=1, H]
+    return heads[..., 0, :]
+
+
+_causal_flag_compiled = _compiled("start")(_causal_flag)
+
+
+def causal_flag(x, w_query, w_key, w_value, start):
+    if np.asarray(x).dtype == np.float16:  # eager, as fused_attention: XLA:CPU refuses F16_F16_F32 under jit
+        return _np(_causal_flag(x, w_query, w_key, w_value, start))
+    return _causal_flag_compiled(x, w_query, w_key, w_value, start)
+
+
 @_compiled()
 def dropout(weights, p, seed):
     weights = jnp.asarray(weights)

@@ -132,6 +132,19 @@ def causal_attention(x, w_query, w_key, w_value):
     return masked_attention(x, w_query, w_key, w_value, above_diagonal)
 
 
+def decode_attention(x, w_query, w_key, w_value, start):
+    """Decoding: the queries at absolute positions start..T-1 over all T keys, query p seeing keys
+    0..p (the mask's diagonal is offset by `start`: bottom-right aligned). Token by token with a KV
+    cache is the same computation, so both outputs are rows start.. of the full causal pass."""
+    context = causal_attention(x, w_query, w_key, w_value)["context"][..., start:, :]
+    return {"context": context, "stepwise": context}
+
+
+def causal_flag(x, w_query, w_key, w_value, start):
+    """What a causal flag must compute on the query block start..T-1: the decoding convention."""
+    return decode_attention(x, w_query, w_key, w_value, start)["context"]
+
+
 def dropout(weights, p, seed):
     (weights,) = _f64(weights)
     keep = np.random.default_rng(seed).random(weights.shape) >= p

@@ -189,6 +189,40 @@ def causal_attention(x, w_query, w_key, w_value):
     return masked_attention(x, w_query, w_key, w_value, _np(_causal_mask(x.shape[-2])))
 
 
+# --- decoding: queries start..T-1 over a cache of keys 0..T-1 -----------------------------------
+
+
+def _offset_causal_mask(T_q, T_k):
+    # The query at absolute position p = T_k - T_q + i may see keys 0..p: the band moves right.
+    return tf.linalg.band_part(tf.ones([T_q, T_k]), -1, T_k - T_q) == 0
+
+
+def decode_attention(x, w_query, w_key, w_value, start):
+    x = _t(x)
+    K, V = _matmul(x, _t(w_key)), _matmul(x, _t(w_value))
+    Q = _matmul(x[..., start:, :], _t(w_query))
+    weights = _masked_weights(tf.linalg.matmul(Q, K, transpose_b=True), K, _offset_causal_mask(Q.shape[-2], K.shape[-2]))
+    # Token by token: append the new token's key and value to the cache, attend over all of it.
+    k_cache, v_cache, steps = K[..., :start, :], V[..., :start, :], []
+    for p in range(start, x.shape[-2]):
+        token = x[..., p:p + 1, :]
+        k_cache = tf.concat([k_cache, _matmul(token, _t(w_key))], axis=-2)
+        v_cache = tf.concat([v_cache, _matmul(token, _t(w_value))], axis=-2)
+        step = _scaled_softmax(tf.linalg.matmul(_matmul(token, _t(w_query)), k_cache, transpose_b=True), k_cache)
+        steps.append(tf.linalg.matmul(step, v_cache))
+    return {"context": _np(tf.linalg.matmul(weights, V)), "stepwise": _np(tf.concat(steps, axis=-2))}
+
+
+def causal_flag(x, w_query, w_key, w_value, start):
+    x = _t(x)
+    batched = len(x.shape) == 3
+    if not batched:
+        x = x[tf.newaxis]  # keras.ops.dot_product_attention takes 4-D [B, T, N, H] only
+    Q, K, V = (_matmul(t, _t(w))[..., tf.newaxis, :] for t, w in ((x[..., start:, :], w_query), (x, w_key), (x, w_value)))
+    heads = keras.ops.dot_product_attention(Q, K, V, is_causal=True)[..., 0, :]  # [B, T, N=1, H]
+    return _np(heads if batched else heads[0])
+
+
 def dropout(weights, p, seed):
     layer, weights = keras.layers.Dropout(p, seed=seed), _t(weights)
     return {"dropout_eval": _np(layer(weights, training=False)), "dropout_train": _np(layer(weights, training=True))}

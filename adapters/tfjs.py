@@ -32,6 +32,7 @@ NOT_APPLICABLE = {
     "sgd_step": "not built yet: TensorFlow.js optimizers need the full @tensorflow/tfjs package",
     "attention_module": "TensorFlow.js has no multi-head attention layer (tfjs-layers 4.22 has none); GPT-2's block not built yet",
     "layer_defaults": "TensorFlow.js has no multi-head attention layer (tfjs-layers 4.22 has none)",
+    "causal_flag": "TensorFlow.js has no attention op with a causal flag (masks are built with tf.linalg.bandPart)",
 }
 
 if shutil.which("node") is None:
@@ -126,6 +127,14 @@ def causal_attention(x, w_query, w_key, w_value):
 
 def masked_attention(x, w_query, w_key, w_value, mask):
     return _call("masked_attention", x=x, w_query=w_query, w_key=w_key, w_value=w_value, mask=mask)
+
+
+def decode_attention(x, w_query, w_key, w_value, start):
+    return _call("decode_attention", x=x, w_query=w_query, w_key=w_key, w_value=w_value, start=start)
+
+
+def causal_flag(x, w_query, w_key, w_value, start):
+    raise NotImplementedError(NOT_APPLICABLE["causal_flag"])
 
 
 def dropout(weights, p, seed):

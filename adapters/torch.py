@@ -177,6 +177,37 @@ def causal_attention(x, w_query, w_key, w_value):
     return masked_attention(x, w_query, w_key, w_value, _np(_causal_mask(x.shape[-2])))
 
 
+# --- decoding: queries start..T-1 over a cache of keys 0..T-1 -----------------------------------
+
+
+def _offset_causal_mask(T_q, T_k):
+    # The query at absolute position p = T_k - T_q + i may see keys 0..p: the diagonal moves right.
+    return torch.triu(torch.ones(T_q, T_k, dtype=torch.bool), diagonal=T_k - T_q + 1)
+
+
+def decode_attention(x, w_query, w_key, w_value, start):
+    x = _t(x)
+    keys, values = x @ _t(w_key), x @ _t(w_value)
+    queries = x[..., start:, :] @ _t(w_query)
+    attn_scores = (queries @ keys.mT).masked_fill(_offset_causal_mask(queries.shape[-2], keys.shape[-2]), -torch.inf)
+    context = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1) @ values
+    # Token by token: the cache holds keys and values 0..p-1, the new token's are appended, and its
+    # query attends over the whole cache: no mask, the future is not there yet.
+    k_cache, v_cache, steps = keys[..., :start, :], values[..., :start, :], []
+    for p in range(start, x.shape[-2]):
+        token = x[..., p:p + 1, :]
+        k_cache, v_cache = torch.cat([k_cache, token @ _t(w_key)], dim=-2), torch.cat([v_cache, token @ _t(w_value)], dim=-2)
+        weights = torch.softmax((token @ _t(w_query)) @ k_cache.mT / k_cache.shape[-1] ** 0.5, dim=-1)
+        steps.append(weights @ v_cache)
+    return {"context": _np(context), "stepwise": _np(torch.cat(steps, dim=-2))}
+
+
+def causal_flag(x, w_query, w_key, w_value, start):
+    x = _t(x)
+    queries, keys, values = x[..., start:, :] @ _t(w_query), x @ _t(w_key), x @ _t(w_value)
+    return _np(F.scaled_dot_product_attention(queries, keys, values, is_causal=True))
+
+
 def dropout(weights, p, seed):
     layer, weights = nn.Dropout(p), _t(weights)
     evaluated = layer.eval()(weights)

@@ -49,11 +49,16 @@ OPS = {
     # That layer as its constructor leaves it: bias on the projections, attention dropout, whether the
     # weights it returns are averaged over heads, and its default-initialised W_query (reference form).
     "layer_defaults": (("d_in", "num_heads", "seed"), ("bias", "dropout", "averaged_weights", "w_query")),
+    # Decoding: queries start..T-1 over keys 0..T-1, query p seeing keys 0..p. context: the textbook
+    # with the offset mask; stepwise: one token at a time with a KV cache. causal_flag: the
+    # framework's built-in causal flag on that block, however it aligns.
+    "decode_attention": (_X_W + ("start",), ("context", "stepwise")),
+    "causal_flag": (_X_W + ("start",), ("context",)),
 }
 LAYERS = ("mha", "mha_averaged", "mha_seq_first", "gpt2")  # attention_module's `layer`
 # Ops an adapter may leave out: its cases are then not applicable, said so in the summary. A new op
 # is a contract change for every adapter outside this repository; optional ones do not break them.
-OPTIONAL = frozenset({"attention_module", "layer_defaults"})
+OPTIONAL = frozenset({"attention_module", "layer_defaults", "decode_attention", "causal_flag"})
 CONTRACT = {"version": ()} | {op: params for op, (params, _) in OPS.items()}  # every function an adapter defines
 OUTPUTS = tuple(sorted({out for _, outs in OPS.values() for out in outs}))
 DTYPES = ("float64", "float32", "float16", "bfloat16")  # every dtype the suite knows

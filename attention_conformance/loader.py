@@ -152,6 +152,7 @@ SCALARS = {
     "d_out": (functools.partial(values.is_int, low=1, high=4096), "an integer in 1..4096"),
     "num_heads": (functools.partial(values.is_int, low=1, high=64), "an integer in 1..64 that divides the projection width"),
     "seed": (functools.partial(values.is_int, low=0, high=MAX_SEED), f"an integer in 0..{MAX_SEED}"),
+    "start": (functools.partial(values.is_int, low=0, high=4095), "an integer in 0..4095, below the token count"),
     "n": (functools.partial(values.is_int, low=1, high=10_000_000), "an integer in 1..10000000"),
     "d_k": (lambda v: values.is_number(v) and v > 0, "a number > 0"),
     "p": (lambda v: values.is_number(v) and 0 <= v < 1, "a probability, 0 <= p < 1"),

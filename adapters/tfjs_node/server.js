@@ -93,6 +93,25 @@ const ops = {
     const { weights, context } = attend(x, w_query, w_key, w_value, mask);
     return { weights, context };
   },
+  decode_attention: ({ x, w_query, w_key, w_value, start }) => {
+    const T = x.shape[x.rank - 2], Tq = T - start;
+    const K = project(x, w_key), V = project(x, w_value);
+    const Q = project(tf.slice(x, [...x.shape.slice(0, -2).map(() => 0), start, 0], [...x.shape.slice(0, -2), Tq, -1]), w_query);
+    // The query at absolute position p = start + i may see keys 0..p: the band moves right by `start`.
+    const hidden = tf.equal(tf.linalg.bandPart(tf.ones([Tq, T]), -1, start), 0);
+    const context = bmm(maskedSoftmax(bmm(Q, K, true), K.shape[K.rank - 1], hidden), V);
+    // Token by token: append the new token's key and value to the cache, attend over all of it.
+    const at = (t, p, n) => tf.slice(t, [...t.shape.slice(0, -2).map(() => 0), p, 0], [...t.shape.slice(0, -2), n, -1]);
+    let kCache = at(K, 0, start), vCache = at(V, 0, start);
+    const steps = [];
+    for (let p = start; p < T; p++) {
+      const token = at(x, p, 1);
+      kCache = tf.concat([kCache, project(token, w_key)], -2);
+      vCache = tf.concat([vCache, project(token, w_value)], -2);
+      steps.push(bmm(maskedSoftmax(bmm(project(token, w_query), kCache, true), K.shape[K.rank - 1], null), vCache));
+    }
+    return { context, stepwise: tf.concat(steps, -2) };
+  },
   dropout: ({ weights, p, seed }) => ({ dropout_eval: weights, dropout_train: tf.dropout(weights, p, null, seed) }),
   multi_head_attention: ({ x, w_query, w_key, w_value, w_out, num_heads, causal }) => {
     const dOut = w_query.shape[1], H = dOut / num_heads, T = x.shape[x.rank - 2];
