@@ -335,6 +335,39 @@ def fused_attention(x, w_query, w_key, w_value, num_heads, causal):
     return _fused_compiled(x, w_query, w_key, w_value, num_heads, causal)
 
 
+@_compiled("num_heads", "num_kv_heads", "causal")
+def grouped_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal):
+    x = jnp.asarray(x)
+    head_dim = w_query.shape[1] // num_heads
+
+    def split(t, n):  # (.., T, n*H) -> (.., n, T, H)
+        return jnp.swapaxes(t.reshape(*t.shape[:-1], n, head_dim), -3, -2)
+
+    group = num_heads // num_kv_heads
+    queries = split(x @ jnp.asarray(w_query), num_heads)
+    keys, values = (jnp.repeat(split(x @ jnp.asarray(w), num_kv_heads), group, axis=-3) for w in (w_key, w_value))  # in place
+    scores = queries @ jnp.swapaxes(keys, -1, -2)
+    weights = _masked_weights(scores, keys, _causal_mask(x.shape[-2])) if causal else _scaled_softmax(scores, keys)
+    return weights @ values
+
+
+def _grouped_fused(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal):
+    x = jnp.asarray(x)
+    head_dim = w_query.shape[1] // num_heads
+    queries, keys, values = ((x @ jnp.asarray(w)).reshape(*x.shape[:-1], n, head_dim)
+                             for w, n in ((w_query, num_heads), (w_key, num_kv_heads), (w_value, num_kv_heads)))
+    return jnp.swapaxes(jax.nn.dot_product_attention(queries, keys, values, is_causal=causal), -3, -2)  # fewer K/V heads allowed
+
+
+_grouped_fused_compiled = _compiled("num_heads", "num_kv_heads", "causal")(_grouped_fused)
+
+
+def grouped_fused_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal):
+    if np.asarray(x).dtype == np.float16:  # eager, as fused_attention: XLA:CPU refuses F16_F16_F32 under jit
+        return _np(_grouped_fused(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal))
+    return _grouped_fused_compiled(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal)
+
+
 def attention_layer(x, w_query, w_key, w_value):
     raise NotImplementedError(NOT_APPLICABLE["attention_layer"])
 

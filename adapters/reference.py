@@ -199,6 +199,25 @@ def layer_defaults(d_in, num_heads, seed):
     return {"bias": False, "dropout": 0.0, "averaged_weights": False, "w_query": w_query}
 
 
+def grouped_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal):
+    """Grouped-query attention: head n of N uses columns n*H:(n+1)*H of W_query and K/V head
+    n // (N / num_kv_heads) (each K/V head repeated N / num_kv_heads times in place: repeat-interleave,
+    as torch's repeat_interleave and Llama's repeat_kv). num_kv_heads = 1 is multi-query attention."""
+    x, w_query, w_key, w_value = _f64(x, w_query, w_key, w_value)
+    H = w_query.shape[-1] // num_heads
+    group = num_heads // num_kv_heads
+    single = causal_attention if causal else attention
+    heads = []
+    for n in range(num_heads):
+        kv = n // group
+        heads.append(single(x, w_query[:, n * H:(n + 1) * H], w_key[:, kv * H:(kv + 1) * H], w_value[:, kv * H:(kv + 1) * H])["context"])
+    return np.stack(heads, axis=-3)  # (B, N, T, H)
+
+
+def grouped_fused_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal):
+    return grouped_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal)
+
+
 def attention_layer(x, w_query, w_key, w_value):
     """A library's attention layer fed the projections: it should compute scaled attention."""
     return attention(x, w_query, w_key, w_value)["context"]

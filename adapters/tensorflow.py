@@ -296,6 +296,31 @@ def fused_attention(x, w_query, w_key, w_value, num_heads, causal):
     return _np(heads if batched else heads[0])
 
 
+def grouped_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal):
+    x = _t(x)
+    head_dim = w_query.shape[1] // num_heads
+    swap = [0, 2, 1, 3]  # (B, T, N, H) <-> (B, N, T, H)
+
+    def split(t, n):
+        return tf.transpose(tf.reshape(t, t.shape[:-1] + [n, head_dim]), swap)
+
+    group = num_heads // num_kv_heads
+    Q = split(_matmul(x, _t(w_query)), num_heads)
+    K, V = (tf.repeat(split(_matmul(x, _t(w)), num_kv_heads), group, axis=1) for w in (w_key, w_value))  # each head in place
+    scores = tf.linalg.matmul(Q, K, transpose_b=True)
+    weights = _masked_weights(scores, K, _causal_mask(x.shape[-2])) if causal else _scaled_softmax(scores, K)
+    return _np(tf.linalg.matmul(weights, V))
+
+
+def grouped_fused_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal):
+    x = _t(x)
+    head_dim = w_query.shape[1] // num_heads
+    Q, K, V = (tf.reshape(_matmul(x, _t(w)), x.shape[:-1] + [n, head_dim])
+               for w, n in ((w_query, num_heads), (w_key, num_kv_heads), (w_value, num_kv_heads)))
+    heads = keras.ops.dot_product_attention(Q, K, V, is_causal=causal)  # [B, T, N, H]; fewer K/V heads allowed
+    return _np(tf.transpose(heads, [0, 2, 1, 3]))
+
+
 def attention_layer(x, w_query, w_key, w_value):
     x = _t(x)
     Q, K, V = _matmul(x, _t(w_query)), _matmul(x, _t(w_key)), _matmul(x, _t(w_value))

@@ -33,6 +33,7 @@ NOT_APPLICABLE = {
     "attention_module": "TensorFlow.js has no multi-head attention layer (tfjs-layers 4.22 has none); GPT-2's block not built yet",
     "layer_defaults": "TensorFlow.js has no multi-head attention layer (tfjs-layers 4.22 has none)",
     "causal_flag": "TensorFlow.js has no attention op with a causal flag (masks are built with tf.linalg.bandPart)",
+    "grouped_fused_attention": "TensorFlow.js has no fused attention kernel",
 }
 
 if shutil.which("node") is None:
@@ -135,6 +136,15 @@ def decode_attention(x, w_query, w_key, w_value, start):
 
 def causal_flag(x, w_query, w_key, w_value, start):
     raise NotImplementedError(NOT_APPLICABLE["causal_flag"])
+
+
+def grouped_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal):
+    return _call("grouped_attention", x=x, w_query=w_query, w_key=w_key, w_value=w_value, num_heads=num_heads,
+                 num_kv_heads=num_kv_heads, causal=causal)
+
+
+def grouped_fused_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal):
+    raise NotImplementedError(NOT_APPLICABLE["grouped_fused_attention"])
 
 
 def dropout(weights, p, seed):

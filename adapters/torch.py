@@ -275,6 +275,31 @@ def fused_attention(x, w_query, w_key, w_value, num_heads, causal):
     return _np(F.scaled_dot_product_attention(queries, keys, values, is_causal=causal))
 
 
+def _grouped_split(x, w_query, w_key, w_value, num_heads, num_kv_heads):
+    head_dim = w_query.shape[1] // num_heads
+
+    def split(t, n):  # (.., T, n*H) -> (.., n, T, H)
+        return t.view(*t.shape[:-1], n, head_dim).transpose(-3, -2)
+
+    return split(x @ _t(w_query), num_heads), split(x @ _t(w_key), num_kv_heads), split(x @ _t(w_value), num_kv_heads)
+
+
+def grouped_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal):
+    x = _t(x)
+    queries, keys, values = _grouped_split(x, w_query, w_key, w_value, num_heads, num_kv_heads)
+    group = num_heads // num_kv_heads
+    keys, values = keys.repeat_interleave(group, dim=-3), values.repeat_interleave(group, dim=-3)  # Llama's repeat_kv
+    attn_scores = queries @ keys.mT
+    if causal:
+        attn_scores.masked_fill_(_causal_mask(x.shape[-2]), -torch.inf)
+    return _np(torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1) @ values)
+
+
+def grouped_fused_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal):
+    queries, keys, values = _grouped_split(_t(x), w_query, w_key, w_value, num_heads, num_kv_heads)
+    return _np(F.scaled_dot_product_attention(queries, keys, values, is_causal=causal, enable_gqa=True))
+
+
 def attention_layer(x, w_query, w_key, w_value):
     raise NotImplementedError(NOT_APPLICABLE["attention_layer"])
 

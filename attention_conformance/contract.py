@@ -54,11 +54,16 @@ OPS = {
     # framework's built-in causal flag on that block, however it aligns.
     "decode_attention": (_X_W + ("start",), ("context", "stepwise")),
     "causal_flag": (_X_W + ("start",), ("context",)),
+    # Grouped-query attention: w_key and w_value have num_kv_heads heads; query head n uses K/V head
+    # n // (num_heads / num_kv_heads) (repeat-interleave). The textbook path, then the fused kernel.
+    "grouped_attention": (_X_W + ("num_heads", "num_kv_heads", "causal"), ("heads",)),
+    "grouped_fused_attention": (_X_W + ("num_heads", "num_kv_heads", "causal"), ("heads",)),
 }
 LAYERS = ("mha", "mha_averaged", "mha_seq_first", "gpt2")  # attention_module's `layer`
 # Ops an adapter may leave out: its cases are then not applicable, said so in the summary. A new op
 # is a contract change for every adapter outside this repository; optional ones do not break them.
-OPTIONAL = frozenset({"attention_module", "layer_defaults", "decode_attention", "causal_flag"})
+OPTIONAL = frozenset({"attention_module", "layer_defaults", "decode_attention", "causal_flag", "grouped_attention",
+                      "grouped_fused_attention"})
 CONTRACT = {"version": ()} | {op: params for op, (params, _) in OPS.items()}  # every function an adapter defines
 OUTPUTS = tuple(sorted({out for _, outs in OPS.values() for out in outs}))
 DTYPES = ("float64", "float32", "float16", "bfloat16")  # every dtype the suite knows

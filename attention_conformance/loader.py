@@ -151,6 +151,7 @@ SCALARS = {
     "d_in": (functools.partial(values.is_int, low=1, high=4096), "an integer in 1..4096"),
     "d_out": (functools.partial(values.is_int, low=1, high=4096), "an integer in 1..4096"),
     "num_heads": (functools.partial(values.is_int, low=1, high=64), "an integer in 1..64 that divides the projection width"),
+    "num_kv_heads": (functools.partial(values.is_int, low=1, high=64), "an integer in 1..64 that divides num_heads"),
     "seed": (functools.partial(values.is_int, low=0, high=MAX_SEED), f"an integer in 0..{MAX_SEED}"),
     "start": (functools.partial(values.is_int, low=0, high=4095), "an integer in 0..4095, below the token count"),
     "n": (functools.partial(values.is_int, low=1, high=10_000_000), "an integer in 1..10000000"),
@@ -205,11 +206,20 @@ def _input(at, name, value):
 
 
 def _heads_divide(at, inputs):
-    """num_heads must split the projection width evenly, where the width is known before goldens are read."""
+    """num_heads must split the projection width evenly, where the width is known before goldens are
+    read; num_kv_heads must divide num_heads, and w_key must be num_kv_heads heads of the same size."""
     heads, w = inputs.get("num_heads"), inputs.get("w_query")
     shape = w["shape"] if isinstance(w, dict) else values.shape_of(w) if isinstance(w, list) else None
     if heads is not None and shape and shape[-1] % heads:
         raise SpecError(f"{at}: field 'inputs.num_heads': {heads} heads do not divide the width {shape[-1]} of w_query")
+    kv = inputs.get("num_kv_heads")
+    if kv is not None and heads is not None:
+        if heads % kv:
+            raise SpecError(f"{at}: field 'inputs.num_kv_heads': {kv} does not divide num_heads {heads}")
+        k = inputs.get("w_key")
+        k_shape = k["shape"] if isinstance(k, dict) else values.shape_of(k) if isinstance(k, list) else None
+        if shape and k_shape and k_shape[-1] * heads != shape[-1] * kv:
+            raise SpecError(f"{at}: field 'inputs.w_key': width {k_shape[-1]} is not {kv} heads of w_query's {shape[-1]} / {heads}")
 
 
 def load_file(path):

@@ -112,6 +112,18 @@ const ops = {
     }
     return { context, stepwise: tf.concat(steps, -2) };
   },
+  grouped_attention: ({ x, w_query, w_key, w_value, num_heads, num_kv_heads, causal }) => {
+    const H = w_query.shape[1] / num_heads, T = x.shape[x.rank - 2], group = num_heads / num_kv_heads;
+    const lead = x.shape.slice(0, -1);
+    const perm = [...Array(lead.length - 1).keys(), lead.length, lead.length - 1, lead.length + 1];
+    const split = (t, n) => tf.unstack(tf.reshape(tf.transpose(tf.reshape(t, [...lead, n, H]), perm), [-1, T, H]));
+    const Qs = split(project(x, w_query), num_heads), Ks = split(project(x, w_key), num_kv_heads), Vs = split(project(x, w_value), num_kv_heads);
+    const hidden = causal ? causalHidden(T) : null;
+    // Qs is batch-major: entry b * N + n is batch b, query head n, which reads K/V head floor(n / group).
+    const kv = (i) => Math.floor(i / num_heads) * num_kv_heads + Math.floor((i % num_heads) / group);
+    const heads = Qs.map((q, i) => bmm(maskedSoftmax(bmm(q, Ks[kv(i)], true), H, hidden), Vs[kv(i)]));
+    return tf.reshape(tf.stack(heads), [...lead.slice(0, -1), num_heads, T, H]);
+  },
   dropout: ({ weights, p, seed }) => ({ dropout_eval: weights, dropout_train: tf.dropout(weights, p, null, seed) }),
   multi_head_attention: ({ x, w_query, w_key, w_value, w_out, num_heads, causal }) => {
     const dOut = w_query.shape[1], H = dOut / num_heads, T = x.shape[x.rank - 2];
