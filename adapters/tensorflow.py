@@ -296,8 +296,19 @@ def fused_attention(x, w_query, w_key, w_value, num_heads, causal):
     return _np(heads if batched else heads[0])
 
 
+def _batched(fn):
+    """One sequence [T, D] runs as a batch of one: the 4-D transposes and keras.ops want [B, T, ..]."""
+
+    @functools.wraps(fn)
+    def call(x, *args):
+        out = fn(_t(x) if len(np.shape(x)) == 3 else _t(x)[tf.newaxis], *args)
+        return out if len(np.shape(x)) == 3 else out[0]
+
+    return call
+
+
+@_batched
 def grouped_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal):
-    x = _t(x)
     head_dim = w_query.shape[1] // num_heads
     swap = [0, 2, 1, 3]  # (B, T, N, H) <-> (B, N, T, H)
 
@@ -312,8 +323,8 @@ def grouped_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causa
     return _np(tf.linalg.matmul(weights, V))
 
 
+@_batched
 def grouped_fused_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal):
-    x = _t(x)
     head_dim = w_query.shape[1] // num_heads
     Q, K, V = (tf.reshape(_matmul(x, _t(w)), x.shape[:-1] + [n, head_dim])
                for w, n in ((w_query, num_heads), (w_key, num_kv_heads), (w_value, num_kv_heads)))
