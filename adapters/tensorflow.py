@@ -300,8 +300,8 @@ def _batched(fn):
     """One sequence [T, D] runs as a batch of one: the 4-D transposes and keras.ops want [B, T, ..]."""
 
     @functools.wraps(fn)
-    def call(x, *args):
-        out = fn(_t(x) if len(np.shape(x)) == 3 else _t(x)[tf.newaxis], *args)
+    def call(x, *args, **kwargs):
+        out = fn(_t(x) if len(np.shape(x)) == 3 else _t(x)[tf.newaxis], *args, **kwargs)
         return out if len(np.shape(x)) == 3 else out[0]
 
     return call
