@@ -20,16 +20,14 @@ DTYPES = ("float32",)
 _ONLY_FLOAT32 = "TensorFlow.js computes in float32 only"
 NOT_APPLICABLE = {
     "float64": _ONLY_FLOAT32, "float16": _ONLY_FLOAT32, "bfloat16": _ONLY_FLOAT32,
-    # tfjs-core has no layers: nn.Linear's counterpart, tf.layers.dense, lives in @tensorflow/tfjs-layers.
-    "self_attention_v2": "tfjs-core has no layers (tf.layers.dense is in @tensorflow/tfjs-layers, not installed)",
-    "exercise_3_1": "tfjs-core has no layers (tf.layers.dense is in @tensorflow/tfjs-layers, not installed)",
-    "erratum_same_start_v2": "tfjs-core has no layers (tf.layers.dense is in @tensorflow/tfjs-layers, not installed)",
-    "erratum_linear_init": "tfjs-core has no layers (tf.layers.dense is in @tensorflow/tfjs-layers, not installed)",
-    "v2_count": "tfjs-core has no layers (tf.layers.dense is in @tensorflow/tfjs-layers, not installed)",
+    # nn.Linear's counterpart, tf.layers.dense, comes with @tensorflow/tfjs (installed for its gradients).
+    "self_attention_v2": "not built yet: the v2 form needs tf.layers.dense (installed with @tensorflow/tfjs, not written here)",
+    "exercise_3_1": "not built yet: the v2 form needs tf.layers.dense (installed with @tensorflow/tfjs, not written here)",
+    "erratum_same_start_v2": "not built yet: the v2 form needs tf.layers.dense (installed with @tensorflow/tfjs, not written here)",
+    "erratum_linear_init": "not built yet: the v2 form needs tf.layers.dense (installed with @tensorflow/tfjs, not written here)",
+    "v2_count": "not built yet: the v2 form needs tf.layers.dense (installed with @tensorflow/tfjs, not written here)",
     "fused_attention": "TensorFlow.js has no fused attention kernel",
     "attention_layer": "keras.layers.Attention's case; TensorFlow.js core has no attention layer",
-    "gradients": "not built yet: TensorFlow.js gradients need the full @tensorflow/tfjs package",
-    "sgd_step": "not built yet: TensorFlow.js optimizers need the full @tensorflow/tfjs package",
     "attention_module": "TensorFlow.js has no multi-head attention layer (tfjs-layers 4.22 has none); GPT-2's block not built yet",
     "layer_defaults": "TensorFlow.js has no multi-head attention layer (tfjs-layers 4.22 has none)",
     "causal_flag": "TensorFlow.js has no attention op with a causal flag (masks are built with tf.linalg.bandPart)",
@@ -38,7 +36,7 @@ NOT_APPLICABLE = {
 
 if shutil.which("node") is None:
     raise ImportError("the tfjs adapter needs Node.js on PATH")
-if not (SERVER.parent / "node_modules" / "@tensorflow" / "tfjs-core").exists():
+if not (SERVER.parent / "node_modules" / "@tensorflow" / "tfjs").exists():  # the package server.js requires
     raise ImportError(f"TensorFlow.js is not installed: run `npm ci --prefix {SERVER.parent}`")
 
 _node = subprocess.Popen(["node", str(SERVER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
@@ -179,8 +177,8 @@ def knobs_removed(x):
 
 
 def gradients(x, w_query, w_key, w_value, g, form):
-    raise NotImplementedError(NOT_APPLICABLE["gradients"])
+    return _call("gradients", x=x, w_query=w_query, w_key=w_key, w_value=w_value, g=g, form=form)
 
 
 def sgd_step(x, w_query, w_key, w_value, g, lr):
-    raise NotImplementedError(NOT_APPLICABLE["sgd_step"])
+    return _call("sgd_step", x=x, w_query=w_query, w_key=w_key, w_value=w_value, g=g, lr=lr)

@@ -3,8 +3,9 @@
 // Written in the document's own idiom: tf.variable, tf.matMul(q, k, false, true), tf.div, tf.softmax.
 // Backend: WebAssembly with SIMD (XNNPACK matmuls), ~20x the pure-JS CPU backend on the GPT-2-sized
 // case (measured); TFJS_BACKEND=cpu selects the pure-JS one.
-const tf = require("@tensorflow/tfjs-core");
-require("@tensorflow/tfjs-backend-cpu");
+// @tensorflow/tfjs, not tfjs-core alone: only the full package's bundle registers the gradient
+// functions that tf.grad, tf.variableGrads and tf.train.sgd need (tfjs-core's own are ES modules).
+const tf = require("@tensorflow/tfjs");
 require("@tensorflow/tfjs-backend-wasm");
 const readline = require("readline");
 
@@ -123,6 +124,25 @@ const ops = {
     const kv = (i) => Math.floor(i / num_heads) * num_kv_heads + Math.floor((i % num_heads) / group);
     const heads = Qs.map((q, i) => bmm(maskedSoftmax(bmm(q, Ks[kv(i)], true), H, hidden), Vs[kv(i)]));
     return tf.reshape(tf.stack(heads), [...lead.slice(0, -1), num_heads, T, H]);
+  },
+  // Training, in the document's idiom: tf.variable, tf.variableGrads / tf.grad, tf.train.sgd.
+  // L = sum(context * g); v2 weights arrive in nn.Linear's [d_out, d_in] and are used as x @ W^T.
+  gradients: ({ x, w_query, w_key, w_value, g, form }) => {
+    const asKernel = (W) => (form === "v2" ? tf.transpose(W) : W);
+    const loss = (xx, ws) => tf.sum(tf.mul(attend(xx, ...ws.map(asKernel)).context, g));
+    const vars = [w_query, w_key, w_value].map((w) => tf.variable(w));
+    const { grads } = tf.variableGrads(() => loss(x, vars), vars);
+    const grad_x = tf.grad((xx) => loss(xx, vars))(x);
+    const out = { grad_w_query: grads[vars[0].name], grad_w_key: grads[vars[1].name], grad_w_value: grads[vars[2].name], grad_x };
+    vars.forEach((v) => v.dispose());
+    return out;
+  },
+  sgd_step: ({ x, w_query, w_key, w_value, g, lr }) => {
+    const vars = [w_query, w_key, w_value].map((w) => tf.variable(w));
+    tf.train.sgd(lr).minimize(() => tf.sum(tf.mul(attend(x, ...vars).context, g)), false, vars);
+    const [wq, wk, wv] = vars.map((v) => v.clone());
+    vars.forEach((v) => v.dispose());
+    return { w_query: wq, w_key: wk, w_value: wv };
   },
   dropout: ({ weights, p, seed }) => ({ dropout_eval: weights, dropout_train: tf.dropout(weights, p, null, seed) }),
   multi_head_attention: ({ x, w_query, w_key, w_value, w_out, num_heads, causal }) => {
