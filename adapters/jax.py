@@ -191,6 +191,28 @@ def _masked_attention(x, w_query, w_key, w_value, mask):
 masked_attention = _compiled()(_masked_attention)
 
 
+def _mask_conventions(x, w_query, w_key, w_value, mask, api, fill):
+    x, hidden = jnp.asarray(x), jnp.asarray(mask)
+    # jax.nn.dot_product_attention takes [B, T, N, H] and masks [B, N, T, S]: one head here.
+    queries, keys, values = ((x @ jnp.asarray(w))[..., None, :] for w in (w_query, w_key, w_value))
+    if api == "bool":  # its boolean mask: True = the key takes part, the suite's opposite
+        out = jax.nn.dot_product_attention(queries, keys, values, mask=~hidden[..., None, :, :])
+    else:  # its additive `bias`
+        value = {"neg_inf": -jnp.inf, "large_negative": -1e9, "dtype_min": jnp.finfo(x.dtype).min}[fill]
+        bias = jnp.where(hidden, jnp.asarray(value, x.dtype), jnp.zeros((), x.dtype))[..., None, :, :]
+        out = jax.nn.dot_product_attention(queries, keys, values, bias=bias)
+    return out[..., 0, :]
+
+
+_mask_conventions_compiled = _compiled("api", "fill")(_mask_conventions)
+
+
+def mask_conventions(x, w_query, w_key, w_value, mask, api, fill):
+    if np.asarray(x).dtype == np.float16:  # eager, as fused_attention: XLA:CPU refuses F16_F16_F32 under jit
+        return _np(_mask_conventions(x, w_query, w_key, w_value, mask, api, fill))
+    return _mask_conventions_compiled(x, w_query, w_key, w_value, mask, api, fill)
+
+
 def _causal_mask(T):
     return jnp.tril(jnp.ones((T, T), dtype=bool)) == 0  # above the diagonal: the future
 

@@ -126,6 +126,12 @@ def masked_attention(x, w_query, w_key, w_value, mask):
     return {"weights": weights, "context": blend(weights, values)}
 
 
+def mask_conventions(x, w_query, w_key, w_value, mask, api, fill):
+    """Whatever the API's polarity or fill, the masked attention of the suite's mask (True = hidden):
+    a hidden key gets weight exactly 0 (exp(-1e9) and exp(dtype min) are 0 in float64 too)."""
+    return masked_attention(x, w_query, w_key, w_value, mask)["context"]
+
+
 def causal_attention(x, w_query, w_key, w_value):
     T = np.shape(x)[-2]
     above_diagonal = np.triu(np.ones((T, T), dtype=bool), k=1)  # key j > query i is the future

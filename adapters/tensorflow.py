@@ -42,6 +42,17 @@ def _matmul(a, b):
     return tf.linalg.matmul(a, b)
 
 
+def _batched(fn):
+    """One sequence [T, D] runs as a batch of one: the 4-D transposes and keras.ops want [B, T, ..]."""
+
+    @functools.wraps(fn)
+    def call(x, *args, **kwargs):
+        out = fn(_t(x) if len(np.shape(x)) == 3 else _t(x)[tf.newaxis], *args, **kwargs)
+        return out if len(np.shape(x)) == 3 else out[0]
+
+    return call
+
+
 def _scaled_softmax(attn_scores, keys):
     d_k = keys.shape[-1]
     return tf.nn.softmax(tf.math.divide(attn_scores, math.sqrt(d_k)), axis=-1)
@@ -181,6 +192,20 @@ def masked_attention(x, w_query, w_key, w_value, mask):
     return {"weights": _np(weights), "context": _np(tf.linalg.matmul(weights, V))}
 
 
+@_batched
+def mask_conventions(x, w_query, w_key, w_value, mask, api, fill):
+    hidden = _t(mask) if len(np.shape(mask)) == 3 else _t(mask)[tf.newaxis]
+    # keras.ops.dot_product_attention takes [B, T, N, H] and masks [B, N, T, S]: one head here.
+    Q, K, V = (_matmul(x, _t(w))[..., tf.newaxis, :] for w in (w_query, w_key, w_value))
+    if api == "bool":  # its boolean mask: True = the key takes part, the suite's opposite
+        out = keras.ops.dot_product_attention(Q, K, V, mask=tf.logical_not(hidden)[:, tf.newaxis])
+    else:  # its additive `bias`
+        value = {"neg_inf": -np.inf, "large_negative": -1e9, "dtype_min": x.dtype.min}[fill]
+        bias = tf.where(hidden, tf.constant(value, x.dtype), tf.zeros([], x.dtype))[:, tf.newaxis]
+        out = keras.ops.dot_product_attention(Q, K, V, bias=bias)
+    return _np(out[..., 0, :])
+
+
 def _causal_mask(T):
     return tf.linalg.band_part(tf.ones([T, T]), -1, 0) == 0  # outside the lower band: the future
 
@@ -294,17 +319,6 @@ def fused_attention(x, w_query, w_key, w_value, num_heads, causal):
     Q, K, V = (split(_matmul(x, _t(w))) for w in (w_query, w_key, w_value))
     heads = tf.transpose(keras.ops.dot_product_attention(Q, K, V, is_causal=causal), [0, 2, 1, 3])  # (B, N, T, H)
     return _np(heads if batched else heads[0])
-
-
-def _batched(fn):
-    """One sequence [T, D] runs as a batch of one: the 4-D transposes and keras.ops want [B, T, ..]."""
-
-    @functools.wraps(fn)
-    def call(x, *args, **kwargs):
-        out = fn(_t(x) if len(np.shape(x)) == 3 else _t(x)[tf.newaxis], *args, **kwargs)
-        return out if len(np.shape(x)) == 3 else out[0]
-
-    return call
 
 
 @_batched

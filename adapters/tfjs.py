@@ -32,6 +32,9 @@ NOT_APPLICABLE = {
     "layer_defaults": "TensorFlow.js has no multi-head attention layer (tfjs-layers 4.22 has none)",
     "causal_flag": "TensorFlow.js has no attention op with a causal flag (masks are built with tf.linalg.bandPart)",
     "grouped_fused_attention": "TensorFlow.js has no fused attention kernel",
+    "mask_padding_bool": "TensorFlow.js has no attention op taking a boolean mask (the textbook's tf.where is masked_attention)",
+    "mask_padding_causal_bool": "TensorFlow.js has no attention op taking a boolean mask (the textbook's tf.where is masked_attention)",
+    "mask_fully_masked_bool": "TensorFlow.js has no attention op taking a boolean mask (the textbook's tf.where is masked_attention)",
 }
 
 if shutil.which("node") is None:
@@ -143,6 +146,12 @@ def grouped_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causa
 
 def grouped_fused_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal):
     raise NotImplementedError(NOT_APPLICABLE["grouped_fused_attention"])
+
+
+def mask_conventions(x, w_query, w_key, w_value, mask, api, fill):
+    if api == "bool":
+        raise NotImplementedError(NOT_APPLICABLE["mask_padding_bool"])
+    return _call("mask_additive", x=x, w_query=w_query, w_key=w_key, w_value=w_value, mask=mask, fill=fill)
 
 
 def dropout(weights, p, seed):

@@ -169,6 +169,20 @@ def masked_attention(x, w_query, w_key, w_value, mask):
     return {"weights": _np(attn_weights), "context": _np(attn_weights @ values)}
 
 
+def _fill(fill, dtype):
+    return {"neg_inf": -torch.inf, "large_negative": -1e9, "dtype_min": torch.finfo(dtype).min}[fill]
+
+
+def mask_conventions(x, w_query, w_key, w_value, mask, api, fill):
+    x, hidden = _t(x), _t(mask)
+    queries, keys, values = x @ _t(w_query), x @ _t(w_key), x @ _t(w_value)
+    if api == "bool":  # SDPA's boolean attn_mask: True = the key takes part, the suite's opposite
+        attn_mask = ~hidden
+    else:  # a float mask added to the scores
+        attn_mask = torch.zeros(hidden.shape, dtype=x.dtype).masked_fill(hidden, _fill(fill, x.dtype))
+    return _np(F.scaled_dot_product_attention(queries, keys, values, attn_mask=attn_mask))
+
+
 def _causal_mask(T):
     return torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)  # above the diagonal: the future
 

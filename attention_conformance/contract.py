@@ -58,12 +58,16 @@ OPS = {
     # n // (num_heads / num_kv_heads) (repeat-interleave). The textbook path, then the fused kernel.
     "grouped_attention": (_X_W + ("num_heads", "num_kv_heads", "causal"), ("heads",)),
     "grouped_fused_attention": (_X_W + ("num_heads", "num_kv_heads", "causal"), ("heads",)),
+    # The suite's mask (True = hidden, [B, T, S]) handed to the framework's attention op in that op's
+    # own convention: `api` "bool" (its boolean mask, whatever True means there) or "additive" (a
+    # float mask added to the scores, `fill` "neg_inf", "large_negative" (-1e9) or "dtype_min").
+    "mask_conventions": (_X_W + ("mask", "api", "fill"), ("context",)),
 }
 LAYERS = ("mha", "mha_averaged", "mha_seq_first", "gpt2")  # attention_module's `layer`
 # Ops an adapter may leave out: its cases are then not applicable, said so in the summary. A new op
 # is a contract change for every adapter outside this repository; optional ones do not break them.
 OPTIONAL = frozenset({"attention_module", "layer_defaults", "decode_attention", "causal_flag", "grouped_attention",
-                      "grouped_fused_attention"})
+                      "grouped_fused_attention", "mask_conventions"})
 CONTRACT = {"version": ()} | {op: params for op, (params, _) in OPS.items()}  # every function an adapter defines
 OUTPUTS = tuple(sorted({out for _, outs in OPS.values() for out in outs}))
 DTYPES = ("float64", "float32", "float16", "bfloat16")  # every dtype the suite knows

@@ -163,6 +163,8 @@ SCALARS = {
     "distribution": (lambda v: v in ("uniform", "normal"), "uniform or normal"),
     "layer": (lambda v: v in LAYERS, f"one of {', '.join(LAYERS)}"),
     "checkpoint": (lambda v: v in ports.LAYOUTS, f"one of {', '.join(ports.LAYOUTS)}"),
+    "api": (lambda v: v in ("bool", "additive"), "bool or additive"),
+    "fill": (lambda v: v in ("neg_inf", "large_negative", "dtype_min"), "neg_inf, large_negative or dtype_min"),
 }
 
 

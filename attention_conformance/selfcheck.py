@@ -29,7 +29,7 @@ def tiny_inputs(dtype):
             "form": "v1", "mask": np.triu(np.ones((T, T), bool), k=1), "p": 0.5, "num_heads": HEADS, "causal": True,
             "distribution": "uniform", "n": 64, "lr": 0.1, "row": tensor(D), "batch": tensor(1, T, D),
             "b_query": tensor(D), "b_key": tensor(D), "b_value": tensor(D), "b_out": tensor(D), "layer": "mha",
-            "checkpoint": "reference", "start": T - 2, "num_kv_heads": HEADS}
+            "checkpoint": "reference", "start": T - 2, "num_kv_heads": HEADS, "api": "additive", "fill": "neg_inf"}
 
 
 ROW_INPUT = {"dot_columns"}  # its x is one token's row: "the row on the left, dotted with each column"

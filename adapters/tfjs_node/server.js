@@ -144,6 +144,14 @@ const ops = {
     vars.forEach((v) => v.dispose());
     return { w_query: wq, w_key: wk, w_value: wv };
   },
+  // An additive mask, 0 where a key is visible and the fill where hidden, added to the scores.
+  mask_additive: ({ x, w_query, w_key, w_value, mask, fill }) => {
+    const value = { neg_inf: -Infinity, large_negative: -1e9, dtype_min: -3.4028234663852886e38 }[fill];
+    const Q = project(x, w_query), K = project(x, w_key), V = project(x, w_value);
+    const additive = tf.where(mask, tf.fill(mask.shape, value), tf.zeros(mask.shape));
+    const scaled = tf.add(tf.div(bmm(Q, K, true), Math.sqrt(K.shape[K.rank - 1])), additive);
+    return bmm(tf.softmax(scaled, -1), V);
+  },
   dropout: ({ weights, p, seed }) => ({ dropout_eval: weights, dropout_train: tf.dropout(weights, p, null, seed) }),
   multi_head_attention: ({ x, w_query, w_key, w_value, w_out, num_heads, causal }) => {
     const dOut = w_query.shape[1], H = dOut / num_heads, T = x.shape[x.rank - 2];
