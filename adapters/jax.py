@@ -197,20 +197,21 @@ def _mask_conventions(x, w_query, w_key, w_value, mask, api, fill):
     queries, keys, values = ((x @ jnp.asarray(w))[..., None, :] for w in (w_query, w_key, w_value))
     if api == "bool":  # its boolean mask: True = the key takes part, the suite's opposite
         out = jax.nn.dot_product_attention(queries, keys, values, mask=~hidden[..., None, :, :])
-    else:  # its additive `bias`
-        value = {"neg_inf": -jnp.inf, "large_negative": -1e9, "dtype_min": jnp.finfo(x.dtype).min}[fill]
-        bias = jnp.where(hidden, jnp.asarray(value, x.dtype), jnp.zeros((), x.dtype))[..., None, :, :]
+    else:  # its additive `bias`; the fill is data, not a compile-time constant: one program for the three
+        bias = jnp.where(hidden, jnp.asarray(fill, x.dtype), jnp.zeros((), x.dtype))[..., None, :, :]
         out = jax.nn.dot_product_attention(queries, keys, values, bias=bias)
     return out[..., 0, :]
 
 
-_mask_conventions_compiled = _compiled("api", "fill")(_mask_conventions)
+_mask_conventions_compiled = _compiled("api")(_mask_conventions)
 
 
 def mask_conventions(x, w_query, w_key, w_value, mask, api, fill):
-    if np.asarray(x).dtype == np.float16:  # eager, as fused_attention: XLA:CPU refuses F16_F16_F32 under jit
-        return _np(_mask_conventions(x, w_query, w_key, w_value, mask, api, fill))
-    return _mask_conventions_compiled(x, w_query, w_key, w_value, mask, api, fill)
+    dtype = np.asarray(x).dtype
+    value = {"neg_inf": -np.inf, "large_negative": -1e9, "dtype_min": float(jnp.finfo(dtype).min)}[fill]
+    if dtype == np.float16:  # eager, as fused_attention: XLA:CPU refuses F16_F16_F32 under jit
+        return _np(_mask_conventions(x, w_query, w_key, w_value, mask, api, value))
+    return _mask_conventions_compiled(x, w_query, w_key, w_value, mask, api, value)
 
 
 def _causal_mask(T):
