@@ -479,6 +479,19 @@ def attention_module(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value,
     return _layer_outputs(x, state, num_heads, causal, layer)
 
 
+@functools.partial(jax.jit, static_argnames=("graphdef",))
+def _flax_masked(graphdef, params, x, mask):
+    from flax import nnx
+
+    return nnx.merge(graphdef, params)(x, mask=~mask[..., None, :, :])  # [B, 1, T, S] for every head, True = attend
+
+
+def layer_mask(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, mask):
+    weights = dict(zip(ports.REFERENCE, (w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)))
+    graphdef, params = _flax_mha(ports.to_layout("flax", weights, num_heads), num_heads)
+    return _np(_flax_masked(graphdef, params, x, np.asarray(mask)))
+
+
 @functools.partial(jax.jit, static_argnums=(0, 1, 2))  # nnx.Rngs takes a concrete seed
 def _flax_initialised(d_in, num_heads, seed):
     """The layer's parameters as its constructor draws them: one compiled program, where eager

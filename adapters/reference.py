@@ -180,22 +180,32 @@ def attention_module(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value,
     The oracle holds the weights in its own form, so `checkpoint` (the layout they were saved in)
     changes nothing here; round_trip is those weights as one vector. `layer` "mha_averaged" returns
     the weights averaged over heads, as nn.MultiheadAttention does by default."""
+    T = np.shape(x)[-2]
+    hidden = np.triu(np.ones((T, T), dtype=bool), k=1) if causal else np.zeros((T, T), dtype=bool)
+    weights, context, own = _layer(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, hidden)
+    return {"context": context,
+            "weights": weights.mean(axis=-3) if layer == "mha_averaged" else weights,
+            "round_trip": ports.flat(dict(zip(ports.REFERENCE, own)))}
+
+
+def layer_mask(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, mask):
+    """The layer of attention_module with a mask (True = hidden, [B, T, S]) on every head."""
+    return _layer(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, np.asarray(mask, dtype=bool))[1]
+
+
+def _layer(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, hidden):
     x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out = _f64(
         x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)
     H = w_query.shape[-1] // num_heads
     queries, keys, values = project(x, w_query) + b_query, project(x, w_key) + b_key, project(x, w_value) + b_value
     T = x.shape[-2]
-    hidden = np.triu(np.ones((T, T), dtype=bool), k=1) if causal else np.zeros((T, T), dtype=bool)
     weights = np.empty(x.shape[:-2] + (num_heads, T, T))  # (B, N, T, S)
     merged = np.empty(x.shape[:-1] + (num_heads * H,))  # (B, T, N*H): heads side by side
     for n in range(num_heads):  # head n is columns n*H:(n+1)*H; one (T, T) at a time keeps GPT-2's shape small
         q, k, v = (t[..., n * H:(n + 1) * H] for t in (queries, keys, values))
-        weights[..., n, :, :] = _masked_softmax(scale(transposed_matmul(q, k), H), hidden)
+        weights[..., n, :, :] = _masked_softmax(scale(transposed_matmul(q, k), H), hidden)  # one mask, every head
         merged[..., n * H:(n + 1) * H] = blend(weights[..., n, :, :], v)
-    own = (w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)
-    return {"context": merged @ w_out + b_out,
-            "weights": weights.mean(axis=-3) if layer == "mha_averaged" else weights,
-            "round_trip": ports.flat(dict(zip(ports.REFERENCE, own)))}
+    return weights, merged @ w_out + b_out, (w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)
 
 
 def layer_defaults(d_in, num_heads, seed):

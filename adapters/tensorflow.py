@@ -415,6 +415,13 @@ def attention_module(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value,
     return _layer_outputs(x, state, num_heads, causal, layer)
 
 
+def layer_mask(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, mask):
+    weights = dict(zip(ports.REFERENCE, (w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)))
+    mha = _keras_mha(ports.to_layout("keras", weights, num_heads), num_heads, str(x.dtype))
+    # attention_mask [B, T, S]: 1 = attend, the suite's opposite
+    return _np(mha(_t(x), _t(x), attention_mask=tf.logical_not(_t(mask))))
+
+
 def layer_defaults(d_in, num_heads, seed):
     keras.utils.set_random_seed(seed)
     layer = keras.layers.MultiHeadAttention(num_heads, key_dim=d_in // num_heads)

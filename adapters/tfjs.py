@@ -30,6 +30,7 @@ NOT_APPLICABLE = {
     "attention_layer": "keras.layers.Attention's case; TensorFlow.js core has no attention layer",
     "attention_module": "TensorFlow.js has no multi-head attention layer (tfjs-layers 4.22 has none); GPT-2's block not built yet",
     "layer_defaults": "TensorFlow.js has no multi-head attention layer (tfjs-layers 4.22 has none)",
+    "layer_mask": "TensorFlow.js has no multi-head attention layer (tfjs-layers 4.22 has none)",
     "causal_flag": "TensorFlow.js has no attention op with a causal flag (masks are built with tf.linalg.bandPart)",
     "grouped_fused_attention": "TensorFlow.js has no fused attention kernel",
     "mask_padding_bool": "TensorFlow.js has no attention op taking a boolean mask (the textbook's tf.where is masked_attention)",

@@ -381,6 +381,17 @@ def attention_module(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value,
     return _layer_outputs(x, state, num_heads, causal, layer)
 
 
+def layer_mask(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, mask):
+    weights = dict(zip(ports.REFERENCE, (w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)))
+    mha = _mha(ports.to_layout("torch", weights, num_heads), num_heads, True, _t(x).dtype)
+    x = _t(x)
+    # attn_mask: True = not allowed to attend (the suite's polarity), [B * N, T, S] for a mask per sentence
+    attn_mask = _t(mask).repeat_interleave(num_heads, dim=0)
+    with torch.no_grad():
+        context, _ = mha(x, x, x, attn_mask=attn_mask, need_weights=False)
+    return _np(context)
+
+
 def layer_defaults(d_in, num_heads, seed):
     torch.manual_seed(seed)
     layer = nn.MultiheadAttention(d_in, num_heads)

@@ -62,12 +62,15 @@ OPS = {
     # own convention: `api` "bool" (its boolean mask, whatever True means there) or "additive" (a
     # float mask added to the scores, `fill` "neg_inf", "large_negative" (-1e9) or "dtype_min").
     "mask_conventions": (_X_W + ("mask", "api", "fill"), ("context",)),
+    # The same mask handed to the framework's attention layer (attention_module's, weights in the
+    # reference form) in that layer's own convention.
+    "layer_mask": (_X_W + ("w_out",) + _BIASES + ("num_heads", "mask"), ("context",)),
 }
 LAYERS = ("mha", "mha_averaged", "mha_seq_first", "gpt2")  # attention_module's `layer`
 # Ops an adapter may leave out: its cases are then not applicable, said so in the summary. A new op
 # is a contract change for every adapter outside this repository; optional ones do not break them.
 OPTIONAL = frozenset({"attention_module", "layer_defaults", "decode_attention", "causal_flag", "grouped_attention",
-                      "grouped_fused_attention", "mask_conventions"})
+                      "grouped_fused_attention", "mask_conventions", "layer_mask"})
 CONTRACT = {"version": ()} | {op: params for op, (params, _) in OPS.items()}  # every function an adapter defines
 OUTPUTS = tuple(sorted({out for _, outs in OPS.values() for out in outs}))
 DTYPES = ("float64", "float32", "float16", "bfloat16")  # every dtype the suite knows

@@ -29,11 +29,12 @@ def tiny_inputs(dtype):
             "form": "v1", "mask": np.triu(np.ones((T, T), bool), k=1), "p": 0.5, "num_heads": HEADS, "causal": True,
             "distribution": "uniform", "n": 64, "lr": 0.1, "row": tensor(D), "batch": tensor(1, T, D),
             "b_query": tensor(D), "b_key": tensor(D), "b_value": tensor(D), "b_out": tensor(D), "layer": "mha",
-            "checkpoint": "reference", "start": T - 2, "num_kv_heads": HEADS, "api": "additive", "fill": "neg_inf"}
+            "checkpoint": "reference", "start": T - 2, "num_kv_heads": HEADS, "api": "additive", "fill": "neg_inf",
+            "batch_mask": np.triu(np.ones((1, T, T), bool), k=1)}
 
 
 ROW_INPUT = {"dot_columns"}  # its x is one token's row: "the row on the left, dotted with each column"
-BATCH_INPUT = {"attention_module"}  # layers take [B, T, E]
+BATCH_INPUT = {"attention_module", "layer_mask"}  # layers take [B, T, E] (and a mask [B, T, S])
 
 
 def _first_line(exc):
@@ -94,7 +95,8 @@ def problems(module):
         if op in not_applicable or not hasattr(module, op):  # stated, or an optional op left out
             continue
         call = f"{op}({', '.join(params)})"
-        pick = (lambda p: ("row" if op in ROW_INPUT else "batch" if op in BATCH_INPUT else p) if p == "x" else p)
+        pick = (lambda p: ("row" if op in ROW_INPUT else "batch" if op in BATCH_INPUT else p) if p == "x"
+                else "batch_mask" if p == "mask" and op in BATCH_INPUT else p)
         try:
             got = getattr(module, op)(**{p: inputs[pick(p)] for p in params})
         except Exception as exc:  # noqa: BLE001
