@@ -252,7 +252,7 @@ def decode_attention(x, w_query, w_key, w_value, start):
         attended = _masked_weights((token @ w_query) @ jnp.swapaxes(k_cache, -1, -2), k_cache, unwritten) @ v_cache
         return k_cache, v_cache, jax.lax.dynamic_update_slice_in_dim(out, attended, p - start, axis=-2)
 
-    out = jnp.zeros_like(queries[..., :, :w_value.shape[-1]])
+    out = jnp.zeros((*x.shape[:-2], T - start, w_value.shape[-1]), x.dtype)
     _, _, stepwise = jax.lax.fori_loop(start, T, step, (k_cache, v_cache, out))
     return {"context": weights @ values, "stepwise": stepwise}
 
@@ -412,6 +412,13 @@ def _flax_skeleton(embed_dim, num_heads):
     return nnx.split(layer, nnx.Param)
 
 
+def _flax_weights(params):
+    """A Flax parameter state as {'query/kernel': array, ...}, ports' Flax layout."""
+    from flax import nnx
+
+    return {"/".join(path): _np(v.get_value()) for path, v in nnx.to_flat_state(params)}
+
+
 def _flax_mha(state, num_heads):
     """The layer's graph and its parameters, every one set from a Flax-layout checkpoint."""
     from flax import nnx
@@ -458,15 +465,13 @@ def _layer_outputs(x, state, num_heads, causal, layer):
         context, attn_weights = _gpt2_attention(x, state, num_heads, causal)
         saved = state  # the arrays the jitted block was given
     elif layer == "mha":
-        from flax import nnx
-
         graphdef, params = _flax_mha(state, num_heads)
         context, attn_weights = _flax_apply(graphdef, params, x, causal)
-        saved = {"/".join(path): v.get_value() for path, v in nnx.to_flat_state(params)}
+        saved = _flax_weights(params)
     else:
         raise NotImplementedError(NOT_APPLICABLE[f"layer_{layer}"])
     return {"context": _np(context), "weights": _np(attn_weights),
-            "round_trip": ports.flat(ports.from_layout(_layout(layer), {k: _np(v) for k, v in saved.items()}, num_heads))}
+            "round_trip": ports.flat(ports.from_layout(_layout(layer), saved, num_heads))}
 
 
 def _layout(layer):
@@ -505,7 +510,7 @@ def layer_defaults(d_in, num_heads, seed):
     from flax import nnx
 
     layer = nnx.eval_shape(lambda: nnx.MultiHeadAttention(num_heads, d_in, decode=False, rngs=nnx.Rngs(seed)))
-    state = {"/".join(path): _np(v.get_value()) for path, v in nnx.to_flat_state(_flax_initialised(d_in, num_heads, seed))}
+    state = _flax_weights(_flax_initialised(d_in, num_heads, seed))
     # sow_weights keeps the (B, N, T, S) weights per head; there is no averaging switch.
     return {"bias": layer.use_bias, "dropout": float(layer.dropout_rate), "averaged_weights": False,
             "w_query": ports.from_layout("flax", state, num_heads)["w_query"]}

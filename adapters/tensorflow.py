@@ -365,11 +365,19 @@ def _keras_layer(embed_dim, num_heads, dtype):
     return layer
 
 
+def _keras_name(variable):
+    return variable.path.split("/", 1)[1]  # '<layer>/query/kernel' -> 'query/kernel', ports' Keras layout
+
+
+def _keras_weights(layer):
+    return {_keras_name(v): v.numpy() for v in layer.weights}
+
+
 def _keras_mha(state, num_heads, dtype):
     """That layer holding a Keras-layout checkpoint: every weight assigned by its path ('<layer>/query/kernel')."""
     layer = _keras_layer(state["attention_output/bias"].shape[0], num_heads, dtype)
     for variable in layer.weights:
-        variable.assign(state[variable.path.split("/", 1)[1]])
+        variable.assign(state[_keras_name(variable)])
     return layer
 
 
@@ -398,7 +406,7 @@ def _layer_outputs(x, state, num_heads, causal, layer):
     elif layer == "mha":
         mha = _keras_mha(state, num_heads, str(x.dtype))
         context, attn_weights = mha(_t(x), _t(x), use_causal_mask=causal, return_attention_scores=True)
-        saved = {v.path.split("/", 1)[1]: v.numpy() for v in mha.weights}
+        saved = _keras_weights(mha)
     else:
         raise NotImplementedError(NOT_APPLICABLE[f"layer_{layer}"])
     return {"context": _np(context), "weights": _np(attn_weights),
@@ -427,7 +435,7 @@ def layer_defaults(d_in, num_heads, seed):
     layer = keras.layers.MultiHeadAttention(num_heads, key_dim=d_in // num_heads)
     layer.build((None, None, d_in), (None, None, d_in))
     config = layer.get_config()
-    w_query = ports.from_layout("keras", {v.path.split("/", 1)[1]: v.numpy() for v in layer.weights}, num_heads)["w_query"]
+    w_query = ports.from_layout("keras", _keras_weights(layer), num_heads)["w_query"]
     # return_attention_scores gives the (B, N, T, S) scores per head; there is no averaging switch.
     return {"bias": config["use_bias"], "dropout": float(config["dropout"]), "averaged_weights": False, "w_query": w_query}
 
