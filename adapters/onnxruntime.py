@@ -320,8 +320,7 @@ def _fused(g, ranks, num_heads, num_kv_heads, causal):
 
 
 def fused_attention(x, w_query, w_key, w_value, num_heads, causal):
-    heads = _run(_fused, num_heads, num_heads, causal, x=_batched(x), w_query=w_query, w_key=w_key, w_value=w_value)["heads"]
-    return heads[0] if np.ndim(x) == 2 else heads
+    return grouped_fused_attention(x, w_query, w_key, w_value, num_heads, num_heads, causal)
 
 
 def grouped_fused_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal):
@@ -364,6 +363,12 @@ def _one_head(x, w):  # [B, 1, T, H]: the projections as one head of the Attenti
     return (_batched(x) @ np.asarray(w))[:, None]
 
 
+def _attend_one_head(x, q, k, v, mask=None, causal=False):
+    """The Attention operator on one head, its output back in x's layout ([B, T, H] or [T, H])."""
+    context = _run(_sdpa, causal, q=q, k=k, v=v, **({} if mask is None else {"mask": mask}))["context"]
+    return context[:, 0] if np.ndim(x) == 3 else context[0, 0]
+
+
 def mask_conventions(x, w_query, w_key, w_value, mask, api, fill):
     hidden = np.asarray(mask, dtype=bool)
     hidden = hidden[:, None] if hidden.ndim == 3 else hidden  # [B, 1, T, S]: every head
@@ -373,9 +378,7 @@ def mask_conventions(x, w_query, w_key, w_value, mask, api, fill):
     else:  # a float mask added to the scores
         value = {"neg_inf": -np.inf, "large_negative": -1e9, "dtype_min": np.finfo(dtype).min}[fill]
         attn_mask = np.where(hidden, value, 0).astype(dtype)
-    q, k, v = (_one_head(x, w) for w in (w_query, w_key, w_value))
-    context = _run(_sdpa, q=q, k=k, v=v, mask=attn_mask)["context"]
-    return context[:, 0] if np.ndim(x) == 3 else context[0, 0]
+    return _attend_one_head(x, *(_one_head(x, w) for w in (w_query, w_key, w_value)), mask=attn_mask)
 
 
 # --- decoding: queries start..T-1 over a cache of keys 0..T-1 -----------------------------------
@@ -391,11 +394,18 @@ def _decode_step(g, ranks):
     return {"context": g("MatMul", g.scaled_softmax(scores, key), value), "present_key": key, "present_value": value}
 
 
+def _decode(g, ranks):
+    key, value = g("MatMul", "x", "w_key"), g("MatMul", "x", "w_value")
+    scores = g("MatMul", g("MatMul", "queries", "w_query"), g.t(key, ranks["x"]))
+    return {"context": g("MatMul", g.scaled_softmax(scores, key, "mask"), value)}
+
+
 def decode_attention(x, w_query, w_key, w_value, start):
     x = np.asarray(x)
     T = x.shape[-2]
     out = _run(_decode, x=x, queries=x[..., start:, :], w_query=w_query, w_key=w_key, w_value=w_value, mask=_causal_mask(T - start, T))
-    past = {"past_key": x[..., :start, :] @ w_key, "past_value": x[..., :start, :] @ w_value}
+    prefix = x[..., :start, :]  # the prompt: its keys and values fill the cache, computed by the runtime too
+    past = {"past_key": project(prefix, w_key), "past_value": project(prefix, w_value)}
     steps = []
     for p in range(start, T):
         step = _run(_decode_step, token=x[..., p:p + 1, :], w_query=w_query, w_key=w_key, w_value=w_value, **past)
@@ -404,17 +414,9 @@ def decode_attention(x, w_query, w_key, w_value, start):
     return {"context": out["context"], "stepwise": np.concatenate(steps, axis=-2)}
 
 
-def _decode(g, ranks):
-    key, value = g("MatMul", "x", "w_key"), g("MatMul", "x", "w_value")
-    scores = g("MatMul", g("MatMul", "queries", "w_query"), g.t(key, ranks["x"]))
-    return {"context": g("MatMul", g.scaled_softmax(scores, key, "mask"), value)}
-
-
 def causal_flag(x, w_query, w_key, w_value, start):
     x = np.asarray(x)
-    q, k, v = _one_head(x[..., start:, :], w_query), _one_head(x, w_key), _one_head(x, w_value)
-    context = _run(_sdpa, True, q=q, k=k, v=v)["context"]
-    return context[:, 0] if x.ndim == 3 else context[0, 0]
+    return _attend_one_head(x, _one_head(x[..., start:, :], w_query), _one_head(x, w_key), _one_head(x, w_value), causal=True)
 
 
 def _dropout(g, ranks, p, seed):
@@ -445,9 +447,7 @@ def multi_head_attention(x, w_query, w_key, w_value, w_out, num_heads, causal):
 
 def attention_layer(x, w_query, w_key, w_value):
     """The Attention operator fed the projections (one head): ONNX's own scaled dot-product attention."""
-    q, k, v = (_one_head(x, w) for w in (w_query, w_key, w_value))
-    context = _run(_sdpa, q=q, k=k, v=v)["context"]
-    return context[:, 0] if np.ndim(x) == 3 else context[0, 0]
+    return _attend_one_head(x, *(_one_head(x, w) for w in (w_query, w_key, w_value)))
 
 
 # --- what the documents say about initialisation and the knobs ---------------------
