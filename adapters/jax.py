@@ -23,6 +23,8 @@ NOT_APPLICABLE = {
     "attention_layer": "keras.layers.Attention's case; JAX has no attention layer of its own",
     "layer_mha_averaged": "flax.nnx.MultiHeadAttention sows per-head weights only (no average over heads)",
     "layer_mha_seq_first": "flax.nnx.MultiHeadAttention is batch-first only ([batch..., length, features])",
+    "grouped_attention_layer": "flax.nnx has no grouped-query attention layer (MultiHeadAttention has one K/V head per query "
+                               "head); grouped heads run through jax.nn.dot_product_attention",
 }
 
 
@@ -495,6 +497,23 @@ def layer_mask(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out
     weights = dict(zip(ports.REFERENCE, (w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)))
     graphdef, params = _flax_mha(ports.to_layout("flax", weights, num_heads), num_heads)
     return _np(_flax_masked(graphdef, params, x, np.asarray(mask)))
+
+
+@functools.partial(jax.jit, static_argnames=("graphdef", "causal"))
+def _flax_padded(graphdef, params, x, padding, causal):
+    from flax import nnx
+
+    # make_attention_mask pairs query and key validity (True = a real token) into [B, 1, T, S]
+    mask = nnx.make_attention_mask(jnp.ones(x.shape[:-1], dtype=bool), ~padding, dtype=bool)
+    if causal:
+        mask = nnx.combine_masks(mask, nnx.make_causal_mask(x[..., 0], dtype=bool), dtype=bool)
+    return nnx.merge(graphdef, params)(x, mask=mask)
+
+
+def layer_key_padding(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, padding, causal):
+    weights = dict(zip(ports.REFERENCE, (w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)))
+    graphdef, params = _flax_mha(ports.to_layout("flax", weights, num_heads), num_heads)
+    return _np(_flax_padded(graphdef, params, x, np.asarray(padding), causal))
 
 
 @functools.partial(jax.jit, static_argnums=(0, 1, 2))  # nnx.Rngs takes a concrete seed

@@ -23,6 +23,8 @@ NOT_APPLICABLE = {
     "attention_layer": "keras.layers.Attention's case; MLX's attention layer (nn.MultiHeadAttention) owns its projections",
     "layer_mha_averaged": "mlx.nn.MultiHeadAttention returns no attention weights, so none averaged over heads",
     "layer_mha_seq_first": "mlx.nn.MultiHeadAttention is batch-first only ([B, T, E])",
+    "layer_key_padding": "mlx.nn.MultiHeadAttention takes one additive mask and no key-padding argument (that mask is layer_mask's)",
+    "grouped_attention_layer": "mlx.nn has no grouped-query attention layer; grouped heads run through mx.fast.scaled_dot_product_attention",
 }
 _DOCS = "https://ml-explore.github.io/mlx/build/html/python"
 # Measured with mlx 0.32.4 on the CPU: mx.exp(5.0) in float64 is 3e-6 off (relative 2e-8, float32's

@@ -36,6 +36,8 @@ NOT_APPLICABLE = {
     "parameters": "ONNX has no trainable parameter: an initializer is a constant to onnxruntime",
     "attention_module": "ONNX has no attention layer holding weights: its Attention operator takes projected Q, K and V (the fused cases)",
     "layer_mask": "ONNX has no attention layer holding weights: its Attention operator's attn_mask is the mask_conventions cases'",
+    "layer_key_padding": "ONNX has no attention layer holding weights, so no key-padding argument",
+    "grouped_attention_layer": "ONNX has no attention layer holding weights: its Attention operator's fewer K/V heads are grouped_fused_attention's",
     "layer_defaults": "ONNX has no attention layer, so no constructor defaults",
 }
 _SPEC = "https://onnx.ai/onnx/operators/onnx__Attention.html"

@@ -193,6 +193,15 @@ def layer_mask(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out
     return _layer(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, np.asarray(mask, dtype=bool))[1]
 
 
+def layer_key_padding(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, padding, causal):
+    """The same layer with padded keys (`padding` [B, S], True = padded) hidden from every query, and
+    the future too when causal: the [B, T, S] mask a user would otherwise build by hand."""
+    hidden = np.asarray(padding, dtype=bool)[..., None, :]  # (B, 1, S): the same keys hidden from every query
+    if causal:
+        hidden = hidden | np.triu(np.ones((np.shape(x)[-2],) * 2, dtype=bool), k=1)
+    return _layer(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, hidden)[1]
+
+
 def _layer(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, hidden):
     x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out = _f64(
         x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)
@@ -231,6 +240,10 @@ def grouped_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causa
 
 
 def grouped_fused_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal):
+    return grouped_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal)
+
+
+def grouped_attention_layer(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal):
     return grouped_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal)
 
 

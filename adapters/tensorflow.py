@@ -346,6 +346,29 @@ def grouped_fused_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads,
     return _np(tf.transpose(heads, [0, 2, 1, 3]))
 
 
+@functools.cache
+def _keras_gqa(embed_dim, num_heads, num_kv_heads, dtype):
+    """keras.layers.GroupQueryAttention without biases, built once per shape and dtype."""
+    layer = keras.layers.GroupQueryAttention(embed_dim // num_heads, num_heads, num_kv_heads, use_bias=False, dtype=dtype)
+    layer.build((None, None, embed_dim), (None, None, embed_dim))
+    return layer
+
+
+@_batched
+def grouped_attention_layer(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal):
+    E, head_dim = x.shape[-1], w_query.shape[1] // num_heads  # the identity below needs N * H = E, as in the spec
+    layer = _keras_gqa(E, num_heads, num_kv_heads, str(w_query.dtype))
+    # EinsumDense kernels: query [E, N, H], key and value [E, K, H] (head n is columns n*H:(n+1)*H);
+    # the output projection [N, H, E] is the identity, so the layer returns the heads side by side.
+    kernels = {"query/kernel": w_query.reshape(E, num_heads, head_dim), "key/kernel": w_key.reshape(E, num_kv_heads, head_dim),
+               "value/kernel": w_value.reshape(E, num_kv_heads, head_dim),
+               "attention_output/kernel": np.eye(E, dtype=w_query.dtype).reshape(num_heads, head_dim, E)}
+    for variable in layer.weights:
+        variable.assign(kernels[_keras_name(variable)])
+    merged = layer(x, x, use_causal_mask=causal)  # [B, T, N * H]
+    return _np(tf.transpose(tf.reshape(merged, x.shape[:-1] + [num_heads, head_dim]), [0, 2, 1, 3]))
+
+
 def attention_layer(x, w_query, w_key, w_value):
     x = _t(x)
     Q, K, V = _matmul(x, _t(w_query)), _matmul(x, _t(w_key)), _matmul(x, _t(w_value))
@@ -428,6 +451,13 @@ def layer_mask(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out
     mha = _keras_mha(ports.to_layout("keras", weights, num_heads), num_heads, str(x.dtype))
     # attention_mask [B, T, S]: 1 = attend, the suite's opposite
     return _np(mha(_t(x), _t(x), attention_mask=tf.logical_not(_t(mask))))
+
+
+def layer_key_padding(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, padding, causal):
+    weights = dict(zip(ports.REFERENCE, (w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)))
+    mha = _keras_mha(ports.to_layout("keras", weights, num_heads), num_heads, str(x.dtype))
+    # value_mask [B, S]: True = a real token (Keras's masking convention), the suite's opposite
+    return _np(mha(_t(x), _t(x), value_mask=tf.logical_not(_t(padding)), use_causal_mask=causal))
 
 
 def layer_defaults(d_in, num_heads, seed):

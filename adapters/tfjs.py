@@ -31,6 +31,8 @@ NOT_APPLICABLE = {
     "attention_module": "TensorFlow.js has no multi-head attention layer (tfjs-layers 4.22 has none); GPT-2's block not built yet",
     "layer_defaults": "TensorFlow.js has no multi-head attention layer (tfjs-layers 4.22 has none)",
     "layer_mask": "TensorFlow.js has no multi-head attention layer (tfjs-layers 4.22 has none)",
+    "layer_key_padding": "TensorFlow.js has no multi-head attention layer (tfjs-layers 4.22 has none)",
+    "grouped_attention_layer": "TensorFlow.js has no grouped-query attention layer",
     "causal_flag": "TensorFlow.js has no attention op with a causal flag (masks are built with tf.linalg.bandPart)",
     "grouped_fused_attention": "TensorFlow.js has no fused attention kernel",
     "mask_padding_bool": "TensorFlow.js has no attention op taking a boolean mask (the textbook's tf.where is masked_attention)",

@@ -11,7 +11,9 @@ from torch import nn
 from attention_conformance import ports
 
 DTYPES = ("float32", "float64", "float16", "bfloat16")
-NOT_APPLICABLE = {"attention_layer": "keras.layers.Attention's case; nn.MultiheadAttention owns its projections"}
+NOT_APPLICABLE = {"attention_layer": "keras.layers.Attention's case; nn.MultiheadAttention owns its projections",
+                  "grouped_attention_layer": "torch.nn has no grouped-query attention layer (nn.MultiheadAttention has one K/V head per "
+                                             "query head); grouped heads run through F.scaled_dot_product_attention(enable_gqa=True)"}
 
 
 def version():
@@ -389,6 +391,18 @@ def layer_mask(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out
     attn_mask = _t(mask).repeat_interleave(num_heads, dim=0)
     with torch.no_grad():
         context, _ = mha(x, x, x, attn_mask=attn_mask, need_weights=False)
+    return _np(context)
+
+
+def layer_key_padding(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, padding, causal):
+    weights = dict(zip(ports.REFERENCE, (w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)))
+    mha = _mha(ports.to_layout("torch", weights, num_heads), num_heads, True, _t(x).dtype)
+    x = _t(x)
+    # key_padding_mask [B, S]: True = ignore that key (the suite's polarity); the causal part is an
+    # attn_mask [T, S] (is_causal is only a hint that the attn_mask given is causal)
+    with torch.no_grad():
+        context, _ = mha(x, x, x, key_padding_mask=_t(padding), need_weights=False,
+                         attn_mask=_causal_mask(x.shape[-2]) if causal else None)
     return _np(context)
 
 

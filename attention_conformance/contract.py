@@ -65,12 +65,19 @@ OPS = {
     # The same mask handed to the framework's attention layer (attention_module's, weights in the
     # reference form) in that layer's own convention.
     "layer_mask": (_X_W + ("w_out",) + _BIASES + ("num_heads", "mask"), ("context",)),
+    # Padding as that layer takes it: `padding` [B, S], True = a padded key (hidden from every query),
+    # through the layer's own key-padding argument, and `causal` through its own causal switch.
+    "layer_key_padding": (_X_W + ("w_out",) + _BIASES + ("num_heads", "padding", "causal"), ("context",)),
+    # The framework's grouped-query attention layer holding w_query, w_key and w_value as its kernels,
+    # no biases and an identity output projection, so that what it returns is the heads.
+    "grouped_attention_layer": (_X_W + ("num_heads", "num_kv_heads", "causal"), ("heads",)),
 }
 LAYERS = ("mha", "mha_averaged", "mha_seq_first", "gpt2")  # attention_module's `layer`
 # Ops an adapter may leave out: its cases are then not applicable, said so in the summary. A new op
 # is a contract change for every adapter outside this repository; optional ones do not break them.
 OPTIONAL = frozenset({"attention_module", "layer_defaults", "decode_attention", "causal_flag", "grouped_attention",
-                      "grouped_fused_attention", "mask_conventions", "layer_mask"})
+                      "grouped_fused_attention", "mask_conventions", "layer_mask", "layer_key_padding",
+                      "grouped_attention_layer"})
 CONTRACT = {"version": ()} | {op: params for op, (params, _) in OPS.items()}  # every function an adapter defines
 OUTPUTS = tuple(sorted({out for _, outs in OPS.values() for out in outs}))
 DTYPES = ("float64", "float32", "float16", "bfloat16")  # every dtype the suite knows

@@ -30,11 +30,11 @@ def tiny_inputs(dtype):
             "distribution": "uniform", "n": 64, "lr": 0.1, "row": tensor(D), "batch": tensor(1, T, D),
             "b_query": tensor(D), "b_key": tensor(D), "b_value": tensor(D), "b_out": tensor(D), "layer": "mha",
             "checkpoint": "reference", "start": T - 2, "num_kv_heads": HEADS, "api": "additive", "fill": "neg_inf",
-            "batch_mask": np.triu(np.ones((1, T, T), bool), k=1)}
+            "batch_mask": np.triu(np.ones((1, T, T), bool), k=1), "padding": np.arange(T)[None, :] >= T - 1}
 
 
 ROW_INPUT = {"dot_columns"}  # its x is one token's row: "the row on the left, dotted with each column"
-BATCH_INPUT = {"attention_module", "layer_mask"}  # layers take [B, T, E] (and a mask [B, T, S])
+BATCH_INPUT = {"attention_module", "layer_mask", "layer_key_padding"}  # layers take [B, T, E] (and a mask [B, T, S])
 
 
 def _first_line(exc):
