@@ -2,6 +2,8 @@
 them, a damaged entry never trusted, a write whole or absent. (Wrong adapters are still caught with
 the cache in use: tests/test_adapter.py runs them against it.)"""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -109,3 +111,18 @@ def test_half_precision_baselines_are_cached_apart_from_the_exact_answer(cache):
                                expectation=True)
     assert len(list(cache.glob("*.npz"))) == 2
     assert not np.array_equal(exact["context"], plain["context"])
+
+
+def test_an_output_under_test_holds_only_what_its_checks_read():
+    """Nor does an adapter's own result, kept for its case's checks: the outputs checked and those a
+    check compares against (same_as, differs_from), nothing else (the reference's GPT-2-shaped layer
+    weights, never checked, were 96 MiB held per entry)."""
+    spec, goldens = loader.load(), golden.Goldens()
+    case = spec.cases["identity"]  # attention(): seven outputs, three checked
+    only_key = dataclasses.replace(case, id="identity_key_only", expect={"key": case.expect["key"]})  # key same_as query
+    checks._outputs.clear()
+    try:
+        assert sorted(checks.outputs("reference", reference, case, "float64", goldens)) == ["key", "query", "value"]
+        assert sorted(checks.outputs("reference", reference, only_key, "float64", goldens)) == ["key", "query"]
+    finally:
+        checks._outputs.clear()
