@@ -72,7 +72,7 @@ def markdown(matrix):
         lines.append(f"| {fam} | {row['case']} | " + " | ".join(_cell_text(row["cells"][c]) for c in matrix["columns"]) + " |")
     legend = ("ok M Uu: passed, worst |error| / tolerance M (0.03 = 3% of the budget), worst error U ULP at the tensor's "
               "scale; div: known divergence (spec/known_divergences.yaml or the adapter's KNOWN_DIVERGENCES); conv: a declared "
-              "difference on a case that states a convention where the math has no answer (the fully masked row); n/a: the adapter says why it cannot run it; "
+              "difference on a case that states a convention where the math has no single answer (the fully masked row, a causal flag over fewer queries than keys); n/a: the adapter says why it cannot run it; "
               "-: the case has no check in this dtype; FAIL; MISSING: the framework's environment did not report.")
     return "\n".join(lines) + "\n\n" + legend + "\n"
 
