@@ -3,7 +3,9 @@
 Shape letters: T query tokens, S key tokens (T == S in self-attention), B batch,
 D d_in, H d_out (= d_k). Leading batch axes are optional everywhere.
 Golden expected values are computed by this file, so it must stay the plainest possible
-statement of the math: no framework, no fused path, no shortcut.
+statement of the math: no framework, no fused path, no shortcut. Every product, sum and
+exponential goes through attention_conformance.portable (`mm`, `fsum`, `exp` below), so its
+answers are the same bytes on every CPU, BLAS kernel and thread count.
 """
 
 import contextlib
@@ -12,6 +14,7 @@ import contextvars
 import numpy as np
 
 from attention_conformance import ports
+from attention_conformance.portable import exp, matmul as mm, sum as fsum
 
 DTYPES = ("float64",)
 NOT_APPLICABLE = {
@@ -53,12 +56,12 @@ def create_parameter(d_in, d_out, seed):
 
 def project(x, w):
     x, w = _f64(x, w)
-    return x @ w  # (.., T, D) @ (D, H) -> (.., T, H)
+    return mm(x, w)  # (.., T, D) @ (D, H) -> (.., T, H)
 
 
 def transposed_matmul(q, k):
     q, k = _f64(q, k)
-    return q @ np.swapaxes(k, -1, -2)  # (.., T, H) @ (.., H, S) -> (.., T, S)
+    return mm(q, np.swapaxes(k, -1, -2))  # (.., T, H) @ (.., H, S) -> (.., T, S)
 
 
 def scale(scores, d_k):
@@ -69,18 +72,18 @@ def scale(scores, d_k):
 def softmax(scores):
     (scores,) = _f64(scores)
     shifted = scores - scores.max(axis=-1, keepdims=True)  # exp never overflows
-    e = np.exp(shifted)
-    return e / e.sum(axis=-1, keepdims=True)  # normalise over keys, the last axis
+    e = exp(shifted)
+    return e / fsum(e, axis=-1, keepdims=True)  # normalise over keys, the last axis
 
 
 def blend(weights, v):
     weights, v = _f64(weights, v)
-    return weights @ v  # (.., T, S) @ (.., S, H) -> (.., T, H)
+    return mm(weights, v)  # (.., T, S) @ (.., S, H) -> (.., T, H)
 
 
 def dot_columns(x, w):
     x, w = _f64(x, w)
-    return np.array([np.dot(x, w[:, j]) for j in range(w.shape[1])])
+    return np.array([mm(x, w[:, j]) for j in range(w.shape[1])])
 
 
 # --- the whole pipeline ------------------------------------------------------
@@ -114,8 +117,8 @@ def _masked_softmax(scaled, hidden):
     filled = np.where(hidden, -np.inf, scaled)  # the -inf before softmax trick
     row_max = filled.max(axis=-1, keepdims=True)
     empty = np.isneginf(row_max)  # every key hidden: nothing to attend to
-    e = np.where(hidden, 0.0, np.exp(filled - np.where(empty, 0.0, row_max)))
-    total = e.sum(axis=-1, keepdims=True)
+    e = np.where(hidden, 0.0, exp(filled - np.where(empty, 0.0, row_max)))
+    total = fsum(e, axis=-1, keepdims=True)
     return np.where(empty, 0.0, e / np.where(empty, 1.0, total))
 
 
@@ -159,13 +162,10 @@ def dropout(weights, p, seed):
 
 def multi_head_attention(x, w_query, w_key, w_value, w_out, num_heads, causal):
     """Heads are slices of d_out: head n uses columns n*H:(n+1)*H of each weight, H = d_out / N."""
-    x, w_query, w_key, w_value, w_out = _f64(x, w_query, w_key, w_value, w_out)
-    H = w_query.shape[-1] // num_heads
-    single = causal_attention if causal else attention
-    heads = [single(x, *(w[:, n * H:(n + 1) * H] for w in (w_query, w_key, w_value)))["context"]
-             for n in range(num_heads)]  # N x (B, T, H)
-    merged = np.concatenate(heads, axis=-1)  # (B, T, N*H)
-    return {"heads": np.stack(heads, axis=-3), "context": merged @ w_out}  # heads: (B, N, T, H)
+    heads = grouped_attention(x, w_query, w_key, w_value, num_heads, num_heads, causal)  # (B, N, T, H)
+    merged = np.concatenate([heads[..., n, :, :] for n in range(num_heads)], axis=-1)  # (B, T, N*H)
+    (w_out,) = _f64(w_out)
+    return {"heads": heads, "context": mm(merged, w_out)}
 
 
 def fused_attention(x, w_query, w_key, w_value, num_heads, causal):
@@ -184,7 +184,7 @@ def attention_module(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value,
     hidden = np.triu(np.ones((T, T), dtype=bool), k=1) if causal else np.zeros((T, T), dtype=bool)
     weights, context, own = _layer(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, hidden)
     return {"context": context,
-            "weights": weights.mean(axis=-3) if layer == "mha_averaged" else weights,
+            "weights": fsum(weights, axis=-3) / num_heads if layer == "mha_averaged" else weights,
             "round_trip": ports.flat(dict(zip(ports.REFERENCE, own)))}
 
 
@@ -214,7 +214,7 @@ def _layer(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, nu
         q, k, v = (t[..., n * H:(n + 1) * H] for t in (queries, keys, values))
         weights[..., n, :, :] = _masked_softmax(scale(transposed_matmul(q, k), H), hidden)  # one mask, every head
         merged[..., n * H:(n + 1) * H] = blend(weights[..., n, :, :], v)
-    return weights, merged @ w_out + b_out, (w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)
+    return weights, mm(merged, w_out) + b_out, (w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)
 
 
 def layer_defaults(d_in, num_heads, seed):
@@ -227,15 +227,21 @@ def layer_defaults(d_in, num_heads, seed):
 def grouped_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal):
     """Grouped-query attention: head n of N uses columns n*H:(n+1)*H of W_query and K/V head
     n // (N / num_kv_heads) (each K/V head repeated N / num_kv_heads times in place: repeat-interleave,
-    as torch's repeat_interleave and Llama's repeat_kv). num_kv_heads = 1 is multi-query attention."""
+    as torch's repeat_interleave and Llama's repeat_kv). num_kv_heads = 1 is multi-query attention.
+    A head's columns of the whole projection are the numbers projecting that head alone would give:
+    each output column is computed from its own weight column only (portable.matmul included)."""
     x, w_query, w_key, w_value = _f64(x, w_query, w_key, w_value)
     H = w_query.shape[-1] // num_heads
     group = num_heads // num_kv_heads
-    single = causal_attention if causal else attention
+    queries, keys, values = project(x, w_query), project(x, w_key), project(x, w_value)  # (B, T, N*H), (B, S, K*H) twice
+    T = x.shape[-2]
+    hidden = np.triu(np.ones((T, T), dtype=bool), k=1) if causal else None  # as causal_attention
     heads = []
     for n in range(num_heads):
         kv = n // group
-        heads.append(single(x, w_query[:, n * H:(n + 1) * H], w_key[:, kv * H:(kv + 1) * H], w_value[:, kv * H:(kv + 1) * H])["context"])
+        q, k, v = queries[..., n * H:(n + 1) * H], keys[..., kv * H:(kv + 1) * H], values[..., kv * H:(kv + 1) * H]
+        scaled = scale(transposed_matmul(q, k), H)
+        heads.append(blend(softmax(scaled) if hidden is None else _masked_softmax(scaled, hidden), v))
     return np.stack(heads, axis=-3)  # (B, N, T, H)
 
 
@@ -316,18 +322,18 @@ def _backward(x, w_query, w_key, w_value, g):
     out = attention(x, w_query, w_key, w_value)
     queries, keys, values, attn_weights = out["query"], out["key"], out["value"], out["weights"]
     d_context = g  # (.., T, H)
-    d_weights = d_context @ np.swapaxes(values, -1, -2)  # (.., T, S)
-    d_values = np.swapaxes(attn_weights, -1, -2) @ d_context  # (.., S, H)
+    d_weights = mm(d_context, np.swapaxes(values, -1, -2))  # (.., T, S)
+    d_values = mm(np.swapaxes(attn_weights, -1, -2), d_context)  # (.., S, H)
     # softmax backward, row by row: dz = a * (da - sum(da * a))
-    d_scaled = attn_weights * (d_weights - (d_weights * attn_weights).sum(axis=-1, keepdims=True))
+    d_scaled = attn_weights * (d_weights - fsum(d_weights * attn_weights, axis=-1, keepdims=True))
     d_scores = d_scaled / np.sqrt(keys.shape[-1])
-    d_queries = d_scores @ keys  # (.., T, H)
-    d_keys = np.swapaxes(d_scores, -1, -2) @ queries  # (.., S, H)
+    d_queries = mm(d_scores, keys)  # (.., T, H)
+    d_keys = mm(np.swapaxes(d_scores, -1, -2), queries)  # (.., S, H)
 
     def d_weight(d_proj):  # x^T @ d_proj, summed over every leading (batch, token) axis: (D, H)
-        return x.reshape(-1, x.shape[-1]).T @ d_proj.reshape(-1, d_proj.shape[-1])
+        return mm(x.reshape(-1, x.shape[-1]).T, d_proj.reshape(-1, d_proj.shape[-1]))
 
-    d_x = d_queries @ w_query.T + d_keys @ w_key.T + d_values @ w_value.T  # (.., T, D)
+    d_x = mm(d_queries, w_query.T) + mm(d_keys, w_key.T) + mm(d_values, w_value.T)  # (.., T, D)
     return d_weight(d_queries), d_weight(d_keys), d_weight(d_values), d_x
 
 

@@ -7,7 +7,7 @@ import warnings
 
 import numpy as np
 
-from attention_conformance import expectations, plan, values
+from attention_conformance import expectations, plan, portable, values
 from attention_conformance.contract import LOW_PRECISION, OPS
 
 
@@ -419,9 +419,9 @@ def _check_nonzero_values(c):
 def _check_row_sums(c):
     if c.got.ndim == 0:
         c.fail("a single number has no rows to sum")
-    sums = c.got.astype(np.float64).sum(axis=-1)
+    sums = portable.sum(c.got.astype(np.float64), axis=-1)
     target = np.full_like(sums, c.exp.row_sums)
-    plain_sums = None if c.plain_out is None else np.asarray(c.plain_out, dtype=np.float64).sum(axis=-1)
+    plain_sums = None if c.plain_out is None else portable.sum(np.asarray(c.plain_out, dtype=np.float64), axis=-1)
     m, index, err, limit = compare(sums, target, c.allowed(target, plain_sums))
     if m > 1:
         c.fail(f"row {[int(i) for i in index]} sums to {float(sums[index])!r} but should sum to {c.exp.row_sums} "

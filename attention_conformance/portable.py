@@ -1,0 +1,102 @@
+"""float64 arithmetic that gives the same bytes on every CPU, BLAS kernel and thread count.
+
+The oracle's answers are committed (golden/) and compared across machines, so they must not
+depend on the machine that computed them. Two things in plain NumPy do (measured, issue 26):
+a float64 matmul's summation order follows the BLAS kernel (OPENBLAS_CORETYPE=Prescott changes
+the last digits of six golden files), and np.exp is NumPy's own AVX-512 code where the CPU has
+it and libm's elsewhere (4.5% of float64 results 1 ULP apart, NPY_DISABLE_CPU_FEATURES=X86_V4).
+
+Everything here is built from IEEE-754 basic operations, which are correctly rounded, so their
+result does not depend on how they are vectorised:
+
+  matmul  error-free splitting (Ozaki, Ogita, Oishi, Rump 2012): each operand is cut into
+          slices of few enough bits that every product of slices, and every partial sum of K of
+          them in any order, is an exact float64. BLAS then computes each slice product with no
+          rounding at all, whatever its kernel, blocking, threads or FMA use; the few slice
+          products are added in a fixed order. Accuracy: what is dropped is below K * 2**-60 of
+          (the row's largest magnitude x the column's), then one rounding per slice product.
+  sum     pairwise, in a fixed order of elementwise additions: error below log2(n) ULP of
+          the sum of magnitudes, like np.sum's, but the same order on every machine.
+  exp     range reduction and a fixed polynomial, elementwise: within 2 ULP of exp.
+"""
+
+import math
+
+import numpy as np
+
+_MANTISSA = 53  # float64 significand bits
+_COVERED = 60  # bits of each row's (column's) largest magnitude kept across slices
+
+
+def _slices(a, axis, bits, count):
+    """`count` arrays summing to `a` up to its bits below 2**-(bits*count) of the largest magnitude
+    along `axis`; slice p holds integers times 2**(e - (p+1)*bits), with |a| < 2**e along `axis`."""
+    largest = np.max(np.abs(a), axis=axis, keepdims=True)
+    _, e = np.frexp(largest)  # largest < 2**e (e = 0 for a zero row: its slices are zero)
+    rest, out = a, []
+    for p in range(1, count + 1):
+        shift = p * bits - e
+        piece = np.ldexp(np.trunc(np.ldexp(rest, shift)), -shift)  # exact: power-of-two scaling and truncation
+        out.append(piece)
+        rest = rest - piece  # exact: the bits of `rest` below the cut
+    return out
+
+
+def matmul(a, b):
+    """a @ b in float64, the same bytes whatever computes the underlying products."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if b.ndim == 1:  # matmul's rules for vectors: make a matrix, multiply, drop the added axis
+        return matmul(a, b[:, None])[..., 0]
+    if a.ndim == 1:
+        return matmul(a[None, :], b)[..., 0, :]
+    K = a.shape[-1]
+    if K == 0 or not (np.isfinite(a).all() and np.isfinite(b).all()):
+        return a @ b  # zeros, or inf and NaN, which come out the same in any order
+    # K products of two `bits`-bit integers sum to at most 2**53: every partial sum is exact.
+    bits = (_MANTISSA - (K - 1).bit_length()) // 2
+    count = -(-_COVERED // bits)
+    a_slices, b_slices = _slices(a, -1, bits, count), _slices(b, -2, bits, count)
+    # Slice pairs whose bits all lie below the kept range are dropped; the rest, smallest first.
+    pairs = sorted(((p, q) for p in range(count) for q in range(count) if p + q < count), key=lambda pq: -(pq[0] + pq[1]))
+    total = a_slices[pairs[0][0]] @ b_slices[pairs[0][1]]
+    for p, q in pairs[1:]:
+        total = total + a_slices[p] @ b_slices[q]
+    return total
+
+
+def sum(a, axis=-1, keepdims=False):  # noqa: A001 - used as portable.sum, beside np.sum
+    """np.sum along one axis, pairwise in a fixed order of elementwise additions."""
+    rest = np.moveaxis(np.asarray(a, dtype=np.float64), axis, -1)
+    if rest.shape[-1] == 0:
+        rest = np.zeros(rest.shape[:-1] + (1,))
+    while rest.shape[-1] > 1:
+        half = rest.shape[-1] // 2
+        paired = rest[..., :half] + rest[..., half:2 * half]
+        rest = np.concatenate([paired, rest[..., 2 * half:]], axis=-1)  # an odd last element waits a round
+    total = rest[..., 0]
+    return np.expand_dims(total, axis) if keepdims else total
+
+
+# exp(x) = 2**k exp(r), x = k ln2 + r, |r| <= ln2 / 2. ln2 in two parts (fdlibm's), the first with
+# its low 21 bits zero, so k * _LN2_HI is exact. Taylor to degree 14: truncation below 2**-62 on
+# |r| <= 0.35; the fixed Horner order adds about 1 ULP.
+_LN2_HI = float.fromhex("0x1.62e42fee00000p-1")
+_LN2_LO = float.fromhex("0x1.a39ef35793c76p-33")
+_TAYLOR = tuple(1.0 / math.factorial(n) for n in range(14, -1, -1))
+
+
+def exp(x):
+    """np.exp in float64, elementwise from basic operations: the same bytes on every machine."""
+    x = np.asarray(x, dtype=np.float64)
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        clipped = np.clip(x, -746.0, 710.0)  # beyond these exp is 0 or inf; keeps k in ldexp's range
+        k = np.rint(clipped / math.log(2))
+        r = (clipped - k * _LN2_HI) - k * _LN2_LO
+        p = np.full_like(r, _TAYLOR[0])
+        for c in _TAYLOR[1:]:
+            p *= r
+            p += c
+        # In two steps: 2**k alone underflows for k < -1022 while p * 2**k is still subnormal.
+        half = np.floor(k / 2)
+        out = np.ldexp(np.ldexp(p, half.astype(np.int32)), (k - half).astype(np.int32))
+    return np.where(np.isnan(x), x, out)

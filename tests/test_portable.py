@@ -1,0 +1,119 @@
+"""The oracle's arithmetic is the same bytes on every machine (attention_conformance/portable.py).
+
+Other machines are emulated on this one with the switches that change kernels: OpenBLAS's core
+type and thread count, NumPy's SIMD level, torch's CPU capability. Each setting runs in a fresh
+process, since each is read once at import.
+"""
+
+import json
+import math
+import os
+import subprocess
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from attention_conformance import golden, portable
+
+ROOT = Path(__file__).resolve().parent.parent
+SETTINGS = [  # each one changes plain NumPy's float64 results on some machine (module docstring)
+    {},
+    {"OPENBLAS_CORETYPE": "Haswell"},
+    {"OPENBLAS_CORETYPE": "Prescott"},
+    {"OPENBLAS_CORETYPE": "Sandybridge"},
+    {"OPENBLAS_NUM_THREADS": "1"},
+    {"OPENBLAS_NUM_THREADS": "2"},
+    {"NPY_DISABLE_CPU_FEATURES": "X86_V4"},
+    {"ATEN_CPU_CAPABILITY": "default"},
+]
+
+
+def _label(setting):
+    return " ".join(f"{k}={v}" for k, v in setting.items()) or "as-is"
+
+
+def _run(setting, code):
+    env = {k: v for k, v in os.environ.items() if k not in {key for s in SETTINGS for key in s}} | setting
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT, check=False)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+# GPT-2 small's shapes: the largest products and softmax rows the oracle computes.
+_DIGESTS = """
+import hashlib, json, numpy as np
+from attention_conformance import portable
+rng = np.random.default_rng(0)
+a, b = rng.uniform(-1, 1, (1024, 768)), rng.uniform(-1, 1, (768, 768))
+s = rng.uniform(-30, 0, (4, 1024, 1024))
+d = lambda x: hashlib.sha256(np.ascontiguousarray(x).tobytes()).hexdigest()
+print(json.dumps({"portable": [d(portable.matmul(a, b)), d(portable.exp(s)), d(portable.sum(s, axis=-1))],
+                  "numpy": [d(a @ b), d(np.exp(s)), d(s.sum(axis=-1))]}))
+"""
+
+
+@pytest.fixture(scope="module")
+def digests():
+    return {_label(s): _run(s, _DIGESTS) for s in SETTINGS if "ATEN_CPU_CAPABILITY" not in s}
+
+
+def test_matmul_exp_and_sum_are_the_same_bytes_under_every_setting(digests):
+    assert len({tuple(d["portable"]) for d in digests.values()}) == 1, digests
+
+
+def test_the_settings_do_change_plain_numpy_here(digests):
+    """Without this, the test above could pass because nothing it varies changes anything."""
+    assert len({tuple(d["numpy"]) for d in digests.values()}) > 1, digests
+
+
+@pytest.mark.parametrize("setting", SETTINGS, ids=_label)
+def test_regenerated_goldens_are_byte_identical_to_the_committed_ones(setting, tmp_path):
+    code = ("import json, sys; sys.argv = ['regenerate.py', '--dir', %r]; sys.path.insert(0, 'golden')\n"
+            "import regenerate; code = regenerate.main(sys.argv[1:]); print(json.dumps(code))") % str(tmp_path)
+    assert _run(setting, code) == 0
+    for path in sorted(golden.GOLDEN_DIR.glob("*.json")):
+        if path.name != golden.MANIFEST:  # the manifest records versions, which may differ
+            assert (tmp_path / path.name).read_bytes() == path.read_bytes(), f"{path.name} under {_label(setting)}"
+
+
+def _exact_product(a, b):
+    """a @ b rounded once from the exact rational result."""
+    return np.array([[float(sum((Fraction(x) * Fraction(y) for x, y in zip(row, col)), Fraction(0))) for col in b.T] for row in a])
+
+
+@pytest.mark.parametrize("K", [1, 3, 64, 768])
+def test_matmul_is_the_exact_product_rounded_once(K):
+    rng = np.random.default_rng(K)
+    a, b = rng.standard_normal((5, K)), rng.standard_normal((K, 4))
+    a[0] *= 1e-6  # rows of different scales are sliced apart
+    b[:, 1] = rng.uniform(0, 1, K).astype(np.float32)  # float32 inputs, as the spec's
+    got = portable.matmul(a, b)
+    exact = _exact_product(a, b)
+    ulps = np.abs(got - exact) / np.spacing(np.abs(exact))
+    assert ulps.max() <= 0.5, ulps.max()  # within half an ULP: correctly rounded on these
+
+
+def test_matmul_follows_numpy_for_vectors_batches_and_broadcasting():
+    rng = np.random.default_rng(1)
+    for sa, sb in [((3,), (3,)), ((3,), (3, 2)), ((2, 3), (3,)), ((4, 2, 3), (3, 5)), ((4, 2, 3), (4, 3, 5)), ((2, 0), (0, 3))]:
+        a, b = rng.standard_normal(sa), rng.standard_normal(sb)
+        got = portable.matmul(a, b)
+        assert np.shape(got) == np.shape(a @ b) and np.allclose(got, a @ b, rtol=1e-14, atol=1e-14), (sa, sb)
+
+
+def test_exp_is_within_two_ulp_and_keeps_the_edges():
+    x = np.random.default_rng(2).uniform(-745, 709, 200_000)
+    exact = np.array([math.exp(v) for v in x])
+    assert (np.abs(portable.exp(x) - exact) / np.spacing(exact)).max() <= 2
+    edges = portable.exp(np.array([-np.inf, -800.0, 0.0, 710.0, np.inf, np.nan]))
+    assert edges[:3].tolist() == [0.0, 0.0, 1.0] and np.isinf(edges[3:5]).all() and np.isnan(edges[5])
+
+
+def test_sum_is_numpys_sum_to_rounding():
+    a = np.random.default_rng(3).standard_normal((3, 1001))
+    assert np.allclose(portable.sum(a, axis=-1), a.sum(axis=-1), rtol=0, atol=1e-13)
+    assert portable.sum(a, axis=0, keepdims=True).shape == (1, 1001)
+    assert portable.sum(np.zeros((2, 0))).tolist() == [0.0, 0.0]
