@@ -20,6 +20,9 @@ def _torch(torch):
         "torch.float32_matmul_precision": torch.get_float32_matmul_precision(),
         "torch.cuda.matmul.allow_tf32": torch.backends.cuda.matmul.allow_tf32,
         "torch.cudnn.allow_tf32": torch.backends.cudnn.allow_tf32,
+        # Not switches this module sets, but what picks torch's CPU kernels: recorded beside them.
+        "torch.cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "torch.num_threads": torch.get_num_threads(),
     }
 
 

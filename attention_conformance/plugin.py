@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from attention_conformance import CONFORMANCE_TESTS, SPEC_DIR, checks, contract, golden, loader, numerics, plan, reports
+from attention_conformance import CONFORMANCE_TESTS, SPEC_DIR, checks, contract, golden, loader, machine, numerics, plan, reports
 
 
 def pytest_addoption(parser):
@@ -128,6 +128,7 @@ def pytest_report_header(config):
              f"devices seen {', '.join(state.devices[name])} (running on {config.getoption('device')})"
              for name, module in state.loaded.items()]
     lines.append("numeric switches: " + (", ".join(f"{k}={v}" for k, v in state.numerics.items()) or "none (no framework imported)"))
+    lines.append(f"machine: {machine.one_line()}")
     return lines
 
 

@@ -1,10 +1,12 @@
 """The reports folder: one writer and the readers of what each run leaves behind.
 
     <adapter>.json          one adapter's run: {"schema", "adapter", "version", "dtypes", "devices",
-                            "host", "spec_sha256", "numerics", "complete", "expected",
+                            "host", "machine", "spec_sha256", "numerics", "complete", "expected",
                             "tests": {test id: RESULT}, "finished"}
                             RESULT = {"outcome": passed | failed | error | diverged | not applicable,
                                       "margin", "ulp", "message"}
+                            machine = {"host", "cpu", "isa", "half", "threads", "switches"}: where
+                            the margins were measured (attention_conformance/machine.py)
     mutants-<adapter>.json  the suite's wrong adapters for that adapter: {"schema", "adapter",
                             "defined": [names], "mutants": {name: {"expected", "cases", "caught_by"}}}
 
@@ -17,6 +19,8 @@ import json
 import platform
 import time
 from pathlib import Path
+
+from attention_conformance import machine
 
 SCHEMA = 1
 DEFAULT_DIR = Path("reports")  # relative to where the run starts: the checkout in tox, anywhere for a user
@@ -65,7 +69,7 @@ def forget_mutants(directory, adapter):
 def write_run(directory, adapter, *, version, dtypes, devices, spec_sha256, numerics, complete, expected, tests):
     _write(directory, file_name(adapter), {
         "adapter": adapter, "version": version, "dtypes": dtypes, "devices": devices, "host": platform.node(),
-        "spec_sha256": spec_sha256, "numerics": numerics,
+        "machine": machine.describe(), "spec_sha256": spec_sha256, "numerics": numerics,
         "complete": complete, "expected": expected, "tests": tests, "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
     })
 

@@ -7,7 +7,7 @@ An adapter with no report did not run (or could not import its framework): it sh
 MISSING, never as passing.
 """
 
-from attention_conformance import contract, loader, matrix, plan, reports
+from attention_conformance import contract, loader, machine, matrix, plan, reports
 
 
 def row(name, report, convention_cases=()):
@@ -95,6 +95,8 @@ def main(directories=(reports.DEFAULT_DIR,), names=None):
         print(line(cells))
     print("\nworst margin: largest |error| / tolerance over computed expectations (1.0 would use the whole budget);"
           "\nworst ULP: largest distance from the float64 expectation, in units of the last place of the dtype")
+    measured_on = sorted({machine.one_line(r["machine"]) for r in found.values() if "machine" in r})
+    print("measured on: " + ("; ".join(measured_on) or "not recorded (reports older than the machine record)"))
     lines, mutants_ok = kill_rate(directories)
     if lines:
         print()
