@@ -116,3 +116,12 @@ def test_a_conformance_run_drops_the_last_reports_and_a_self_check_run_keeps_the
     assert code == 0, out[-1500:]
     assert (folder / "reference.json").read_text() != "{}"
     assert not (folder / "mutants-reference.json").exists(), "a conformance run left a kill rate measured before it"
+
+
+def test_no_test_reads_the_wall_clock():
+    """A wall-clock bound fails on a slower or busier machine: tests bound CPU time or memory, and
+    speed is the benchmark's (attention-conformance benchmark)."""
+    clocks = ("perf_" "counter", "time." "time(", "mono" "tonic(")  # split, so this line is not a match
+    found = [f"{p.name}:{n}" for p in sorted((ROOT / "tests").rglob("*.py"))
+             for n, line in enumerate(p.read_text().splitlines(), 1) if any(c in line for c in clocks)]
+    assert found == []
