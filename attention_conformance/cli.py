@@ -7,6 +7,8 @@
     attention-conformance validate [SPEC] [--golden-dir D]   a spec and every golden it uses, no adapter run
     attention-conformance template                           print the adapter template to start from
     attention-conformance benchmark --adapter NAME           the suite's own speed and memory, as JSON
+    attention-conformance portability --adapter NAME         the spec rerun under switches that change
+                                                             kernels and threads: the same outcomes?
 
 NAME is a built-in adapter, an entry point name, or any importable module. Exit codes: 0 ok,
 1 failures or errors found, 2 wrong usage, 4 (run) a usage error pytest reported.
@@ -82,10 +84,14 @@ def main(argv=None):
     bench_parser.add_argument("--adapter", metavar="NAME")
     bench_parser.add_argument("--envs", help="tox's work folder: measure every framework in its own environment")
     bench_parser.add_argument("--scratch", help="with --adapter: where the whole-spec run's report goes (for the main job's summary)")
+    port_parser = commands.add_parser("portability", help="the spec rerun under the switches that change kernels; "
+                                      "other arguments go to pytest")
+    port_parser.add_argument("--adapter", metavar="NAME", help="this adapter, in this environment")
+    port_parser.add_argument("--envs", help="tox's work folder: every built-in adapter in its own environment")
     args, rest = parser.parse_known_args(argv)
-    if rest and args.command != "run":
+    if rest and args.command not in ("run", "portability"):
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
-    if args.command in ("run", "check") and os.getcwd() not in sys.path:
+    if args.command in ("run", "check", "portability") and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # as `python -m` would: an adapter beside you imports by its name
     if args.command == "run":
         return run(args.adapter, rest)
@@ -100,6 +106,10 @@ def main(argv=None):
         from attention_conformance import summary
 
         return summary.main(args.reports or [reports.DEFAULT_DIR], args.adapter)
+    if args.command == "portability":
+        from attention_conformance import portability
+
+        return portability.main(args.adapter, args.envs, rest)
     from attention_conformance import benchmark
 
     return benchmark.main(args.adapter, args.envs, args.scratch)

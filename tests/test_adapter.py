@@ -59,7 +59,7 @@ def test_registry_is_what_tox_runs():
     tox = configparser.ConfigParser()
     tox.read(ROOT / "tox.ini")
     def names(text):
-        return sorted(set(e.strip() for e in text.replace("\n", ",").split(",") if e.strip()) - {"suite", "summary"})
+        return sorted(set(e.strip() for e in text.replace("\n", ",").split(",") if e.strip()) - {"suite", "summary", "portability"})
 
     main_job = tox["tox"]["labels"].split("=", 1)[1]
     selfcheck = tox["testenv:{" + ",".join(contract.NAMES) + "}-selfcheck"]  # KeyError: the section's adapters are not the registry
@@ -68,6 +68,8 @@ def test_registry_is_what_tox_runs():
     assert names(main_job) == sorted(contract.NAMES), "tox label conformance (the main job): no self-checks"
     assert names(tox["testenv:summary"]["depends"]) == sorted(contract.NAMES + tuple(selfchecks)), "summary's depends"
     assert names(tox["testenv:benchmark"]["depends"]) == sorted(contract.NAMES), "benchmark's depends"
+    assert names(tox["testenv:portability"]["depends"]) == sorted(contract.NAMES), "portability's depends"
+    assert "portability" in tox["tox"]["env_list"], "portability is part of the tests (tox -p auto)"
     ran = re.findall(r"^(\w+): \S+/(\w+)/bin/python -m pytest --adapter (\w+) tests/test_adapter.py", selfcheck["commands"].replace("{/}", "/"), re.M)
     assert sorted(ran) == [(n, n, n) for n in sorted(contract.NAMES)], "each <adapter>-selfcheck runs tests/test_adapter.py in its own framework's environment"
     commands = tox["testenv"]["commands"] + tox["testenv:suite"]["commands"] + selfcheck["commands"]

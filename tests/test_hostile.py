@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from attention_conformance import CONFORMANCE_TESTS, cli, contract, loader
+from attention_conformance.benchmark import alias_bomb
 from attention_conformance.adapters import reference
 from attention_conformance import golden
 from attention_conformance.checks import Nonconformance, evaluate
@@ -27,13 +28,6 @@ HANG_GUARD_CPU_S = 0.5
 
 def validate(argv):
     return cli.main(["validate", *argv])
-
-
-def alias_bomb(levels=9, width=9):
-    """A flow sequence whose last anchor expands to width**levels numbers (9, 9: 387 million) in ~1 kB."""
-    anchors = [f"&l0 [{', '.join(['0.5'] * width)}]"]
-    anchors += [f"&l{n} [{', '.join([f'*l{n - 1}'] * width)}]" for n in range(1, levels + 1)]
-    return "[" + ", ".join(anchors) + "]"
 
 
 def _bounded(call):

@@ -1,0 +1,61 @@
+"""attention-conformance portability: an outcome that changes with a kernel switch fails the run."""
+
+import json
+
+import pytest
+
+from attention_conformance import portability
+
+ADAPTER = '''"""The reference, but wrong on one thread: a result that depends on the machine."""
+import os
+import numpy as np
+from attention_conformance.adapters.reference import *  # noqa: F403
+from attention_conformance.adapters import reference
+
+
+def attention(x, w_query, w_key, w_value):
+    out = reference.attention(x, w_query, w_key, w_value)
+    if os.environ.get("OPENBLAS_NUM_THREADS") == "1":
+        out["context"] = np.asarray(out["context"]) * (1 + 1e-6)
+    return out
+'''
+
+
+def _report(margins, outcomes):
+    return {"tests": {t: {"outcome": outcomes.get(t, "passed"), "margin": m} for t, m in margins.items()}}
+
+
+def test_compare_names_changed_outcomes_margins_near_the_edge_and_what_each_setting_moved():
+    runs = {"as-is": _report({"a": 0.1, "b": 0.5}, {}),
+            "1 thread": _report({"a": 0.1, "b": 0.75}, {}),
+            "AVX2": _report({"a": 0.2, "b": 1.3}, {"b": "failed"})}
+    result = portability.compare(runs)
+    assert result["tests"] == 2
+    assert result["changed"] == [("b", {"as-is": "passed", "1 thread": "passed", "AVX2": "failed"})]
+    assert [t for t, _ in result["watch"]] == ["b"]
+    assert result["moved"] == {"1 thread": 1, "AVX2": 2}
+
+
+def test_a_result_that_depends_on_the_thread_count_fails_the_run(tmp_path, monkeypatch, capsys):
+    (tmp_path / "thread_dependent.py").write_text(ADAPTER)
+    monkeypatch.chdir(tmp_path)
+    assert portability.main(adapter="thread_dependent", pytest_args=["-k", "sat"]) == 1
+    out = capsys.readouterr().out
+    assert "OUTCOME CHANGED test_context[thread_dependent-float64-" in out, out
+    assert "1 thread failed" in out and "as-is passed" in out, out
+    written = json.loads((tmp_path / "reports" / "portability.json").read_text())
+    assert written["results"][0]["changed"] and written["machine"]["threads"] >= 1
+
+
+def test_the_same_adapter_without_its_dependence_passes(tmp_path, monkeypatch, capsys):
+    (tmp_path / "thread_independent.py").write_text(ADAPTER.replace('os.environ.get("OPENBLAS_NUM_THREADS") == "1"', "False"))
+    monkeypatch.chdir(tmp_path)
+    assert portability.main(adapter="thread_independent", pytest_args=["-k", "sat"]) == 0, capsys.readouterr().out
+
+
+@pytest.mark.parametrize("label", sorted(portability.SETTINGS))
+def test_each_setting_is_recorded_by_the_run_it_changes(label):
+    """Every switch a setting sets is one machine.py records, so a report says which were set."""
+    from attention_conformance import machine
+
+    assert set(portability.SETTINGS[label]) <= set(machine.SWITCHES)
