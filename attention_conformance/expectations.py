@@ -4,7 +4,8 @@ Every framework environment checks against the same expectations: adapters/refer
 inputs as that framework received them, and in half precision the plain rounded-at-every-step
 baseline. Recomputing them was most of each environment's run (the GPT-2-sized cases in four
 dtypes), so each is stored under a key hashing everything it depends on: the op, the inputs'
-dtypes, shapes and bytes, the rounding, the source of adapters/reference.py and NumPy's version.
+dtypes, shapes and bytes, the rounding, the source of adapters/reference.py (and of the modules it
+computes with) and NumPy's version.
 A file whose content does not match the digest recorded inside it is recomputed, never trusted;
 writes go to a temporary file renamed into place, so parallel environments never see half a file.
 
@@ -21,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attention_conformance import ports
+from attention_conformance import portable, ports
 
 FORMAT = "1"
 
@@ -52,9 +53,10 @@ def _digest(arrays):
 
 def key(op, kwargs, rounding, oracle_file, keep=None):
     """Hex key of one oracle call: the op, its inputs, the outputs kept and everything that computes
-    the answer (the oracle's source and ports.py's, which it uses for round_trip)."""
+    the answer (the oracle's source, portable.py's, its arithmetic, and ports.py's, for round_trip)."""
     h = hashlib.sha256(f"{FORMAT}|{op}|{rounding}|numpy {np.__version__}|{keep}|".encode())
     h.update(Path(oracle_file).read_bytes())
+    h.update(Path(portable.__file__).read_bytes())
     h.update(Path(ports.__file__).read_bytes())
     for name in sorted(kwargs):
         value = kwargs[name]

@@ -4,6 +4,8 @@ the cache in use: tests/test_adapter.py runs them against it.)"""
 
 import dataclasses
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -59,6 +61,19 @@ def test_the_key_covers_inputs_dtype_rounding_and_the_oracle(tmp_path):
     oracle.write_text("# v2\n")
     changed.append(expectations.key("attention", {"x": x, "n": 2}, None, oracle))
     assert len({base, *changed}) == len(changed) + 1
+
+
+def test_the_key_covers_the_arithmetic_the_oracle_computes_with(tmp_path, monkeypatch):
+    from attention_conformance import portable
+
+    arithmetic = tmp_path / "portable.py"
+    arithmetic.write_bytes(Path(portable.__file__).read_bytes())
+    monkeypatch.setattr(portable, "__file__", str(arithmetic))
+    oracle = tmp_path / "oracle.py"
+    oracle.write_text("# v1\n")
+    before = expectations.key("attention", {"n": 2}, None, oracle)
+    arithmetic.write_text(arithmetic.read_text() + "# a change to how products are summed\n")
+    assert expectations.key("attention", {"n": 2}, None, oracle) != before
 
 
 @pytest.mark.parametrize("damage", ["truncate", "flip_a_value", "not_npz", "empty"])
