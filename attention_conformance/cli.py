@@ -85,7 +85,10 @@ def main(argv=None):
     bench_parser.add_argument("--envs", help="tox's work folder: measure every framework in its own environment")
     bench_parser.add_argument("--scratch", help="with --adapter: where the whole-spec run's report goes (for the main job's summary)")
     port_parser = commands.add_parser("portability", help="the spec rerun under the switches that change kernels; "
-                                      "other arguments go to pytest")
+                                      "other arguments go to pytest",
+                                      usage="attention-conformance portability (--adapter NAME | --envs DIR) [pytest args]",
+                                      description="Rerun the spec under one thread, AVX2 caps and no SIMD dispatch; exit 1 "
+                                                  "if any test's outcome changes. Other arguments (-k ...) go to pytest.")
     port_parser.add_argument("--adapter", metavar="NAME", help="this adapter, in this environment")
     port_parser.add_argument("--envs", help="tox's work folder: every built-in adapter in its own environment")
     args, rest = parser.parse_known_args(argv)

@@ -77,6 +77,8 @@ def _run(name, setting, directory, python=sys.executable, pytest_args=()):
         report = None
     # Narrowed by pytest arguments, a run is incomplete by design; a test missing from one run shows as
     # an outcome change in compare().
+    if done.returncode == 5:
+        return None, "no tests selected (pytest exit 5): check the -k or other arguments"
     if report is None or not (report["complete"] or pytest_args) or done.returncode not in (0, 1):
         tail = (done.stdout + done.stderr).strip().splitlines()[-3:]
         return None, f"exit {done.returncode}: " + " / ".join(tail)
@@ -110,6 +112,8 @@ def measure(name, python=sys.executable, pytest_args=()):
             seconds[label] = round(time.perf_counter() - start, 1)
             if report is None:
                 problems.append(f"{label}: {problem}")
+                if label == "as-is":  # an adapter that does not import, or selects nothing, fails the same way every time
+                    break
             else:
                 runs[label] = report
     switched = {label: {k: v for k, v in environment(name, setting).items() if k in machine.SWITCHES} for label, setting in SETTINGS.items()}
@@ -142,6 +146,10 @@ def main(adapter=None, envs=None, pytest_args=()):
         results = [measure(adapter, pytest_args=pytest_args)]
     else:
         envs, results = Path(envs or ".tox"), []
+        if not envs.is_dir():
+            print(f"error: no tox work folder at {envs}: use --adapter NAME for an adapter in this environment, "
+                  "or --envs DIR for tox's work folder", file=sys.stderr)
+            return 2
         for name in contract.NAMES:
             python = envs / name / "bin" / "python"
             if name in UNSWITCHED:

@@ -82,7 +82,7 @@ def runs(directory):
     """{adapter: report} for every run report in the folder."""
     found = {}
     for path in sorted(Path(directory).glob("*.json")):
-        if path.name.startswith("mutants-") or path.stem in ("matrix", "benchmark"):
+        if path.name.startswith("mutants-") or path.stem in ("matrix", "benchmark", "portability"):
             continue
         report = _read(path)
         found[report["adapter"]] = report

@@ -59,3 +59,24 @@ def test_each_setting_is_recorded_by_the_run_it_changes(label):
     from attention_conformance import machine
 
     assert set(portability.SETTINGS[label]) <= set(machine.SWITCHES)
+
+
+def test_its_record_is_not_mistaken_for_a_run_report(tmp_path):
+    from attention_conformance import reports
+
+    (tmp_path / "portability.json").write_text(json.dumps({"machine": {}, "results": []}))
+    assert reports.runs(tmp_path) == {}
+
+
+def test_an_adapter_that_does_not_import_fails_once(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert portability.main(adapter="no_such_adapter_module") == 1
+    out = capsys.readouterr().out
+    assert out.count("RUN FAILED") == 1 and "RUN FAILED as-is" in out, out
+
+
+def test_without_an_adapter_or_a_tox_folder_it_is_a_usage_error(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert portability.main() == 2
+    assert "use --adapter NAME" in capsys.readouterr().err
+    assert not (tmp_path / "reports").exists()
