@@ -67,7 +67,7 @@ def key(op, kwargs, rounding, oracle_file, keep=None):
     return h.hexdigest()
 
 
-def _read(path):
+def read(path):
     try:
         with open(path, "rb") as f, np.load(f, allow_pickle=False) as stored:
             arrays = {name: stored[name] for name in stored.files if name != "__digest__"}
@@ -102,7 +102,7 @@ def cached(op, kwargs, rounding, oracle_file, compute, keep=None):
     if where is None:
         return computed()
     path = where / "expectations" / f"{key(op, kwargs, rounding, oracle_file, keep)}.npz"
-    found = _read(path)
+    found = read(path)
     if found is not None:
         return found
     result = computed()

@@ -20,7 +20,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from attention_conformance import contract, machine, reports
+import numpy as np
+
+from attention_conformance import contract, expectations, machine, reports
 
 # Each applies to every framework: a switch for a framework not loaded is ignored. XLA's floor is
 # AVX: below it XLA cannot compile float16 at all (LLVM: "Symbols not found: __truncsfhf2", jax
@@ -46,8 +48,10 @@ SUBSTITUTES = {
 
 def environment(name, setting):
     """This process's environment with `setting` on top, as one adapter's run takes it: a switch the
-    adapter cannot take (SUBSTITUTES), set here or inherited, becomes its stand-in."""
+    adapter cannot take (SUBSTITUTES), set here or inherited, becomes its stand-in. XLA_FLAGS add up."""
     env = os.environ | setting
+    if "XLA_FLAGS" in setting and os.environ.get("XLA_FLAGS"):
+        env["XLA_FLAGS"] = f"{os.environ['XLA_FLAGS']} {setting['XLA_FLAGS']}"
     for key, (stand_in, _) in SUBSTITUTES.get(name, {}).items():
         if env.pop(key, None) is not None:
             env |= stand_in
@@ -57,13 +61,17 @@ def environment(name, setting):
 # Adapters not rerun, each because a measurement showed every setting gives it the same bits (no
 # margin moved in any of the four runs; Intel Xeon 2.8 GHz, AVX-512, 2 threads, 2026-11-30).
 UNSWITCHED = {
-    "reference": "the oracle's arithmetic is the same bytes under every setting (tests/test_portable.py shows it on "
-                 "every run of the tests)",
+    "reference": "the oracle is the same bytes under every setting: its expectations are recomputed under "
+                 f"{'no SIMD dispatch'!r} below and compared byte for byte, and tests/test_portable.py regenerates the goldens",
     "tfjs": "TensorFlow.js's WebAssembly backend has one code path: no margin moved under any setting (measured)",
     "mlx": "the mlx-cpu wheel's kernels and reference BLAS are fixed when it is built: no margin moved under any "
            "setting (measured)",
 }
 WATCH = 0.7  # a margin above this anywhere is listed: another CPU could take it past 1
+# Under this setting the oracle's expectations are recomputed into a cache of their own, then
+# compared byte for byte with the ones the as-is runs used: every op, dtype and rounding the spec
+# runs, not only the goldens tests/test_portable.py regenerates.
+ORACLE_RECOMPUTED_UNDER = "no SIMD dispatch"
 
 
 def _run(name, setting, directory, python=sys.executable, pytest_args=()):
@@ -88,9 +96,9 @@ def _run(name, setting, directory, python=sys.executable, pytest_args=()):
 def compare(runs):
     """{"tests", "changed": [(id, {setting: outcome})], "watch": [(id, {setting: margin})], "moved": {setting: n}}
     from {setting: report}; "moved" counts the tests whose margin differs from the as-is run's."""
-    base = runs["as-is"]["tests"]
+    ids = sorted(set().union(*(r["tests"] for r in runs.values())))  # a test one run lacks is a change too
     changed, watch, moved = [], [], {s: 0 for s in runs if s != "as-is"}
-    for test_id in sorted(base):
+    for test_id in ids:
         outcomes = {s: r["tests"].get(test_id, {}).get("outcome", "missing") for s, r in runs.items()}
         margins = {s: r["tests"].get(test_id, {}).get("margin") for s, r in runs.items()}
         if len(set(outcomes.values())) > 1:
@@ -99,15 +107,32 @@ def compare(runs):
             watch.append((test_id, margins))
         for s in moved:
             moved[s] += margins[s] != margins["as-is"]
-    return {"tests": len(base), "changed": changed, "watch": watch, "moved": moved}
+    return {"tests": len(ids), "changed": changed, "watch": watch, "moved": moved}
 
 
-def measure(name, python=sys.executable, pytest_args=()):
-    """Every setting's run of one adapter, compared; the runs' machine and switch records kept."""
+def oracle_drift(recomputed, shared):
+    """(entries compared, [keys whose arrays differ]) between two expectation caches."""
+    compared, differ = 0, []
+    for path in sorted(Path(recomputed).glob("expectations/*.npz")):
+        ours, theirs = expectations.read(path), expectations.read(Path(shared) / "expectations" / path.name)
+        if ours is None or theirs is None:
+            continue
+        compared += 1
+        if ours.keys() != theirs.keys() or not all(ours[k].dtype == theirs[k].dtype and np.array_equal(ours[k], theirs[k], equal_nan=True)
+                                                   for k in ours):
+            differ.append(path.stem)
+    return compared, differ
+
+
+def measure(name, python=sys.executable, pytest_args=(), oracle_cache=None):
+    """Every setting's run of one adapter, compared; the runs' machine and switch records kept.
+    `oracle_cache`: where ORACLE_RECOMPUTED_UNDER's run keeps the expectations it recomputes."""
     with tempfile.TemporaryDirectory() as scratch:
         runs, problems, seconds = {}, [], {}
         for label, setting in SETTINGS.items():
             start = time.perf_counter()
+            if label == ORACLE_RECOMPUTED_UNDER and oracle_cache is not None:
+                setting = setting | {"ATTENTION_CONFORMANCE_CACHE": str(oracle_cache)}
             report, problem = _run(name, setting, Path(scratch) / label.replace(" ", "_"), python, pytest_args)
             seconds[label] = round(time.perf_counter() - start, 1)
             if report is None:
@@ -142,31 +167,44 @@ def _lines(result):
 
 def main(adapter=None, envs=None, pytest_args=()):
     """One adapter in this environment, or every built-in adapter in its own tox environment."""
-    if adapter:
-        results = [measure(adapter, pytest_args=pytest_args)]
-    else:
-        envs, results = Path(envs or ".tox"), []
-        if not envs.is_dir():
-            print(f"error: no tox work folder at {envs}: use --adapter NAME for an adapter in this environment, "
-                  "or --envs DIR for tox's work folder", file=sys.stderr)
-            return 2
-        for name in contract.NAMES:
-            python = envs / name / "bin" / "python"
-            if name in UNSWITCHED:
-                results.append({"adapter": name, "skipped": UNSWITCHED[name], "problems": []})
-            elif not python.exists():
-                results.append({"adapter": name, "problems": [f"no environment at {python.parent.parent}: run `tox -e {name}` first"]})
-            else:
-                results.append(measure(name, python, pytest_args))
+    if not adapter and not Path(envs or ".tox").is_dir():
+        print(f"error: no tox work folder at {envs or '.tox'}: use --adapter NAME for an adapter in this environment, "
+              "or --envs DIR for tox's work folder", file=sys.stderr)
+        return 2
+    shared = expectations.directory()
+    with tempfile.TemporaryDirectory() as oracle_cache:
+        recompute = Path(oracle_cache) if shared is not None else None
+        if adapter:
+            results = [measure(adapter, pytest_args=pytest_args, oracle_cache=recompute)]
+        else:
+            results = []
+            for name in contract.NAMES:
+                python = Path(envs or ".tox") / name / "bin" / "python"
+                if name in UNSWITCHED:
+                    results.append({"adapter": name, "skipped": UNSWITCHED[name], "problems": []})
+                elif not python.exists():
+                    results.append({"adapter": name, "problems": [f"no environment at {python.parent.parent}: run `tox -e {name}` first"]})
+                else:
+                    results.append(measure(name, python, pytest_args, recompute))
+        compared, differ = oracle_drift(recompute, shared) if recompute is not None else (0, [])
     described = (f"{label} ({' '.join(f'{k}={v}' for k, v in setting.items()) or 'no switch'})" for label, setting in SETTINGS.items())
     print(f"Portability: each spec rerun under {'; '.join(described)}")
     print(f"on {machine.one_line()}\n")
     for result in results:
         print("\n".join(_lines(result)))
+    oracle = {"recomputed_under": ORACLE_RECOMPUTED_UNDER, "compared": compared, "differ": differ}
+    print(f"oracle: {compared} expectations recomputed under {ORACLE_RECOMPUTED_UNDER} and compared with the as-is ones: "
+          + (f"{len(differ)} DIFFER ({', '.join(d[:12] for d in differ[:5])})" if differ else "all byte-identical")
+          + ("" if shared is not None else " (not compared: ATTENTION_CONFORMANCE_CACHE=off keeps none)"))
     reports.DEFAULT_DIR.mkdir(exist_ok=True)
     (reports.DEFAULT_DIR / "portability.json").write_text(json.dumps(
-        {"machine": machine.describe(), "settings": SETTINGS, "watch_above": WATCH, "results": results}, indent=1) + "\n")
-    bad = [r["adapter"] for r in results if r["problems"] or r.get("changed")]
-    print(f"\n{'FAILED: ' + ', '.join(bad) + ' (see above)' if bad else 'ok: the same outcome for every test under every setting'}"
-          f"; details in {reports.DEFAULT_DIR / 'portability.json'}")
+        {"machine": machine.describe(), "settings": SETTINGS, "watch_above": WATCH, "oracle": oracle, "results": results},
+        indent=1) + "\n")
+    bad = [r["adapter"] for r in results if r["problems"] or r.get("changed")] + (["the oracle"] if differ else [])
+    rerun = [r["adapter"] for r in results if "skipped" not in r]
+    skipped = [r["adapter"] for r in results if "skipped" in r]
+    verdict = (f"FAILED: {', '.join(bad)} (see above)" if bad else
+               f"ok: the same outcome for every test under every setting ({', '.join(rerun)}"
+               + (f"; not rerun: {', '.join(skipped)}" if skipped else "") + ")")
+    print(f"\n{verdict}; details in {reports.DEFAULT_DIR / 'portability.json'}")
     return 1 if bad else 0

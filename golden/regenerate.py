@@ -95,7 +95,7 @@ def _linear_weights(torch, seed, d_in, d_out):
     applied here; wherever torch runs a vectorised kernel it must agree, and is checked to."""
     torch.manual_seed(seed)
     fan_in = d_in  # kaiming_uniform_(a=sqrt(5)), as nn.Linear.reset_parameters: bound = 1/sqrt(fan_in)
-    bound = math.sqrt(3.0) * torch.nn.init.calculate_gain("leaky_relu", math.sqrt(5)) / math.sqrt(fan_in)
+    bound = math.sqrt(3.0) * (torch.nn.init.calculate_gain("leaky_relu", math.sqrt(5)) / math.sqrt(fan_in))  # torch's order
     low, high = np.float64(np.float32(-bound)), np.float64(np.float32(bound))
     weights = [(_f32(torch.rand(d_out, d_in)).astype(np.float64) * (high - low) + low).astype(np.float32) for _ in range(3)]
     if torch.backends.cpu.get_cpu_capability() != "DEFAULT":
