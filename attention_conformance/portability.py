@@ -194,7 +194,8 @@ def main(adapter=None, envs=None, pytest_args=()):
         print("\n".join(_lines(result)))
     oracle = {"recomputed_under": ORACLE_RECOMPUTED_UNDER, "compared": compared, "differ": differ}
     print(f"oracle: {compared} expectations recomputed under {ORACLE_RECOMPUTED_UNDER} and compared with the as-is ones: "
-          + (f"{len(differ)} DIFFER ({', '.join(d[:12] for d in differ[:5])})" if differ else "all byte-identical")
+          + (f"{len(differ)} DIFFER ({', '.join(d[:12] for d in differ[:5])})" if differ else
+             "all byte-identical" if compared else "none to compare (the tests run read stored goldens only)")
           + ("" if shared is not None else " (not compared: ATTENTION_CONFORMANCE_CACHE=off keeps none)"))
     reports.DEFAULT_DIR.mkdir(exist_ok=True)
     (reports.DEFAULT_DIR / "portability.json").write_text(json.dumps(
