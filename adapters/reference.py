@@ -135,10 +135,12 @@ def mask_conventions(x, w_query, w_key, w_value, mask, api, fill):
     return masked_attention(x, w_query, w_key, w_value, mask)["context"]
 
 
+def _future(T):
+    return np.triu(np.ones((T, T), dtype=bool), k=1)  # key j > query i is the future
+
+
 def causal_attention(x, w_query, w_key, w_value):
-    T = np.shape(x)[-2]
-    above_diagonal = np.triu(np.ones((T, T), dtype=bool), k=1)  # key j > query i is the future
-    return masked_attention(x, w_query, w_key, w_value, above_diagonal)
+    return masked_attention(x, w_query, w_key, w_value, _future(np.shape(x)[-2]))
 
 
 def decode_attention(x, w_query, w_key, w_value, start):
@@ -180,7 +182,7 @@ def attention_module(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value,
     changes nothing here; round_trip is those weights as one vector. `layer` "mha_averaged" returns
     the weights averaged over heads, as nn.MultiheadAttention does by default."""
     T = np.shape(x)[-2]
-    hidden = np.triu(np.ones((T, T), dtype=bool), k=1) if causal else np.zeros((T, T), dtype=bool)
+    hidden = _future(T) if causal else np.zeros((T, T), dtype=bool)
     weights, context, own = _layer(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, hidden)
     return {"context": context,
             "weights": fsum(weights, axis=-3) / num_heads if layer == "mha_averaged" else weights,
@@ -197,7 +199,7 @@ def layer_key_padding(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value
     the future too when causal: the [B, T, S] mask a user would otherwise build by hand."""
     hidden = np.asarray(padding, dtype=bool)[..., None, :]  # (B, 1, S): the same keys hidden from every query
     if causal:
-        hidden = hidden | np.triu(np.ones((np.shape(x)[-2],) * 2, dtype=bool), k=1)
+        hidden = hidden | _future(np.shape(x)[-2])
     return _layer(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, hidden)[1]
 
 
@@ -233,8 +235,7 @@ def grouped_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causa
     H = w_query.shape[-1] // num_heads
     group = num_heads // num_kv_heads
     queries, keys, values = project(x, w_query), project(x, w_key), project(x, w_value)  # (B, T, N*H), (B, S, K*H) twice
-    T = x.shape[-2]
-    hidden = np.triu(np.ones((T, T), dtype=bool), k=1) if causal else None  # as causal_attention
+    hidden = _future(x.shape[-2]) if causal else None  # as causal_attention
     heads = []
     for n in range(num_heads):
         kv = n // group

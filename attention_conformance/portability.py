@@ -58,20 +58,22 @@ def environment(name, setting):
     return env
 
 
-# Adapters not rerun, each because a measurement showed every setting gives it the same bits (no
-# margin moved in any of the four runs; Intel Xeon 2.8 GHz, AVX-512, 2 threads, 2026-11-30).
-UNSWITCHED = {
-    "reference": "the oracle is the same bytes under every setting: its expectations are recomputed under "
-                 f"{'no SIMD dispatch'!r} below and compared byte for byte, and tests/test_portable.py regenerates the goldens",
-    "tfjs": "TensorFlow.js's WebAssembly backend has one code path: no margin moved under any setting (measured)",
-    "mlx": "the mlx-cpu wheel's kernels and reference BLAS are fixed when it is built: no margin moved under any "
-           "setting (measured)",
-}
 WATCH = 0.7  # a margin above this anywhere is listed: another CPU could take it past 1
 # Under this setting the oracle's expectations are recomputed into a cache of their own, then
 # compared byte for byte with the ones the as-is runs used: every op, dtype and rounding the spec
 # runs, not only the goldens tests/test_portable.py regenerates.
 ORACLE_RECOMPUTED_UNDER = "no SIMD dispatch"
+
+
+# Adapters not rerun, each because a measurement showed every setting gives it the same bits (no
+# margin moved in any of the four runs; Intel Xeon 2.8 GHz, AVX-512, 2 threads, 2026-11-30).
+UNSWITCHED = {
+    "reference": "the oracle is the same bytes under every setting: its expectations are recomputed under "
+                 f"{ORACLE_RECOMPUTED_UNDER!r} and compared byte for byte, and tests/test_portable.py regenerates the goldens",
+    "tfjs": "TensorFlow.js's WebAssembly backend has one code path: no margin moved under any setting (measured)",
+    "mlx": "the mlx-cpu wheel's kernels and reference BLAS are fixed when it is built: no margin moved under any "
+           "setting (measured)",
+}
 
 
 def _run(name, setting, directory, python=sys.executable, pytest_args=()):

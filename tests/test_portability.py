@@ -92,3 +92,18 @@ def test_an_oracle_that_differs_between_caches_is_named(tmp_path):
     assert portability.oracle_drift(a, b) == (1, [])
     expectations._write(b / "expectations" / "k1.npz", {"context": np.array([1.0, np.nextafter(2.0, 3.0)])})
     assert portability.oracle_drift(a, b) == (1, ["k1"])
+
+
+def test_tox_passes_every_switch_the_machine_record_names():
+    """machine.SWITCHES and tox.ini's pass_env are two lists: a switch tox dropped would make an
+    emulated run silently native. TensorFlow alone does not get the oneDNN cap (SUBSTITUTES)."""
+    import configparser
+    from pathlib import Path
+
+    from attention_conformance import machine
+
+    tox = configparser.ConfigParser()
+    tox.read(Path(__file__).resolve().parent.parent / "tox.ini")
+    passed = {line.split(":")[-1].strip() for line in tox["testenv"]["pass_env"].splitlines() if line.strip()}
+    assert set(machine.SWITCHES) - passed == set()
+    assert "!tensorflow: ONEDNN_MAX_CPU_ISA" in tox["testenv"]["pass_env"] and "ONEDNN_MAX_CPU_ISA" in portability.SUBSTITUTES["tensorflow"]
