@@ -164,3 +164,29 @@ def test_the_readme_contract_table_is_the_contract():
     assert set(rows) == set(expected), sorted(set(rows) ^ set(expected))
     unnamed = [(call, out) for call, outs in expected.items() if len(outs) > 1 for out in outs if f'"{out}"' not in rows[call]]
     assert unnamed == [], unnamed
+
+
+GPT2_SMALL = {"width": 768, "num_heads": 12}  # GPT-2 small's config: n_embd 768, n_head 12
+
+
+def _is_gpt2_shape(inputs):
+    x = inputs.get("x")
+    return (isinstance(x, dict) and x.get("shape", [None])[-1] == GPT2_SMALL["width"]
+            and inputs.get("num_heads") == GPT2_SMALL["num_heads"])
+
+
+def test_every_porting_and_gpt2_shaped_layer_case_runs_through_gpt2s_layer_too():
+    """An adapter whose only layer is GPT-2's (HF's GPT2Attention, nanoGPT) must meet every checkpoint and
+    GPT-2's shape: each `layer: mha` case that ports a checkpoint (other than the reference's) or has GPT-2
+    small's shape has a `layer: gpt2` case with the same inputs otherwise, causal as GPT-2's layer is."""
+    cases = [c for c in loader.load().cases.values() if c.op == "attention_module"]
+
+    def rest(case):  # what must match: everything but the layer and its causal flag
+        return {k: v for k, v in case.inputs.items() if k not in ("layer", "causal")}
+
+    gpt2 = [rest(c) for c in cases if c.inputs["layer"] == "gpt2" and c.inputs["causal"] is True]
+    needing = [c for c in cases if c.inputs["layer"] == "mha"
+               and (c.inputs["checkpoint"] != "reference" or _is_gpt2_shape(c.inputs))]
+    assert any(_is_gpt2_shape(c.inputs) for c in needing), "no GPT-2-shaped layer case found: the shape test is stale"
+    missing = [c.id for c in needing if rest(c) not in gpt2]
+    assert missing == [], f"layer: mha cases without a layer: gpt2 counterpart: {missing}"
