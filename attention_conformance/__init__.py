@@ -24,3 +24,21 @@ GOLDEN_DIR = _data("golden")
 ADAPTERS_DIR = _data("adapters")
 DOCS_DIR = SPEC_DIR / "documents"  # copies of the two documents, so quotes are checked on any install
 CONFORMANCE_TESTS = HERE / "conformance.py"  # the module pytest collects: one test function per output
+
+
+def known_divergences(adapter):
+    """A built-in adapter's known divergences, as an adapter declares its own: {'case/output/dtype': reason}.
+
+    For an adapter that wraps or copies a built-in one, so it inherits what that framework is known
+    to do differently: `KNOWN_DIVERGENCES = known_divergences("torch") | {"my_case": "why"}`.
+    Both sources: spec/known_divergences.yaml's entries for it and the built-in module's own
+    KNOWN_DIVERGENCES (reading those imports that adapter, and so its framework)."""
+    import importlib
+
+    from attention_conformance import contract, loader, plan
+
+    if adapter not in contract.NAMES:
+        raise ValueError(f"known_divergences({adapter!r}): not a built-in adapter; one of {', '.join(contract.NAMES)}")
+    found = {plan.declared_key(pattern): reason for pattern, reason in loader.load_divergences(SPEC_DIR / "known_divergences.yaml").items()
+             if plan.adapter_of(pattern) == adapter}
+    return found | dict(getattr(importlib.import_module(contract.module_path(adapter)), "KNOWN_DIVERGENCES", {}))

@@ -248,7 +248,7 @@ def main(adapter=None, envs=None, scratch=None):
 
         t = time.perf_counter()
         with contextlib.redirect_stdout(io.StringIO()):
-            summary.main([shared])
+            summary.main([shared], out=shared)
         summary_s = time.perf_counter() - t
     main_job = None if missing else {
         "s": sum(r["whole_spec_s"] for r in rows) + summary_s, "target": MAIN_JOB_TARGET_S,

@@ -15,6 +15,11 @@ class Nonconformance(AssertionError):
     pass
 
 
+class AdapterRaised(Nonconformance):
+    """An adapter's function raised: reported as that case's result, with the case named and the
+    adapter's own exception chained (its traceback is what the author needs)."""
+
+
 # (adapter, case id, dtype, ...) -> outputs: every output of a case shares one call. Bounded:
 # pytest runs a case's tests together (conftest sorts them), and a GPT-2-sized case's outputs in
 # four dtypes would otherwise stay in memory for the whole session.
@@ -58,7 +63,12 @@ def outputs(adapter_name, adapter, case, dtype, goldens, input_dtype=None, round
         kwargs = {name: _resolve(value, input_dtype or dtype, goldens) for name, value in case.inputs.items()}
 
         def call():
-            result = getattr(adapter, case.op)(**kwargs)
+            try:
+                result = getattr(adapter, case.op)(**kwargs)
+            except Exception as exc:  # noqa: BLE001 - whatever the adapter raises is its result for this case
+                text = (str(exc).strip().splitlines() or [""])[0]
+                raise AdapterRaised(f"{adapter_name} {input_dtype or dtype}, case {case.id!r}: {case.op}() raised "
+                                    f"{type(exc).__name__}" + (f": {text}" if text else "")) from exc
             names = OPS[case.op][1]
             if len(names) == 1:
                 return {names[0]: result}
@@ -508,7 +518,7 @@ def run_all(spec, adapter_name, adapter, goldens, dtypes=None):
     """{test id: (outcome, message)} for the whole spec on one adapter, outside pytest.
 
     For checking the checker: a deliberately wrong adapter must produce "failed" somewhere.
-    An exception from the adapter counts as "error", which would also fail its test.
+    An exception from the adapter fails its tests, as under pytest; any other exception counts as "error".
     `dtypes` narrows the run (default: every dtype the spec runs this adapter in).
     """
     results = {}

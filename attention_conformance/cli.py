@@ -19,7 +19,7 @@ import importlib
 import os
 import sys
 
-from attention_conformance import ADAPTERS_DIR, CONFORMANCE_TESTS, SPEC_DIR, contract, golden, loader, reports
+from attention_conformance import ADAPTERS_DIR, CONFORMANCE_TESTS, SPEC_DIR, contract, golden, loader, plan, reports
 
 
 def validate(path, golden_dir):
@@ -42,11 +42,11 @@ def check(name):
     try:
         module = importlib.import_module(contract.module_path(name))
     except Exception as exc:  # noqa: BLE001 - whatever stops the import is the author's first problem
-        print(f"{name}: does not import: {type(exc).__name__}: {exc}")
+        print(f"{name}: does not import: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     problems = selfcheck.problems(module)
     for problem in problems:
-        print(f"{name}: {problem}")
+        print(f"{name}: {problem}", file=sys.stderr)
     if not problems:
         print(f"{name}: ok, every contract function is there, takes the right parameters and returns the right "
               "keys, shapes and dtypes on tiny inputs; `attention-conformance run --adapter NAME` checks the numbers")
@@ -58,9 +58,12 @@ def run(adapters, pytest_args):
     (-c devnull): warnings are errors and known divergences strict wherever it runs."""
     import pytest
 
+    # A node id as the run prints it (attention_conformance/conformance.py::test_...) names the installed file.
+    selected = [str(CONFORMANCE_TESTS) + a[len(plan.NODE_PATH):] for a in pytest_args if a.startswith(plan.NODE_PATH + "::")]
+    rest = [a for a in pytest_args if not a.startswith(plan.NODE_PATH + "::")]
     args = ["-c", os.devnull, "--rootdir", os.getcwd(), "-p", "attention_conformance.plugin", "-p", "no:cacheprovider",
-            "-W", "error", str(CONFORMANCE_TESTS)]
-    return int(pytest.main(args + [f"--adapter={name}" for name in adapters] + pytest_args))
+            "-W", "error"] + (selected or [str(CONFORMANCE_TESTS)])
+    return int(pytest.main(args + [f"--adapter={name}" for name in adapters] + rest))
 
 
 def main(argv=None):
@@ -75,7 +78,10 @@ def main(argv=None):
                                 help="a reports folder (repeatable: one per machine, merged into one table and matrix; "
                                      "default ./reports)")
     summary_parser.add_argument("--adapter", action="append", metavar="NAME",
-                                help="only these (default: every built-in adapter, and any other report found)")
+                                help="these adapters must have reported, each MISSING otherwise (default: whatever the "
+                                     "folders hold)")
+    summary_parser.add_argument("--out", default=reports.DEFAULT_DIR, metavar="DIR",
+                                help="where matrix.md, matrix.json and matrix.png go (default ./reports)")
     validate_parser = commands.add_parser("validate", help="a spec and its golden data")
     validate_parser.add_argument("path", nargs="?", default=SPEC_DIR / "attention.yaml")
     validate_parser.add_argument("--golden-dir", default=golden.GOLDEN_DIR)
@@ -108,7 +114,7 @@ def main(argv=None):
     if args.command == "summary":
         from attention_conformance import summary
 
-        return summary.main(args.reports or [reports.DEFAULT_DIR], args.adapter)
+        return summary.main(args.reports or [reports.DEFAULT_DIR], args.adapter, args.out)
     if args.command == "portability":
         from attention_conformance import portability
 

@@ -9,7 +9,7 @@ the group `attention_conformance.adapters`, works too. Importing this module imp
 import importlib
 import inspect
 
-from attention_conformance import ADAPTERS_DIR, numerics, plan
+from attention_conformance import ADAPTERS_DIR, numerics, plan, ports
 
 # op -> (parameter names, output names). A single output is returned bare, several as a dict.
 # The first group mirrors the rows of the PyTorch-to-TF mapping table in 004_616018589080e108.txt;
@@ -73,6 +73,38 @@ OPS = {
     "grouped_attention_layer": (_X_W + ("num_heads", "num_kv_heads", "causal"), ("heads",)),
 }
 LAYERS = ("mha", "mha_averaged", "mha_seq_first", "gpt2")  # attention_module's `layer`
+# The words a parameter takes (the loader refuses any other in a spec; NOT_APPLICABLE may name one
+# as "param=value").
+CHOICES = {"form": ("v1", "v2"), "distribution": ("uniform", "normal"), "layer": LAYERS, "checkpoint": ports.LAYOUTS,
+           "api": ("bool", "additive"), "fill": ("neg_inf", "large_negative", "dtype_min")}
+# What each parameter is. Tensors: "tokens" [.., T, D]; "square" [.., T, S] (scores, weights);
+# "mask" bool [.., T, S], True = hidden; "padding" bool [B, S], True = a padded key; "weight"
+# [D, D] (x @ W layout); "bias" [D]. Scalars: "width" (a size), "heads", "seed", "probability",
+# "count", "rate", "offset" (a token index), "switch" (true/false), "choice" (one of CHOICES).
+# The self-check builds its tiny inputs from this table, so every parameter of OPS must be here
+# (tests/test_spec.py), never a name the self-check happens to know.
+PARAMETERS = {
+    "x": "tokens", "q": "tokens", "k": "tokens", "v": "tokens", "g": "tokens", "scores": "square", "weights": "square",
+    "mask": "mask", "padding": "padding", "w": "weight", "w_query": "weight", "w_key": "weight", "w_value": "weight",
+    "w_out": "weight", "b_query": "bias", "b_key": "bias", "b_value": "bias", "b_out": "bias", "d_k": "width",
+    "d_in": "width", "d_out": "width", "num_heads": "heads", "num_kv_heads": "heads", "seed": "seed", "p": "probability",
+    "n": "count", "lr": "rate", "start": "offset", "causal": "switch", **{name: "choice" for name in CHOICES},
+}
+# How each op's token tensors come, as the spec feeds them (tests/test_spec.py checks it case by
+# case): "row" (one token, x [D]; one row of scores [S]), "unbatched" ([T, D], scores [T, S]) or
+# "batched" ([B, T, D], masks [B, T, S]). An op with two forms must take both. Ops without token
+# tensors are not listed.
+_BOTH = ("unbatched", "batched")
+FORMS = {
+    "project": ("row", "unbatched"), "transposed_matmul": _BOTH, "scale": ("unbatched",), "softmax": ("row", "unbatched"),
+    "blend": ("unbatched",), "dot_columns": ("row",), "attention": _BOTH, "self_attention_v1": _BOTH,
+    "self_attention_v2": _BOTH, "exercise_3_1": ("unbatched",), "causal_attention": _BOTH, "masked_attention": ("unbatched",),
+    "dropout": ("unbatched",), "multi_head_attention": _BOTH, "fused_attention": _BOTH, "attention_layer": ("unbatched",),
+    "knobs_removed": ("unbatched",), "gradients": _BOTH, "sgd_step": _BOTH,
+    **{op: ("batched",) for op in ("attention_module", "decode_attention", "causal_flag", "grouped_attention",
+                                   "grouped_fused_attention", "mask_conventions", "layer_mask", "layer_key_padding",
+                                   "grouped_attention_layer")},
+}
 # Ops an adapter may leave out: its cases are then not applicable, said so in the summary. A new op
 # is a contract change for every adapter outside this repository; optional ones do not break them.
 OPTIONAL = frozenset({"attention_module", "layer_defaults", "decode_attention", "causal_flag", "grouped_attention",
@@ -111,7 +143,10 @@ def contract_problems(module):
     not_applicable = getattr(module, "NOT_APPLICABLE", {})
     if not (isinstance(not_applicable, dict) and all(isinstance(k, str) and isinstance(v, str) and v.strip()
                                                      for k, v in not_applicable.items())):
-        problems.append("NOT_APPLICABLE must map an op, dtype or case id to the reason it cannot run, e.g. {'float64': 'float32 only'}")
+        problems.append("NOT_APPLICABLE must map a key to the reason it cannot run, e.g. {'float64': 'float32 only'}")
+    else:
+        problems += [f"NOT_APPLICABLE key {key!r}: {problem}" for key in not_applicable
+                     for problem in [not_applicable_key_problem(key)] if problem]
     declared = getattr(module, "KNOWN_DIVERGENCES", {})
     if not (isinstance(declared, dict) and all(isinstance(k, str) and plan.DECLARED.fullmatch(k) and isinstance(v, str) and v.strip()
                                                for k, v in declared.items())):
@@ -128,6 +163,27 @@ def contract_problems(module):
         if got != params:
             problems.append(f"{fn_name}({', '.join(got)}) should be {fn_name}({', '.join(params)})")
     return problems
+
+
+def not_applicable_key_problem(key):
+    """What is wrong with a NOT_APPLICABLE key, or None. Keys: a dtype, an op or a case id;
+    "op/output" or "case/output"; "param=value" for a word, switch or count a case passes."""
+    match = plan.NOT_APPLICABLE_KEY.fullmatch(key)
+    if not match:
+        return ("must be a dtype, an op or a case id, 'op/output' or 'case/output' (e.g. 'attention_module/weights'), "
+                "or 'param=value' (e.g. 'layer=mha')")
+    name, output, param = match.group(1), match.group(3), match.group(4)
+    if name in OPS and output is not None and output not in OPS[name][1]:
+        return f"{name}() has no output {output!r}: its outputs are {', '.join(OPS[name][1])}"
+    if name in DTYPES and output is not None:
+        return "a dtype covers every output; write the dtype alone"
+    if param is not None:
+        if param not in PARAMETERS:
+            return f"{param!r} is not a parameter of any op"
+        value = match.group(5)
+        if param in CHOICES and value not in CHOICES[param]:
+            return f"{param} takes {', '.join(CHOICES[param])}, not {value!r}"
+    return None
 
 
 def load(name):

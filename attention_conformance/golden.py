@@ -154,13 +154,17 @@ class Goldens:
             self._files, self.hashes = dict(files), {name: None for name in files}
             return
         manifest_path = self._inside(MANIFEST)
+        if not self.directory.is_dir():
+            raise GoldenError(f"{self.directory}: no such golden directory (it holds {MANIFEST} and the golden files)")
+        text = _read(manifest_path)  # a missing or unreadable manifest says so itself
         try:
-            manifest = json.loads(_read(manifest_path), object_pairs_hook=_no_duplicates(str(manifest_path)))
+            manifest = json.loads(text, object_pairs_hook=_no_duplicates(str(manifest_path)))
             self.hashes = {name: entry["sha256"] for name, entry in manifest["files"].items()}
             if not all(isinstance(h, str) for h in self.hashes.values()):
                 raise TypeError("every sha256 must be a string")
         except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
-            raise GoldenError(f"{manifest_path}: unreadable manifest: {type(exc).__name__}: {exc}") from None
+            why = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
+            raise GoldenError(f"{manifest_path}: not a golden manifest ({{'files': {{name: {{'sha256': ...}}}}}}): {why}") from None
 
     def _inside(self, name):
         """The path of a file of this directory, refused if it (or a symlink) leads outside it."""

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import yaml
 
-from attention_conformance import SPEC_DIR, checks, ports, safe_io, values
-from attention_conformance.contract import DTYPES, LAYERS, LOW_PRECISION, OPS
+from attention_conformance import SPEC_DIR, checks, safe_io, values
+from attention_conformance.contract import CHOICES, DTYPES, LOW_PRECISION, OPS
 
 MAX_SPEC_BYTES = 1_000_000
 ID = re.compile(r"[a-z0-9]+(_[a-z0-9]+)*")  # pytest's -k reads ids; brackets, spaces or dashes would break it
@@ -159,18 +159,17 @@ SCALARS = {
     "p": (lambda v: values.is_number(v) and 0 <= v < 1, "a probability, 0 <= p < 1"),
     "lr": (lambda v: values.is_number(v) and 0 < v <= 1, "a learning rate, 0 < lr <= 1"),
     "causal": (lambda v: isinstance(v, bool), "true or false"),
-    "form": (lambda v: v in ("v1", "v2"), "v1 or v2"),
-    "distribution": (lambda v: v in ("uniform", "normal"), "uniform or normal"),
-    "layer": (lambda v: v in LAYERS, f"one of {', '.join(LAYERS)}"),
-    "checkpoint": (lambda v: v in ports.LAYOUTS, f"one of {', '.join(ports.LAYOUTS)}"),
-    "api": (lambda v: v in ("bool", "additive"), "bool or additive"),
-    "fill": (lambda v: v in ("neg_inf", "large_negative", "dtype_min"), "neg_inf, large_negative or dtype_min"),
+    **{name: (lambda v, words=words: isinstance(v, str) and v in words, f"one of {', '.join(words)}")
+       for name, words in CHOICES.items()},
 }
 
 
 def _generated(at, name, value):
     kind = next((k for k in GENERATED if k in value), None)
     shape = value.get("shape")
+    if isinstance(shape, list) and 0 in shape and all(values.is_int(n) for n in shape):
+        raise SpecError(f"{at}: field 'inputs.{name}.shape': {shape} has a zero-sized axis {shape.index(0)}; "
+                        "every axis of a generated input needs at least 1 element")
     if kind is None or set(value) != GENERATED[kind] or not (
             isinstance(shape, list) and shape and all(values.is_int(n, 1, MAX_ELEMENTS) for n in shape)):
         raise SpecError(f"{at}: field 'inputs.{name}': a generated input is {{fill: v, shape: [..]}} "

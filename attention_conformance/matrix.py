@@ -10,7 +10,7 @@ from pathlib import Path
 
 from attention_conformance import loader, plan
 
-RANK = {"failed": 4, "error": 4, "diverged": 3, "passed": 2, "not applicable": 1}
+RANK = {"failed": 4, "error": 4, "stale divergence": 4, "diverged": 3, "passed": 2, "not applicable": 1}
 
 
 def build(found, names, loaded=None):
@@ -58,7 +58,7 @@ def _cell_text(cell):
     if status == "passed":
         ulp = f" {cell['ulp']:.1f}u" if (cell.get("ulp") or 0) >= 0.05 else ""
         return f"ok {cell['margin']:.2f}{ulp}" if cell.get("margin") is not None else "ok"
-    return {"failed": "FAIL", "diverged": "div", "other convention": "conv", "not applicable": "n/a", "missing": "MISSING",
+    return {"failed": "FAIL", "stale divergence": "STALE", "diverged": "div", "other convention": "conv", "not applicable": "n/a", "missing": "MISSING",
             "not run in this dtype": "-"}[status]
 
 
@@ -73,7 +73,7 @@ def markdown(matrix):
     legend = ("ok M Uu: passed, worst |error| / tolerance M (0.03 = 3% of the budget), worst error U ULP at the tensor's "
               "scale; div: known divergence (spec/known_divergences.yaml or the adapter's KNOWN_DIVERGENCES); conv: a declared "
               "difference on a case that states a convention where the math has no single answer (the fully masked row, a causal flag over fewer queries than keys); n/a: the adapter says why it cannot run it; "
-              "-: the case has no check in this dtype; FAIL; MISSING: the framework's environment did not report.")
+              "-: the case has no check in this dtype; FAIL; STALE: a declared divergence that now conforms (remove it); MISSING: the framework's environment did not report.")
     return "\n".join(lines) + "\n\n" + legend + "\n"
 
 
@@ -88,7 +88,7 @@ def heatmap(matrix, path):
     cols, rows = matrix["columns"], matrix["rows"]
     rgb = np.ones((len(rows), len(cols), 3))
     green, red = np.array([0.2, 0.7, 0.3]), np.array([0.85, 0.15, 0.1])
-    fixed = {"failed": (0, 0, 0), "diverged": (0.55, 0.35, 0.75), "other convention": (0.55, 0.7, 0.95), "not applicable": (0.75, 0.75, 0.75),
+    fixed = {"failed": (0, 0, 0), "stale divergence": (0, 0, 0), "diverged": (0.55, 0.35, 0.75), "other convention": (0.55, 0.7, 0.95), "not applicable": (0.75, 0.75, 0.75),
              "missing": (1, 1, 1), "not run in this dtype": (0.93, 0.93, 0.93)}
     for i, row in enumerate(rows):
         for j, col in enumerate(cols):
@@ -115,13 +115,16 @@ def heatmap(matrix, path):
 
 
 def write(matrix, directory):
+    """(the Markdown text, what was written: paths, or a note for a file that was not)."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     text = markdown(matrix)
-    (directory / "matrix.md").write_text(text)
-    (directory / "matrix.json").write_text(json.dumps(matrix, indent=1) + "\n")
+    written = [directory / "matrix.md", directory / "matrix.json"]
+    written[0].write_text(text)
+    written[1].write_text(json.dumps(matrix, indent=1) + "\n")
     try:
         heatmap(matrix, directory / "matrix.png")
+        written.append(directory / "matrix.png")
     except ImportError:  # matplotlib is the `summary` extra; the table and the JSON need nothing
-        text += "\n(no matrix.png: install attention-conformance[summary] for the heatmap)\n"
-    return text
+        written.append("no matrix.png: install attention-conformance[summary] for the heatmap")
+    return text, written

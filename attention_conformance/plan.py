@@ -8,6 +8,7 @@ Everything that enumerates tests (pytest, the wrong-adapter runs, reports, the m
 import re
 from dataclasses import dataclass
 
+NODE_PATH = "attention_conformance/conformance.py"  # a test's node id file part, wherever the package is installed
 _ID = re.compile(r"test_(\w+)\[(.+)-(\w+)-([a-z0-9_]+)\]")
 
 
@@ -48,6 +49,12 @@ def declared_pattern(adapter, key):
     return test_id(output, adapter, dtype, case)
 
 
+def declared_key(pattern):
+    """The adapter-declared key 'case/output/dtype' of a test-id pattern: declared_pattern's inverse."""
+    output, _, dtype, case = re.fullmatch(r"test_([\w*]+)\[(.+)-([\w*]+)-([\w*]+)\]", pattern).groups()
+    return f"{case}/{output}/{dtype}"
+
+
 def adapter_of(pattern):
     """The adapter a test id, or a known-divergence pattern with "*" in it, is about."""
     return pattern[pattern.index("[") + 1:].split("-")[0] if "[" in pattern else None
@@ -69,16 +76,39 @@ def applies(spec, case, exp, dtype, primary):
     return case.op in spec.dtypes["ops"] and case.sweep and computed
 
 
-def not_applicable(adapter, case, dtype):
-    """The adapter's stated reason this case cannot run in this dtype, or None. NOT_APPLICABLE is
-    keyed by dtype, op or case id."""
+NOT_APPLICABLE_KEY = re.compile(r"([a-z0-9_]+)(/([a-z0-9_]+))?|([a-z_]+)=([a-z0-9_]+)")  # name[/output] or param=value
+
+
+def not_applicable(adapter, case, dtype, output=None):
+    """The adapter's stated reason this output of this case cannot run in this dtype, or None.
+    NOT_APPLICABLE keys: a dtype, an op or a case id (everything it covers), "op/output" or
+    "case/output" (that output only: a path that returns no attention weights), or "param=value"
+    (every case whose input `param` is `value`: an adapter whose only layer is GPT-2's says "layer=mha")."""
     reasons = getattr(adapter, "NOT_APPLICABLE", {})
-    reason = reasons.get(dtype) or reasons.get(case.op) or reasons.get(case.id)
+    keys = [dtype, case.op, case.id] + ([f"{case.op}/{output}", f"{case.id}/{output}"] if output else [])
+    keys += _parameter_keys(case)
+    reason = next((reasons[k] for k in keys if k in reasons), None)
     if reason is None and not hasattr(adapter, case.op):  # an optional op the adapter leaves out
         reason = f"the adapter does not define {case.op}() (optional)"
     if reason is None and dtype not in adapter.DTYPES:
         reason = f"{dtype} is not in the adapter's DTYPES"
     return reason
+
+
+def _parameter_keys(case):
+    """"param=value" for each word, switch or count among a case's inputs (true/false as YAML writes them)."""
+    return [f"{name}={str(value).lower() if isinstance(value, bool) else value}" for name, value in case.inputs.items()
+            if isinstance(value, (str, int)) and "#" not in str(value)]
+
+
+def unmatched_not_applicable(spec, adapter):
+    """The adapter's NOT_APPLICABLE keys that name nothing in this spec: a typo, or a renamed case."""
+    from attention_conformance.contract import DTYPES
+
+    names = set(DTYPES) | {c.op for c in spec.cases.values()} | set(spec.cases)
+    names |= {f"{c.op}/{o}" for c in spec.cases.values() for o in c.expect} | {f"{c.id}/{o}" for c in spec.cases.values() for o in c.expect}
+    names |= {key for c in spec.cases.values() for key in _parameter_keys(c)}
+    return sorted(k for k in getattr(adapter, "NOT_APPLICABLE", {}) if k not in names)
 
 
 def tests(spec, adapters, dtypes=None):
@@ -88,7 +118,6 @@ def tests(spec, adapters, dtypes=None):
     for name, adapter in adapters.items():
         for dtype in dtypes or dtypes_for(spec, adapter):
             for case in spec.cases.values():
-                reason = not_applicable(adapter, case, dtype)
-                planned += [Test(name, dtype, case, output, reason) for output, exp in case.expect.items()
-                            if applies(spec, case, exp, dtype, adapter.DTYPES[0])]
+                planned += [Test(name, dtype, case, output, not_applicable(adapter, case, dtype, output))
+                            for output, exp in case.expect.items() if applies(spec, case, exp, dtype, adapter.DTYPES[0])]
     return planned

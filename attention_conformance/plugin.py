@@ -32,6 +32,10 @@ def pytest_addoption(parser):
                     help="tests expected to fail, with reasons (run as strict xfail)")
 
 
+DECLARED_BY_ADAPTER = " (declared by the adapter)"
+_OWN_EXCEPTIONS = ("attention_conformance.checks.Nonconformance: ", "attention_conformance.checks.AdapterRaised: ")
+
+
 class Check:
     """One conformance test, called by the generated test function."""
 
@@ -45,6 +49,8 @@ class Check:
         try:
             self.margin, self.ulp = checks.evaluate(state.spec, t.adapter, state.loaded[t.adapter], t.case, t.output, t.dtype,
                                                     state.goldens)
+        except checks.AdapterRaised:
+            raise  # the adapter's own traceback, then the line that names the case
         except checks.Nonconformance as exc:
             # The message locates the worst element; the suite's own frames add nothing for the reader,
             # and pytest formatting their source cost 20 ms a frame (0.9 s over JAX's expected failures).
@@ -74,9 +80,11 @@ def pytest_configure(config):
         return
     state.active = True
     state.reports = config.getoption("reports")
-    if _runs_conformance(config):  # a run of the suite's own tests leaves the last conformance report alone
+    # A run of the suite's own tests, or one that only collects, leaves the last conformance report alone.
+    writes = _runs_conformance(config) and not config.option.collectonly
+    if writes:
         for name in names:
-            reports.forget(state.reports, name)
+            reports.start(state.reports, name)
     try:
         state.spec = loader.load(config.getoption("spec"))
         state.spec_sha256 = hashlib.sha256(Path(config.getoption("spec")).read_bytes()).hexdigest()
@@ -86,13 +94,20 @@ def pytest_configure(config):
         state.divergences = loader.load_divergences(config.getoption("known_divergences"))
     except (loader.SpecError, golden.GoldenError) as exc:
         raise pytest.UsageError(str(exc)) from None
-    try:
-        state.loaded = {name: contract.load(name) for name in names}
-    except contract.AdapterError as exc:
-        raise pytest.UsageError(str(exc)) from None
+    for name in names:
+        try:
+            state.loaded[name] = contract.load(name)
+        except contract.AdapterError as exc:
+            if writes:  # the folder says why this adapter has no results
+                reports.start(state.reports, name, problem=str(exc))
+            raise pytest.UsageError(str(exc)) from None
+        unmatched = plan.unmatched_not_applicable(state.spec, state.loaded[name])
+        if unmatched:
+            raise pytest.UsageError(f"adapter {name!r}: NOT_APPLICABLE key(s) {', '.join(map(repr, unmatched))} name no dtype, op, "
+                                    "case, output or input value of this spec (renamed, or a typo?)")
     for name, module in state.loaded.items():  # an adapter's own, held to the same strict rules as the file's
         for key, reason in getattr(module, "KNOWN_DIVERGENCES", {}).items():
-            state.divergences[plan.declared_pattern(name, key)] = f"{reason} (declared by the adapter)"
+            state.divergences[plan.declared_pattern(name, key)] = reason + DECLARED_BY_ADAPTER
     state.numerics = numerics.pin()
     state.versions = {name: _ask(name, module, "version", str) for name, module in state.loaded.items()}
     state.devices = {name: _ask(name, module, "devices", (list, tuple)) if hasattr(module, "devices") else ["cpu"]
@@ -144,6 +159,16 @@ def pytest_generate_tests(metafunc):
 
 
 @pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makemodule(module_path, parent):
+    """The spec's tests keep one node id whether the package is a checkout or in site-packages (where
+    pytest would write '::test_context[...]', an empty file part, outside the rootdir): readable,
+    the same in junit, and accepted back by `attention-conformance run` (cli.py) and by pytest in a checkout."""
+    if module_path == CONFORMANCE_TESTS:
+        return pytest.Module.from_parent(parent, path=module_path, nodeid=plan.NODE_PATH)
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items):
     if not state.active:
         return
@@ -179,15 +204,19 @@ def pytest_runtest_logreport(report):
     name = report.nodeid.rsplit("::", 1)[-1]
     if name not in state.expected:
         return
-    if report.skipped:
+    crash = getattr(report.longrepr, "reprcrash", None)
+    message, reason = (str(crash.message) if crash is not None else None), getattr(report, "reason", None)
+    if message and message.startswith(_OWN_EXCEPTIONS):  # the suite's own exception names say nothing to a reader
+        message = message.split(": ", 1)[1]
+    if getattr(report, "stale_divergence", False):
+        outcome, message = "stale divergence", str(report.longrepr)
+    elif report.skipped:
         outcome = "diverged" if hasattr(report, "wasxfail") else "not applicable"
     else:
         outcome = report.outcome
     state.results.setdefault(plan.parse(name)[1], {})[name] = {
-        "outcome": outcome,
-        "margin": getattr(report, "margin", None),
-        "ulp": getattr(report, "ulp", None),
-        "message": str(report.longrepr.reprcrash.message) if report.failed and hasattr(report.longrepr, "reprcrash") else None,
+        "outcome": outcome, "margin": getattr(report, "margin", None), "ulp": getattr(report, "ulp", None),
+        "message": message if outcome in ("failed", "error", "diverged", "stale divergence") else None, "reason": reason,
     }
 
 
@@ -195,9 +224,26 @@ def pytest_runtest_logreport(report):
 def pytest_runtest_makereport(item, call):
     report = yield
     check = getattr(item, "callspec", None) and item.callspec.params.get("check")
-    if isinstance(check, Check) and call.when == "call":
+    if not isinstance(check, Check):
+        return report
+    if call.when == "call":
         report.margin, report.ulp = check.margin, check.ulp
+    if check.test.not_applicable:
+        report.reason = check.test.not_applicable
+        if report.skipped and isinstance(report.longrepr, tuple):  # -rs names the test, not the file it was generated in
+            report.longrepr = (str(item.config.invocation_params.dir / item.nodeid), None, report.longrepr[2])
+    divergence = loader.divergence_reason(item.name, state.divergences)
+    if divergence is not None:
+        report.reason = divergence
+        if call.when == "call" and call.excinfo is None and report.failed:  # a strict xfail that passed
+            report.stale_divergence = True
+            report.longrepr = (f"declared divergence now conforms: remove it from {_declared_where(divergence)} "
+                               f"(it said: {divergence.removesuffix(DECLARED_BY_ADAPTER)})")
     return report
+
+
+def _declared_where(reason):
+    return "the adapter's KNOWN_DIVERGENCES" if reason.endswith(DECLARED_BY_ADAPTER) else "spec/known_divergences.yaml"
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -205,6 +251,8 @@ def pytest_sessionfinish(session, exitstatus):
         return
     config = session.config
     ran = {name for results in state.results.values() for name in results}
+    if config.option.collectonly:  # listing tests runs none: no report, no count to miss
+        return
     complete = state.conformance_collected and not _is_narrowed(config)
     for name in state.loaded if state.conformance_collected else ():
         reports.write_run(

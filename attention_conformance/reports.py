@@ -3,10 +3,17 @@
     <adapter>.json          one adapter's run: {"schema", "adapter", "version", "dtypes", "devices",
                             "host", "machine", "spec_sha256", "numerics", "complete", "expected",
                             "tests": {test id: RESULT}, "finished"}
-                            RESULT = {"outcome": passed | failed | error | diverged | not applicable,
-                                      "margin", "ulp", "message"}
+                            RESULT = {"outcome": passed | failed | error | diverged | not applicable
+                                                 | stale divergence,
+                                      "margin", "ulp", "message", "reason"}
+                            message: what went wrong (a failure's first line, or what a known
+                            divergence did); reason: why it is not a conformance failure (the
+                            adapter's not-applicable reason, the known divergence's reason)
                             machine = {"host", "cpu", "isa", "half", "threads", "switches"}: where
                             the margins were measured (attention_conformance/machine.py)
+                            Before the adapter is imported the file says only {"adapter",
+                            "started", "complete": false, "problem"}: a run that dies, or whose
+                            framework does not import, leaves that behind, never its last result.
     mutants-<adapter>.json  the suite's wrong adapters for that adapter: {"schema", "adapter",
                             "defined": [names], "mutants": {name: {"expected", "cases", "caught_by"}}}
 
@@ -22,7 +29,7 @@ from pathlib import Path
 
 from attention_conformance import machine
 
-SCHEMA = 1
+SCHEMA = 2  # 2: RESULT's reason, the stale divergence outcome, the started marker
 DEFAULT_DIR = Path("reports")  # relative to where the run starts: the checkout in tox, anywhere for a user
 
 
@@ -54,11 +61,20 @@ def _read(path):
     return content
 
 
-def forget(directory, adapter):
-    """Delete an adapter's report before its run, so a run that dies shows as missing, never as its last result.
-    The wrong-adapter record of the last self-check goes too: it was measured against what ran before."""
-    (Path(directory) / file_name(adapter)).unlink(missing_ok=True)
+def start(directory, adapter, problem=None):
+    """Before a run imports its adapter: replace its last report with a marker, so a run that dies (or a
+    framework that does not import, `problem`) shows as unfinished, never as its last result. The
+    wrong-adapter record of the last self-check goes too: it was measured against what ran before."""
+    _write(directory, file_name(adapter), {"adapter": adapter, "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
+                                           "complete": False, "problem": problem, "tests": {}})
     forget_mutants(directory, adapter)
+
+
+def unfinished(report):
+    """Why a report is only a start marker, or None for a finished run."""
+    if "finished" in report:
+        return None
+    return report.get("problem") or f"started {report.get('started', '?')} and never finished (crashed or stopped)"
 
 
 def forget_mutants(directory, adapter):
@@ -101,11 +117,16 @@ def mutants(directories):
 
 
 def merge(directories):
-    """{column prefix: run report} from one folder or several. From one folder a prefix is the adapter
-    name; merged, it is "adapter version device@host", so each column says where it came from."""
-    found, origin, specs = {}, {}, {}
+    """({column prefix: finished run report}, {adapter: why it did not finish}) from one folder or several.
+    From one folder a prefix is the adapter name; merged, it is "adapter version device@host", so each
+    column says where it came from."""
+    found, origin, specs, stopped = {}, {}, {}, {}
     for directory in directories:
         for report in runs(directory).values():
+            why = unfinished(report)
+            if why is not None:
+                stopped[report["adapter"]] = f"{why} ({directory})"
+                continue
             ran = next((d for d, state in report.get("devices", {}).items() if state == "ran"), "cpu")
             key = report["adapter"] if len(directories) == 1 else f"{report['adapter']} {report['version']} {ran}@{report.get('host', '?')}"
             if key in found:
@@ -116,4 +137,4 @@ def merge(directories):
                 raise ReportError(f"{here}: made from spec {str(other)[:12]}, but {where} from spec {str(first)[:12]}: "
                                   "reports merge only when every machine ran the same spec")
             found[key], origin[key] = report, str(directory)
-    return found
+    return found, stopped

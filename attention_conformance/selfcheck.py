@@ -13,28 +13,45 @@ import numpy as np
 from attention_conformance import checks, contract
 
 T, D, HEADS = 3, 4, 2  # tokens, width (d_in = d_out, so both weight layouts have one shape), heads
+B = 1
+_SCALARS = {"width": D, "heads": HEADS, "seed": 0, "probability": 0.5, "count": 64, "rate": 0.1, "offset": T - 2,
+            "switch": True}
 
 
-def tiny_inputs(dtype):
-    """One value per contract parameter: small, seeded, in the dtype under test."""
-    rng = np.random.default_rng(0)
-
+def tiny_input(name, kind, form, dtype, rng, choose):
+    """One parameter's tiny value for an op whose token tensors come in `form` (contract.FORMS);
+    `choose` picks a word for a "choice" parameter."""
     def tensor(*shape):
         return rng.uniform(-1, 1, shape).astype(np.float32).astype(checks.np_dtype(dtype))
 
-    weights = np.full((T, T), 1 / T, np.float32).astype(checks.np_dtype(dtype))
-    return {"x": tensor(T, D), "w": tensor(D, D), "q": tensor(T, D), "k": tensor(T, D), "v": tensor(T, D),
-            "scores": tensor(T, T), "weights": weights, "d_k": D, "w_query": tensor(D, D), "w_key": tensor(D, D),
-            "w_value": tensor(D, D), "w_out": tensor(D, D), "g": tensor(T, D), "d_in": D, "d_out": D, "seed": 0,
-            "form": "v1", "mask": np.triu(np.ones((T, T), bool), k=1), "p": 0.5, "num_heads": HEADS, "causal": True,
-            "distribution": "uniform", "n": 64, "lr": 0.1, "row": tensor(D), "batch": tensor(1, T, D),
-            "b_query": tensor(D), "b_key": tensor(D), "b_value": tensor(D), "b_out": tensor(D), "layer": "mha",
-            "checkpoint": "reference", "start": T - 2, "num_kv_heads": HEADS, "api": "additive", "fill": "neg_inf",
-            "batch_mask": np.triu(np.ones((1, T, T), bool), k=1), "padding": np.arange(T)[None, :] >= T - 1}
+    lead = {"row": (), "unbatched": (T,), "batched": (B, T)}[form]
+    if kind == "tokens":
+        return tensor(*lead, D)
+    if kind == "square":
+        weights = np.full(lead + (T,), 1 / T, np.float32).astype(checks.np_dtype(dtype))
+        return weights if name == "weights" else tensor(*lead, T)
+    if kind == "mask":
+        return np.broadcast_to(np.triu(np.ones((T, T), bool), k=1), lead[:-1] + (T, T)).copy()
+    if kind == "padding":
+        return np.broadcast_to(np.arange(T) >= T - 1, (B, T)).copy()
+    if kind == "weight":
+        return tensor(D, D)
+    if kind == "bias":
+        return tensor(D)
+    if kind == "choice":
+        return choose(name)
+    return _SCALARS[kind]
 
 
-ROW_INPUT = {"dot_columns"}  # its x is one token's row: "the row on the left, dotted with each column"
-BATCH_INPUT = {"attention_module", "layer_mask", "layer_key_padding"}  # layers take [B, T, E] (and a mask [B, T, S])
+def tiny_inputs(op, form, dtype, choose):
+    """{parameter: tiny value} for one call of `op`, seeded: the adapter's and the reference's calls see the same numbers."""
+    rng = np.random.default_rng(0)
+    params = contract.OPS[op][0]
+    missing = [p for p in params if p not in contract.PARAMETERS]
+    if missing:  # the suite's own omission: say so, never blame the adapter
+        raise LookupError(f"attention-conformance does not describe parameter(s) {', '.join(missing)} in contract.PARAMETERS "
+                          "(a bug in the suite, not in your adapter: please report it)")
+    return {p: tiny_input(p, contract.PARAMETERS[p], form, dtype, rng, choose) for p in params}
 
 
 def _first_line(exc):
@@ -89,29 +106,51 @@ def problems(module):
         except Exception as exc:  # noqa: BLE001
             found.append(f"devices() raises {_first_line(exc)}")
     dtype = module.DTYPES[0]
-    inputs, reference_inputs = tiny_inputs(dtype), tiny_inputs("float64")
     not_applicable = getattr(module, "NOT_APPLICABLE", {})
+
+    def choose(name):  # the first word the adapter has not declared not applicable ("layer=mha")
+        return next((w for w in contract.CHOICES[name] if f"{name}={w}" not in not_applicable), None)
+
     for op, (params, outputs) in contract.OPS.items():
         if op in not_applicable or not hasattr(module, op):  # stated, or an optional op left out
             continue
-        call = f"{op}({', '.join(params)})"
-        pick = (lambda p: ("row" if op in ROW_INPUT else "batch" if op in BATCH_INPUT else p) if p == "x"
-                else "batch_mask" if p == "mask" and op in BATCH_INPUT else p)
-        try:
-            got = getattr(module, op)(**{p: inputs[pick(p)] for p in params})
-        except Exception as exc:  # noqa: BLE001
-            found.append(f"{call} raises {_first_line(exc)} (in {dtype}, on tiny inputs)")
+        if any(contract.PARAMETERS.get(p) == "choice" and choose(p) is None for p in params):
+            continue  # every word of a parameter declared not applicable: the op cannot be called
+        for form in contract.FORMS.get(op, ("unbatched",)):
+            problems_here = _call_problems(module, op, form, dtype, choose, not_applicable)
+            found += problems_here
+            if problems_here:  # the other form would mostly repeat them
+                break
+    return found
+
+
+def _call_problems(module, op, form, dtype, choose, not_applicable):
+    """What is wrong with one call of `op` on tiny inputs in one form, against the reference's call."""
+    from attention_conformance.adapters import reference
+
+    params, outputs = contract.OPS[op]
+    try:
+        inputs, reference_inputs = tiny_inputs(op, form, dtype, choose), tiny_inputs(op, form, "float64", choose)
+    except LookupError as exc:
+        return [str(exc)]
+    shown = ", ".join(f"{p}={inputs[p]!r}" if contract.PARAMETERS[p] == "choice" else p for p in params)
+    call = f"{op}({shown})" + (f" with {form} inputs" if len(contract.FORMS.get(op, ())) > 1 else "")
+    try:
+        got = getattr(module, op)(**inputs)
+    except Exception as exc:  # noqa: BLE001 - every failure is reported, none stops the check
+        return [f"{call} raises {_first_line(exc)} (in {dtype}, on tiny inputs)"]
+    expected = getattr(reference, op)(**reference_inputs)
+    if len(outputs) > 1:
+        if not isinstance(got, dict) or set(got) != set(outputs):
+            keys = sorted(got) if isinstance(got, dict) else type(got).__name__
+            return [f"{call} returned {keys}, should return a dict with {sorted(outputs)}"]
+    else:
+        got, expected = {outputs[0]: got}, {outputs[0]: expected}
+    found = []
+    for name in outputs:
+        if f"{op}/{name}" in not_applicable:  # declared: the value is not read, so anything stands in for it
             continue
-        expected = getattr(reference, op)(**{p: reference_inputs[pick(p)] for p in params})
-        if len(outputs) > 1:
-            if not isinstance(got, dict) or set(got) != set(outputs):
-                keys = sorted(got) if isinstance(got, dict) else type(got).__name__
-                found.append(f"{call} returned {keys}, should return a dict with {sorted(outputs)}")
-                continue
-        else:
-            got, expected = {outputs[0]: got}, {outputs[0]: expected}
-        for name in outputs:
-            problem = _output_problem(name, got[name], expected[name], dtype)
-            if problem:
-                found.append(f"{call}: {problem}")
+        problem = _output_problem(name, got[name], expected[name], dtype)
+        if problem:
+            found.append(f"{call}: {problem}")
     return found

@@ -1,40 +1,56 @@
 """The per-framework summary table, the wrong-adapter kill rate and the matrix, from the reports.
 
-    attention-conformance summary    # exit 1 unless every adapter ran completely and conformed,
-                                     # and every wrong adapter a run defined was run and caught
+    attention-conformance summary [--reports DIR ...] [--adapter NAME ...] [--out DIR]
+        exit 1 unless every adapter the folders hold ran completely and conformed, every adapter
+        named with --adapter reported, and every wrong adapter a run defined was run and caught
 
-An adapter with no report did not run (or could not import its framework): it shows as
-MISSING, never as passing.
+The table summarises what the folders hold. An adapter asked for with --adapter that has no
+report, or whose run the folder shows as unfinished (it died, or its framework did not import),
+is MISSING, never passing. The last line printed is the verdict and, on failure, why.
 """
 
-from attention_conformance import contract, loader, machine, matrix, plan, reports
+import sys
+
+from attention_conformance import loader, machine, matrix, plan, reports
 
 
-def row(name, report, convention_cases=()):
+def why_failed(report):
+    """The first failing test of a finished report and what it says, for the verdict line."""
+    bad = sorted(t for t, r in report["tests"].items() if r["outcome"] in ("failed", "error", "stale divergence"))
+    return f"{bad[0]}: {report['tests'][bad[0]].get('message') or report['tests'][bad[0]]['outcome']}" if bad else None
+
+
+def row(name, report, convention_cases=(), missing=None):
+    """(table cells, whether it conforms); `missing` says why there is no finished report."""
     if report is None:
-        return [name, "-", "-", "-", "-", "-", "-", "-", "-", "MISSING: no report (environment not run, or framework did not import)"], False
-    tests = report["tests"].values()
-    passed = sum(t["outcome"] == "passed" for t in tests)
-    diverged = sum(t["outcome"] == "diverged" for t in tests)
-    other_convention = sum(r["outcome"] == "diverged" and plan.parse(t)[3] in convention_cases for t, r in report["tests"].items())
-    not_applicable = sum(t["outcome"] == "not applicable" for t in tests)
-    failed = len(report["tests"]) - passed - diverged - not_applicable
-    margins = [t["margin"] for t in tests if t["margin"] is not None]
-    ulps = [t["ulp"] for t in tests if t.get("ulp") is not None]
+        why = missing or "no report (environment not run, or framework did not import)"
+        return [name, "-", "-", "-", "-", "-", "-", "-", "-", f"MISSING: {why}"], False
+    results = report["tests"]
+    count = {outcome: sum(r["outcome"] == outcome for r in results.values())
+             for outcome in ("passed", "diverged", "not applicable", "stale divergence")}
+    other_convention = sum(r["outcome"] == "diverged" and plan.parse(t)[3] in convention_cases for t, r in results.items())
+    failed = len(results) - count["passed"] - count["diverged"] - count["not applicable"]
+    margins = [t["margin"] for t in results.values() if t["margin"] is not None]
+    ulps = [t["ulp"] for t in results.values() if t.get("ulp") is not None]
     worst = f"{max(margins):.3f}" if margins else "-"
     worst_ulp = f"{max(ulps):.2f}" if ulps else "-"
+    ran = count["passed"] + count["diverged"] + count["not applicable"]
     if failed:
-        status = f"FAILED: {failed} test(s)"
-    elif not report["complete"] or passed + diverged + not_applicable < report["expected"]:
-        status = f"INCOMPLETE: {passed + diverged + not_applicable} of {report['expected']} ran"
+        bad = sorted((t for t, r in results.items() if r["outcome"] in ("failed", "error", "stale divergence")))
+        stale = count["stale divergence"]
+        parts = [f"{failed - stale} failed"] * bool(failed - stale) + [f"{stale} known divergence(s) now conform"] * bool(stale)
+        status = f"FAILED: {', '.join(parts)} (first {bad[0]})"
+    elif not report["complete"] or ran < report["expected"]:
+        status = f"INCOMPLETE: {ran} of {report['expected']} ran"
     else:
+        diverged = count["diverged"]
         notes = ([f"{diverged - other_convention} known divergences"] * bool(diverged - other_convention)
                  + [f"{other_convention} by another convention"] * bool(other_convention)
-                 + [f"{not_applicable} not applicable"] * bool(not_applicable))
+                 + [f"{count['not applicable']} not applicable"] * bool(count["not applicable"]))
         status = "conforms" + (f" ({', '.join(notes)})" if notes else "")
     devices = ", ".join(f"{d} {state}" for d, state in report.get("devices", {}).items())
-    cells = [name, report["version"], ", ".join(report["dtypes"]), devices, str(report["expected"]), str(passed), str(failed),
-             worst, worst_ulp, status]
+    cells = [name, report["version"], ", ".join(report["dtypes"]), devices, str(report["expected"]), str(count["passed"]),
+             str(failed), worst, worst_ulp, status]
     return cells, status.startswith("conforms")
 
 
@@ -70,38 +86,56 @@ def kill_rate(directories):
     return head + lines, ok
 
 
-def main(directories=(reports.DEFAULT_DIR,), names=None):
-    """The table, the kill rate and the matrix from one reports folder, or merged from several (one per
-    machine); every adapter in `names` (default: the built-in ones and any other reported) must have run."""
-    try:
-        found = reports.merge(directories)
-    except reports.ReportError as exc:
-        print(f"error: {exc}")
-        return 1
-    names = names or sorted(set(contract.NAMES) | {r["adapter"] for r in found.values()})
-    found = {key: report for key, report in found.items() if report["adapter"] in names}
+def _table(rows):
     header = ["framework", "version", "dtypes", "devices", "cases", "passed", "failed", "worst margin", "worst ULP", "status"]
-    rows, ok = [], True
-    convention_cases = {case.id for case in loader.load().cases.values() if case.convention}
-    for key in sorted(found) + [n for n in names if n not in {r["adapter"] for r in found.values()}]:
-        cells, good = row(key, found.get(key), convention_cases)
-        rows.append(cells)
-        ok &= good
     widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
     line = lambda cells: "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"  # noqa: E731
-    print(line(header))
-    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    for cells in rows:
-        print(line(cells))
+    return [line(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|"] + [line(cells) for cells in rows]
+
+
+def main(directories=(reports.DEFAULT_DIR,), names=None, out=reports.DEFAULT_DIR):
+    """The table, the kill rate and the matrix from one reports folder, or merged from several (one per
+    machine), written to `out`; every adapter in `names` must have reported. Returns the exit code."""
+    try:
+        found, unfinished = reports.merge(directories)
+    except reports.ReportError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    reported = {r["adapter"] for r in found.values()}
+    if not (found or unfinished or names):
+        print(f"error: no reports in {', '.join(map(str, directories))}: run `attention-conformance run --adapter NAME` "
+              "first (or pass --reports DIR)", file=sys.stderr)
+        return 1
+    asked = set(names or ()) | set(unfinished)
+    found = {key: report for key, report in found.items() if not names or report["adapter"] in names}
+    convention_cases = {case.id for case in loader.load().cases.values() if case.convention}
+    rows, failures = [], []
+    for key in sorted(found) + sorted(n for n in asked if n not in reported):
+        cells, good = row(key, found.get(key), convention_cases, unfinished.get(key))
+        rows.append(cells)
+        if not good:
+            detail = why_failed(found[key]) if key in found else None
+            failures.append(f"{key}: {cells[-1].removeprefix('FAILED: ')}" + (f"; {detail}" if detail else ""))
+    print("\n".join(_table(rows)))
     print("\nworst margin: largest |error| / tolerance over computed expectations (1.0 would use the whole budget);"
           "\nworst ULP: largest distance from the float64 expectation, in units of the last place of the dtype")
     measured_on = sorted({machine.one_line(r["machine"]) for r in found.values() if "machine" in r})
-    print("measured on: " + ("; ".join(measured_on) or "not recorded (reports older than the machine record)"))
+    print("measured on: " + ("; ".join(measured_on) or "not recorded"))
     lines, mutants_ok = kill_rate(directories)
     if lines:
         print()
         print("\n".join(lines))
-    out = directories[0]
-    print(f"\nConformance matrix (also {out}/matrix.md, matrix.json, matrix.png)\n")
-    print(matrix.write(matrix.build(found, names), out))
-    return 0 if ok and mutants_ok else 1
+    if not mutants_ok:
+        failures.append("wrong adapters: " + ", ".join(l.split(" | ")[0].lstrip("| ") for l in lines
+                                                       if "NOT CAUGHT" in l or "NOT RUN" in l or "FALSE ALARM" in l))
+    built = matrix.build(found, sorted(asked - reported))
+    text, written = matrix.write(built, out)
+    print(f"\nConformance matrix ({', '.join(map(str, written))})\n")
+    print(text)
+    if failures:
+        sys.stdout.flush()  # the verdict is the last line, also where stdout and stderr share a pipe
+        print("FAILED: " + "; ".join(failures), file=sys.stderr)
+        return 1
+    print(f"conforms: {', '.join(sorted(found))} ({len(found)} adapter(s)"
+          + (f", merged from {len(directories)} folders" if len(directories) > 1 else "") + ")")
+    return 0

@@ -70,6 +70,9 @@ def test_registry_is_what_tox_runs():
     assert names(tox["testenv:benchmark"]["depends"]) == sorted(contract.NAMES), "benchmark's depends"
     assert names(tox["testenv:portability"]["depends"]) == sorted(contract.NAMES), "portability's depends"
     assert "portability" in tox["tox"]["env_list"], "portability is part of the tests (tox -p auto)"
+    summary = tox["testenv:summary"]["commands"].split()
+    assert sorted(summary[i + 1] for i, word in enumerate(summary) if word == "--adapter") == sorted(contract.NAMES), \
+        "the summary names every built-in adapter, so one that did not report is MISSING"
     ran = re.findall(r"^(\w+): \S+/(\w+)/bin/python -m pytest --adapter (\w+) tests/test_adapter.py", selfcheck["commands"].replace("{/}", "/"), re.M)
     assert sorted(ran) == [(n, n, n) for n in sorted(contract.NAMES)], "each <adapter>-selfcheck runs tests/test_adapter.py in its own framework's environment"
     commands = tox["testenv"]["commands"] + tox["testenv:suite"]["commands"] + selfcheck["commands"]
