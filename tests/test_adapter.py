@@ -170,3 +170,23 @@ def _cpu():
         if line.startswith("model name"):
             return line.split(":", 1)[1].strip()
     return "unknown CPU"
+
+
+def test_adding_a_framework_names_every_file_that_lists_the_frameworks():
+    """The README's "Adding a framework" list is the set of files a new built-in adapter must appear in:
+    every tracked file (outside adapters/, the README and docs) that names all the built-in adapters is
+    on it, and every file on it exists; each built-in adapter has its wrong variants."""
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("**Adding a framework**"):text.index("The registry is the list of files")]
+    listed = {line.split("`")[1] for line in section.splitlines() if line.startswith("- `")}
+    assert listed == {"adapters/<name>.py", "tox.ini", ".github/workflows/conformance.yml", "pyproject.toml",
+                      "tests/mutants/<name>__<bug>.py"}, listed
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True).stdout.split() or None
+    files = tracked or [str(p.relative_to(ROOT)) for p in ROOT.rglob("*") if p.is_file() and ".tox" not in p.parts]
+    naming_all = {f for f in files if not f.startswith(("adapters/", "docs/", "README", "golden/", "spec/documents"))
+                  and all(re.search(rf"\b{n}\b", (ROOT / f).read_text(errors="ignore")) for n in contract.NAMES)}
+    concrete = {f.replace("<name>", "*") for f in listed}
+    assert naming_all <= {f for f in concrete if "*" not in f}, sorted(naming_all)
+    for name in contract.NAMES:
+        assert (ROOT / "adapters" / f"{name}.py").exists()
+        assert list((ROOT / "tests" / "mutants").glob(f"{name}__*.py")), f"{name} has no wrong variant in tests/mutants/"

@@ -113,11 +113,14 @@ def test_an_adapter_declares_its_own_known_divergences_held_to_the_strict_rules(
     code, out = run({"padding_fully_masked": "the textbook -inf mask computes 0/0 (https://github.com/pytorch/pytorch/issues/41508)"},
                     "-k", "padding_fully_masked")
     assert code == 0 and "xfailed" in out, out[-1500:]
-    assert '"outcome": "diverged"' in (tmp_path / "reports" / "textbook.json").read_text()
+    diverged = json.loads((tmp_path / "reports" / "textbook.json").read_text())["tests"]["test_weights[textbook-float64-padding_fully_masked]"]
+    assert diverged["outcome"] == "diverged" and "issues/41508" in diverged["reason"] and "got nan" in diverged["message"], diverged
     code, out = run({"padding_fully_masked/weights": "narrowed to one output: the context still fails"}, "-k", "padding_fully_masked")
     assert code == 1 and "1 xfailed" in out, out[-1500:]
     code, out = run({"padding_fully_masked": "NaN", "sat/*/float64": "a case that conforms"}, "-k", "sat")
     assert code == 1 and "declared divergence now conforms: remove it from the adapter's KNOWN_DIVERGENCES" in out, out[-1500:]
+    stale = json.loads((tmp_path / "reports" / "textbook.json").read_text())["tests"]["test_scores[textbook-float64-sat]"]
+    assert stale["outcome"] == "stale divergence" and stale["message"].startswith("declared divergence now conforms"), stale
     code, out = run({"padding_fully_masked": "NaN", "no_such_case": "renamed long ago"})
     assert code == 1 and "known divergences that match no test" in out and "test_*[textbook-*-no_such_case]" in out, out[-1500:]
     code, out = run({"Padding Fully Masked": "not an id"})
@@ -130,9 +133,13 @@ def test_reports_from_two_machines_merge_into_one_matrix(tmp_path):
     for name, folder in (("reference", "machine_a"), ("second_framework", "machine_b")):
         done = _run(["run", "--adapter", name, "--reports", folder, "-q"], tmp_path)
         assert done.returncode == 0, done.stdout[-1500:]
-    merged = _run(["summary", "--reports", "machine_a", "--reports", "machine_b", "--adapter", "reference",
-                   "--adapter", "second_framework"], tmp_path)
-    assert merged.returncode == 0, merged.stdout[-2000:]
+    # What the folders hold, and nothing else: no built-in adapter that was never asked for shows as MISSING.
+    merged = _run(["summary", "--reports", "machine_a", "--reports", "machine_b"], tmp_path)
+    assert merged.returncode == 0, merged.stdout[-2000:] + merged.stderr[-2000:]
+    assert "| MISSING" not in merged.stdout and "MISSING:" not in merged.stdout and merged.stderr == ""
+    assert merged.stdout.strip().splitlines()[-1].startswith("conforms: reference numpy"), merged.stdout[-300:]
+    assert "Conformance matrix (reports/matrix.md, reports/matrix.json, " in merged.stdout  # and what it says of the PNG is true:
+    assert ("reports/matrix.png)" in merged.stdout) == (tmp_path / "reports" / "matrix.png").exists()
     assert not (tmp_path / "machine_a" / "matrix.md").exists(), "a merge writes where --out says (./reports), not into a folder it read"
     header = (tmp_path / "reports" / "matrix.md").read_text().splitlines()[0]
     host = json.loads((tmp_path / "machine_a" / "reference.json").read_text())["host"]
@@ -141,6 +148,15 @@ def test_reports_from_two_machines_merge_into_one_matrix(tmp_path):
     sat = next(line for line in (tmp_path / "reports" / "matrix.md").read_text().splitlines() if line.startswith("| document values | sat |"))
     cells = dict(zip(header.split(" | "), sat.split(" | ")))  # each machine's column filled from its own report
     assert [text for column, text in cells.items() if column.endswith(f"@{host} float64")] == ["ok 0.00", "ok 0.00"], cells
+    asked = _run(["summary", "--reports", "machine_a", "--reports", "machine_b", "--adapter", "torch", "--out", "elsewhere"], tmp_path)
+    assert asked.returncode == 1 and (tmp_path / "elsewhere" / "matrix.md").exists()
+    assert asked.stderr.strip().splitlines()[-1].startswith("FAILED: torch: MISSING: no report"), asked.stderr
+    died = _run(["run", "--adapter", "no_such_framework_adapter", "--reports", "machine_c", "-q"], tmp_path)
+    assert died.returncode == 4 and (tmp_path / "machine_c" / "no_such_framework_adapter.json").exists()
+    unfinished = _run(["summary", "--reports", "machine_a", "--reports", "machine_c"], tmp_path)
+    assert unfinished.returncode == 1
+    assert unfinished.stderr.strip().splitlines()[-1].startswith(
+        "FAILED: no_such_framework_adapter: MISSING: adapter 'no_such_framework_adapter' was requested but does not import"), unfinished.stderr
     twice = _run(["summary", "--reports", "machine_a", "--reports", "machine_a"], tmp_path)
     assert twice.returncode == 1 and "two runs for one column" in twice.stderr
     report = tmp_path / "machine_b" / "second_framework.json"
@@ -185,3 +201,90 @@ def test_the_wheel_carries_the_data_and_no_generic_top_level_name(tmp_path):
                           env={**os.environ, "PYTHONPATH": str(site)})
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert re.search(r"\d+ passed", done.stdout) and (scratch / "reports" / "reference.json").exists()
+
+
+GPT2_ONLY = """
+from attention_conformance.adapters import reference
+from attention_conformance.adapters.reference import *  # noqa: F403 - the oracle's ops, but one layer
+
+DTYPES = reference.DTYPES
+NOT_APPLICABLE = {**reference.NOT_APPLICABLE, "attention_module/weights": "the SDPA path returns no attention weights",
+                  "layer=mha": "GPT-2's layer only", "layer=mha_averaged": "GPT-2's layer only", "layer=mha_seq_first": "GPT-2's layer only"}
+
+
+def attention_module(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, causal, layer, checkpoint):
+    if layer != "gpt2":
+        raise ValueError(f"only GPT-2's layer, not {layer!r}")
+    out = reference.attention_module(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, causal, layer,
+                                     checkpoint)
+    return {"context": out["context"], "round_trip": out["round_trip"]}
+"""
+
+
+def test_an_adapter_declares_one_output_or_one_parameter_value_not_applicable(tmp_path):
+    """A GPT-2-only layer behind an SDPA path: no weights, no "mha" layer; the rest of its cases run."""
+    (tmp_path / "gpt2_only.py").write_text(GPT2_ONLY)
+    check = _run(["check", "gpt2_only"], tmp_path)
+    assert check.returncode == 0, check.stderr[-2000:]
+    done = _run(["run", "--adapter", "gpt2_only", "-q", "-k", "layer_ and not layer_defaults"], tmp_path)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    tests = json.loads((tmp_path / "reports" / "gpt2_only.json").read_text())["tests"]
+    assert tests["test_context[gpt2_only-float64-layer_gpt2_small]"]["outcome"] == "passed"
+    assert tests["test_context[gpt2_only-float64-layer_gpt2_port_from_keras]"]["outcome"] == "passed"
+    assert tests["test_context[gpt2_only-float64-layer_gpt2_gpt2_small_heads_causal]"]["outcome"] == "passed"
+    weights = tests["test_weights[gpt2_only-float64-layer_gpt2_small]"]
+    assert weights == {"outcome": "not applicable", "margin": None, "ulp": None, "message": None,
+                       "reason": "the SDPA path returns no attention weights"}, weights
+    assert tests["test_context[gpt2_only-float64-layer_port_from_keras]"]["reason"] == "GPT-2's layer only"
+    # A key that names nothing is refused, as a known divergence's is.
+    (tmp_path / "typo.py").write_text(GPT2_ONLY.replace('"attention_module/weights"', '"attention_module/wieghts"'))
+    typo = _run(["check", "typo"], tmp_path)
+    assert typo.returncode == 1 and "NOT_APPLICABLE key 'attention_module/wieghts': attention_module() has no output 'wieghts'" in typo.stderr
+    (tmp_path / "renamed.py").write_text(GPT2_ONLY.replace('"layer=mha"', '"layer_mha_tiny"'))
+    renamed = _run(["run", "--adapter", "renamed", "-q"], tmp_path)
+    assert renamed.returncode == 4 and "NOT_APPLICABLE key(s) 'layer_mha_tiny' name no dtype, op, case" in renamed.stderr
+
+
+def test_test_ids_read_the_same_installed_or_in_a_checkout_and_are_accepted_back(tmp_path):
+    (tmp_path / "textbook.py").write_text((ADAPTERS_DIR / "reference.py").read_text() + TEXTBOOK_MASK)
+    done = _run(["run", "--adapter", "textbook", "-rfs", "--junitxml", "junit.xml", "-k", "padding_fully_masked"], tmp_path)
+    node = "attention_conformance/conformance.py::test_weights[textbook-float64-padding_fully_masked]"
+    assert done.returncode == 1 and f"FAILED {node}" in done.stdout, done.stdout[-2000:]
+    assert "SKIPPED [1] attention_conformance/conformance.py::test_weights[textbook-float16-padding_fully_masked]: not applicable: " \
+        in done.stdout, done.stdout[-2000:]
+    junit = (tmp_path / "junit.xml").read_text()
+    assert 'classname="attention_conformance.conformance" name="test_weights[textbook-float64-padding_fully_masked]"' in junit
+    again = _run(["run", "--adapter", "textbook", "-q", node], tmp_path)  # the id as printed runs that test
+    assert again.returncode == 1 and "1 failed" in again.stdout and "passed" not in again.stdout, again.stdout[-1000:]
+
+
+def test_collecting_writes_no_report_and_succeeds(tmp_path):
+    shutil.copy(ADAPTERS_DIR / "reference.py", tmp_path / "mine.py")
+    (tmp_path / "reports").mkdir()
+    (tmp_path / "reports" / "mine.json").write_text("the last run's report")
+    done = _run(["run", "--adapter", "mine", "--collect-only", "-q"], tmp_path)
+    assert done.returncode == 0, done.stdout[-1000:] + done.stderr[-1000:]
+    assert re.search(r"\d+ tests collected", done.stdout)
+    assert (tmp_path / "reports" / "mine.json").read_text() == "the last run's report"
+
+
+def test_a_copy_of_a_built_in_adapter_takes_over_its_known_divergences(tmp_path):
+    source = (ADAPTERS_DIR / "torch.py").read_text()
+    (tmp_path / "my_torch.py").write_text(source)
+    cases = "padding_fully_masked or mask_additive_large"
+    bare = _run(["run", "--adapter", "my_torch", "-q", "-k", cases], tmp_path)
+    assert bare.returncode == 1, bare.stdout[-1500:]
+    # A divergence that raises is a result like any other, with the case named.
+    assert "my_torch float16, case 'mask_additive_large': mask_conventions() raised RuntimeError: value cannot be converted" in bare.stdout
+    (tmp_path / "my_torch.py").write_text(source + "\nfrom attention_conformance import known_divergences\n"
+                                                   "KNOWN_DIVERGENCES = known_divergences('torch')\n")
+    taken = _run(["run", "--adapter", "my_torch", "-q", "-k", cases], tmp_path)
+    assert taken.returncode == 0 and "xfailed" in taken.stdout, taken.stdout[-1500:]
+    raised = json.loads((tmp_path / "reports" / "my_torch.json").read_text())["tests"]["test_context[my_torch-float16-mask_additive_large]"]
+    assert raised["outcome"] == "diverged" and raised["message"].startswith("my_torch float16, case 'mask_additive_large'"), raised
+
+
+def test_command_problems_are_one_line_on_stderr(tmp_path):
+    done = _run(["validate", "--golden-dir", "/nonexistent"], tmp_path)
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr == "error: /nonexistent: no such golden directory (it holds MANIFEST.json and the golden files)\n"

@@ -63,6 +63,8 @@ MALFORMED = {
     "negative_tolerance": ("atol: 1.0e-7", "atol: -1.0e-7", ["tolerance 'golden'", "field 'float32'"]),
     "checks_nothing": ("        printed: [0.2689, 0.7311]\n        decimals: 4\n", "        decimals: 4\n", ["case 'sat'", "checks nothing"]),
     "empty_file": (VALID, "", ["top level must be a mapping"]),
+    "zero_sized_axis": ("inputs: {scores: [1.0, 2.0]}", "inputs: {scores: {uniform: [-1, 1], shape: [2, 0, 16], seed: 1}}",
+                        ["case 'sat'", "field 'inputs.scores.shape'", "[2, 0, 16] has a zero-sized axis 1"]),
     "golden_ref_outside": ("inputs: {scores: [1.0, 2.0]}", "inputs: {scores: '../spec/x.json#s'}",
                            ["case 'sat'", "field 'inputs.scores'", "inside golden/"]),
     "golden_expectation_absolute": ("        decimals: 4", "        decimals: 4\n        golden: /etc/passwd#x",
@@ -190,3 +192,60 @@ def test_every_porting_and_gpt2_shaped_layer_case_runs_through_gpt2s_layer_too()
     assert any(_is_gpt2_shape(c.inputs) for c in needing), "no GPT-2-shaped layer case found: the shape test is stale"
     missing = [c.id for c in needing if rest(c) not in gpt2]
     assert missing == [], f"layer: mha cases without a layer: gpt2 counterpart: {missing}"
+
+
+def test_every_parameter_is_described_for_the_self_check():
+    """The self-check builds its tiny inputs from contract.PARAMETERS: a parameter missing there would make
+    every adapter's self-check fail on the suite's omission."""
+    params = {p for params, _ in contract.OPS.values() for p in params}
+    assert params - set(contract.PARAMETERS) == set(), "parameters without a kind in contract.PARAMETERS"
+    assert set(contract.CHOICES) <= set(contract.PARAMETERS)
+
+
+def test_the_contract_states_the_forms_the_spec_feeds_each_op():
+    """contract.FORMS says, per op, whether token tensors come as one row, [T, D] or [B, T, D]: exactly
+    the forms the spec's cases use, so an adapter written to the table takes every case's inputs."""
+    from attention_conformance import checks, golden
+
+    rank = {"tokens": 2, "square": 2, "mask": 2}  # a kind's rank unbatched; a row has one axis fewer, a batch one more
+    goldens, fed = golden.Goldens(), {}
+    for case in loader.load().cases.values():
+        for name, value in case.inputs.items():
+            kind = contract.PARAMETERS[name]
+            if kind in rank:
+                ndim = checks._resolve(value, "float32", goldens).ndim
+                fed.setdefault(case.op, set()).add({1: "row", 2: "unbatched", 3: "batched"}[ndim - rank[kind] + 2])
+    assert {op: set(forms) for op, forms in contract.FORMS.items()} == fed
+
+
+def test_a_new_parameter_unknown_to_the_contract_is_the_suites_fault_not_the_adapters(monkeypatch):
+    from attention_conformance import selfcheck
+    from attention_conformance.adapters import reference
+
+    params, outputs = contract.OPS["softmax"]
+    monkeypatch.setitem(contract.OPS, "softmax", (params + ("temperature",), outputs))
+    problems = selfcheck.problems(reference)
+    assert any("does not describe parameter(s) temperature" in p and "not in your adapter" in p for p in problems), problems
+
+
+def test_not_applicable_keys_are_validated_like_known_divergence_keys():
+    ok = ["float16", "attention_module", "layer_mha_small", "attention_module/weights", "layer_gpt2_small/weights", "layer=mha",
+          "checkpoint=keras", "causal=true"]
+    assert [k for k in ok if contract.not_applicable_key_problem(k)] == []
+    wrong = {"attention_module/wieghts": "has no output 'wieghts'", "layer=bert": "layer takes mha, ", "colour=red": "not a parameter",
+             "Attention Module": "must be a dtype, an op or a case id", "float16/context": "write the dtype alone"}
+    for key, fragment in wrong.items():
+        assert fragment in (contract.not_applicable_key_problem(key) or ""), key
+
+
+def test_the_readme_states_each_ops_forms_as_the_contract_does():
+    text = (SPEC_DIR.parent / "README.md").read_text()
+    section = text[text.index("**Shapes.**"):text.index("`check`'s tiny inputs")]
+    words = {"one row (": {"row", "unbatched"}, "one row only": {"row"}, "unbatched ([T, D], scores [T, S]) only": {"unbatched"},
+             "unbatched or batched": {"unbatched", "batched"}, "batched only": {"batched"}}
+    stated = {}
+    for line in section.splitlines():
+        if line.startswith("- "):
+            forms = next(f for w, f in words.items() if line[2:].startswith(w))
+            stated |= {op: forms for op in re.findall(r"`(\w+)`", line.split(":", 1)[1])}
+    assert stated == {op: set(forms) for op, forms in contract.FORMS.items()}
