@@ -7,9 +7,13 @@ out; see README.md, "The adapter contract", for what each function returns. Chec
 import numpy as np  # noqa: F401 - adapters return NumPy arrays
 
 DTYPES = ("float32",)  # the first is where every case runs; the spec's sweep adds the others
-NOT_APPLICABLE = {}  # op, dtype or case id -> why this framework cannot run it (shown as not applicable, never passed)
+# Why this framework cannot run something (shown as not applicable, never passed), keyed by a dtype, an op or a
+# case id; "op/output" for one output ("attention_module/weights"); "param=value" for one value ("layer=mha").
+NOT_APPLICABLE = {}
 # 'case[/output[/dtype]]' ("*" for any text) -> why your result differs, with a link where one exists.
 # Run as strict expected failures: an entry that stops failing, or matches nothing, fails the run.
+# Wrapping or copying a built-in adapter? Take its over: KNOWN_DIVERGENCES = known_divergences("torch") | {...}
+# (from attention_conformance import known_divergences).
 KNOWN_DIVERGENCES = {}
 
 

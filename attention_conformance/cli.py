@@ -10,8 +10,9 @@
     attention-conformance portability --adapter NAME         the spec rerun under switches that change
                                                              kernels and threads: the same outcomes?
 
-NAME is a built-in adapter, an entry point name, or any importable module. Exit codes: 0 ok,
-1 failures or errors found, 2 wrong usage, 4 (run) a usage error pytest reported.
+NAME is a built-in adapter, an entry point name, or any importable module. Results go to stdout;
+problems, and a failing verdict, to stderr, one line each. Exit codes: 0 ok, 1 failures or errors
+found, 2 wrong usage, 4 (run) a usage error pytest reported.
 """
 
 import argparse
@@ -50,6 +51,10 @@ def check(name):
     if not problems:
         print(f"{name}: ok, every contract function is there, takes the right parameters and returns the right "
               "keys, shapes and dtypes on tiny inputs; `attention-conformance run --adapter NAME` checks the numbers")
+    declared = getattr(module, "NOT_APPLICABLE", {})
+    skipped = [op for op in contract.OPS if op in declared or not hasattr(module, op)]
+    if skipped:  # so that a forgotten stub is seen before a run reports its cases not applicable
+        print(f"{name}: not called (declared not applicable, or optional and left out): {', '.join(skipped)}")
     return 1 if problems else 0
 
 

@@ -209,5 +209,6 @@ def main(adapter=None, envs=None, pytest_args=()):
     verdict = (f"FAILED: {', '.join(bad)} (see above)" if bad else
                f"ok: the same outcome for every test under every setting ({', '.join(rerun)}"
                + (f"; not rerun: {', '.join(skipped)}" if skipped else "") + ")")
-    print(f"\n{verdict}; details in {reports.DEFAULT_DIR / 'portability.json'}")
+    sys.stdout.flush()  # a failing verdict goes to stderr, as every command's problems do, and stays the last line
+    print(f"\n{verdict}; details in {reports.DEFAULT_DIR / 'portability.json'}", file=sys.stderr if bad else sys.stdout)
     return 1 if bad else 0
