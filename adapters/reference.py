@@ -5,11 +5,19 @@ D d_in, H d_out (= d_k). Leading batch axes are optional everywhere.
 Golden expected values are computed by this file, so it must stay the plainest possible
 statement of the math: no framework, no fused path, no shortcut. Every product, sum and
 exponential goes through attention_conformance.portable (`mm`, `fsum`, `exp` below), so its
-answers are the same bytes on every CPU, BLAS kernel and thread count.
+answers are the same bytes on every CPU, BLAS kernel and thread count. Two things are there for
+speed alone, each giving the bytes the plain statement gives (tests/test_expectations.py): masked
+heads computed in blocks of queries (_masked_head), and an answer computed once given again
+(_remembered): an empty expectations cache filled GPT-2's shape for 34 of a run's 49 seconds.
 """
 
+import collections
 import contextlib
 import contextvars
+import copy
+import functools
+import hashlib
+import inspect
 
 import numpy as np
 
@@ -45,6 +53,44 @@ def _f64(*arrays):
     return [np.asarray(a, dtype=np.float64) for a in arrays]
 
 
+_REMEMBERED = collections.OrderedDict()  # key -> result, the latest last
+_REMEMBERED_BYTES = 64 << 20  # GPT-2's heads or a projection are 6 MiB: memory stays within the benchmark's target
+
+
+def _remembered(function):
+    """`function`, answering a call it has answered before (the same arguments in float64, the same
+    rounding) with a copy of that answer. fused_attention and multi_head_attention compute the same
+    heads, and the layers the same projections, from the same GPT-2-shaped inputs (seconds each);
+    float32 inputs are the float64 ones' numbers, and `function` starts with _f64."""
+
+    signature = inspect.signature(function)
+
+    @functools.wraps(function)
+    def remembered(*args, **kwargs):
+        try:
+            arguments = signature.bind(*args, **kwargs).arguments
+            h = hashlib.sha256(f"{function.__name__}|{_round_to.get()}".encode())
+            for name, value in arguments.items():
+                a = np.ascontiguousarray(value, dtype=np.float64)
+                h.update(f"|{name}|{a.shape}|".encode())
+                h.update(a.tobytes())
+        except Exception:  # noqa: BLE001 - arguments that are not numbers: the function says what is wrong
+            return function(*args, **kwargs)
+        key = h.digest()
+        if key not in _REMEMBERED:
+            _REMEMBERED[key] = function(**arguments)
+            while len(_REMEMBERED) > 1 and _size(list(_REMEMBERED.values())) > _REMEMBERED_BYTES:
+                _REMEMBERED.popitem(last=False)
+        _REMEMBERED.move_to_end(key)
+        return copy.deepcopy(_REMEMBERED[key])
+
+    return remembered
+
+
+def _size(value):
+    return sum(map(_size, value)) if isinstance(value, (tuple, list)) else np.asarray(value).nbytes
+
+
 # --- the mapping-table rows -------------------------------------------------
 
 
@@ -54,6 +100,7 @@ def create_parameter(d_in, d_out, seed):
     return {"parameter": value, "trainable": True}
 
 
+@_remembered
 def project(x, w):
     x, w = _f64(x, w)
     return mm(x, w)  # (.., T, D) @ (D, H) -> (.., T, H)
@@ -113,13 +160,40 @@ def attention(x, w_query, w_key, w_value):
 # where a key is hidden; a row whose every key is hidden gets zero weights and a zero context.
 
 
-def _masked_softmax(scaled, hidden):
+def _masked_softmax(scaled, hidden, keys=None):
+    """`keys`: the row's length where `scaled` holds only its first keys, the rest hidden."""
     filled = np.where(hidden, -np.inf, scaled)  # the -inf before softmax trick
     row_max = filled.max(axis=-1, keepdims=True)
     empty = np.isneginf(row_max)  # every key hidden: nothing to attend to
     e = np.where(hidden, 0.0, exp(filled - np.where(empty, 0.0, row_max)))
-    total = fsum(e, axis=-1, keepdims=True)
+    padded = e if keys is None else np.concatenate([e, np.zeros(e.shape[:-1] + (keys - e.shape[-1],))], axis=-1)
+    total = fsum(padded, axis=-1, keepdims=True)  # the hidden keys' zeros too: the same pairs as the whole row's
     return np.where(empty, 0.0, e / np.where(empty, 1.0, total))
+
+
+_ROWS = 128  # query rows at a time in _masked_head: a (128, S) block stays in the CPU's cache (measured fastest)
+
+
+def _masked_head(q, k, v, hidden):
+    """blend(_masked_softmax(scale(q k^T)), v) for one head: (weights, context), in blocks of query
+    rows, each only up to its last visible key. On GPT-2's causal shape that is half the work, in
+    pieces that fit the CPU's cache, and every number is the one the whole computation gives: the
+    products' slices are per row and per column (portable.matmul skips a's all-zero last columns),
+    and the softmax's sum pairs the same terms, the hidden keys' zeros included."""
+    T, S = q.shape[-2], k.shape[-2]
+    hidden = np.broadcast_to(hidden, np.broadcast_shapes(np.shape(hidden), q.shape[:-2] + (T, S)))
+    weights = np.zeros(hidden.shape)
+    context = np.zeros(hidden.shape[:-1] + v.shape[-1:])
+    for start in range(0, T, _ROWS):
+        rows = slice(start, start + _ROWS)
+        seen = np.flatnonzero(~hidden[..., rows, :].all(axis=tuple(range(hidden.ndim - 1))))
+        if seen.size == 0:
+            continue  # every key hidden from these queries: zero weights, zero context
+        last = seen[-1] + 1
+        scaled = scale(transposed_matmul(q[..., rows, :], k[..., :last, :]), q.shape[-1])
+        weights[..., rows, :last] = _masked_softmax(scaled, hidden[..., rows, :last], S)
+        context[..., rows, :] = blend(weights[..., rows, :], v)
+    return weights, context
 
 
 def masked_attention(x, w_query, w_key, w_value, mask):
@@ -189,6 +263,16 @@ def attention_module(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value,
             "round_trip": ports.flat(dict(zip(ports.REFERENCE, own)))}
 
 
+def deciding_inputs(op, inputs):
+    """The inputs that decide this oracle's answer to `op` (the expectations' cache key): for
+    attention_module, not the checkpoint's layout (the weights arrive in the reference form) nor the
+    layer, except that "mha_averaged" averages the weights. The GPT-2-shaped layer through GPT-2's
+    block and through the mha layer is then computed once (1.3 s on an empty cache)."""
+    if op == "attention_module":
+        return inputs | {"checkpoint": "reference", "layer": "mha_averaged" if inputs["layer"] == "mha_averaged" else "mha"}
+    return inputs
+
+
 def layer_mask(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, mask):
     """The layer of attention_module with a mask (True = hidden, [B, T, S]) on every head."""
     return _layer(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, np.asarray(mask, dtype=bool))[1]
@@ -213,8 +297,7 @@ def _layer(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, nu
     merged = np.empty(x.shape[:-1] + (num_heads * H,))  # (B, T, N*H): heads side by side
     for n in range(num_heads):  # head n is columns n*H:(n+1)*H; one (T, T) at a time keeps GPT-2's shape small
         q, k, v = (t[..., n * H:(n + 1) * H] for t in (queries, keys, values))
-        weights[..., n, :, :] = _masked_softmax(scale(transposed_matmul(q, k), H), hidden)  # one mask, every head
-        merged[..., n * H:(n + 1) * H] = blend(weights[..., n, :, :], v)
+        weights[..., n, :, :], merged[..., n * H:(n + 1) * H] = _masked_head(q, k, v, hidden)  # one mask, every head
     return weights, mm(merged, w_out) + b_out, (w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)
 
 
@@ -225,6 +308,7 @@ def layer_defaults(d_in, num_heads, seed):
     return {"bias": False, "dropout": 0.0, "averaged_weights": False, "w_query": w_query}
 
 
+@_remembered
 def grouped_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal):
     """Grouped-query attention: head n of N uses columns n*H:(n+1)*H of W_query and K/V head
     n // (N / num_kv_heads) (each K/V head repeated N / num_kv_heads times in place: repeat-interleave,
@@ -240,8 +324,7 @@ def grouped_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causa
     for n in range(num_heads):
         kv = n // group
         q, k, v = queries[..., n * H:(n + 1) * H], keys[..., kv * H:(kv + 1) * H], values[..., kv * H:(kv + 1) * H]
-        scaled = scale(transposed_matmul(q, k), H)
-        heads.append(blend(softmax(scaled) if hidden is None else _masked_softmax(scaled, hidden), v))
+        heads.append(blend(softmax(scale(transposed_matmul(q, k), H)), v) if hidden is None else _masked_head(q, k, v, hidden)[1])
     return np.stack(heads, axis=-3)  # (B, N, T, H)
 
 

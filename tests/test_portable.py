@@ -155,3 +155,43 @@ def test_sum_is_numpys_sum_to_rounding():
     assert np.allclose(portable.sum(a, axis=-1), a.sum(axis=-1), rtol=0, atol=1e-13)
     assert portable.sum(a, axis=0, keepdims=True).shape == (1, 1001)
     assert portable.sum(np.zeros((2, 0))).tolist() == [0.0, 0.0]
+
+
+@pytest.fixture
+def products(monkeypatch):
+    """The (a, b) shapes of the slice products portable.matmul hands to BLAS."""
+    seen, real = [], np.matmul
+
+    def counted(a, b, *args, **kwargs):
+        seen.append((np.shape(a), np.shape(b)))
+        return real(a, b, *args, **kwargs)
+
+    monkeypatch.setattr(np, "matmul", counted)
+    return seen
+
+
+def test_matmul_multiplies_only_the_slices_that_hold_bits(products):
+    """float16 inputs, as the spec's half-precision cases feed the oracle: activations in [-1, 1)
+    (one as small as float16 goes, 2**-24) fill two 23-bit slices, weights of GPT-2's scale one,
+    so two of the six slice products hold bits (it computed all six). With every bit kept, the
+    result is the exact product rounded once."""
+    rng = np.random.default_rng(7)
+    a = rng.uniform(-1, 1, (6, 64)).astype(np.float16).astype(np.float64)
+    a[0, 0] = 2.0**-24
+    b = rng.uniform(-0.035, 0.035, (64, 5)).astype(np.float16).astype(np.float64)
+    got = portable.matmul(a, b)
+    assert len(products) == 2, products
+    assert np.array_equal(got, _exact_product(a, b))
+
+
+def test_matmul_stops_at_the_last_column_of_a_that_holds_a_number(products):
+    """A causal block of attention weights is zero past its last visible key: the products stop
+    there, and the result is the same bytes as with the zero columns first (no column skipped),
+    which permutes only the order of the sum."""
+    rng = np.random.default_rng(8)
+    a, b = np.zeros((4, 300)), rng.standard_normal((300, 6))
+    a[:, :120] = rng.uniform(0, 1, (4, 120))
+    got = portable.matmul(a, b)
+    assert products and all(shape_a[-1] == 120 and shape_b[-2] == 120 for shape_a, shape_b in products), products
+    zeros_first = np.r_[120:300, 0:120]
+    assert portable.matmul(a[:, zeros_first], b[zeros_first]).tobytes() == got.tobytes()
