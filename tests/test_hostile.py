@@ -252,6 +252,8 @@ class Garbage:
         self.value = value
 
     def __getattr__(self, op):
+        if op not in contract.OPS:  # NOT_APPLICABLE and the like: not defined, as in a module without them
+            raise AttributeError(op)
         outputs = contract.OPS[op][1]
         return lambda **_: self.value if len(outputs) == 1 else {name: self.value for name in outputs}
 
