@@ -65,6 +65,7 @@ class State:
         self.spec = self.goldens = self.spec_sha256 = None
         self.reports = reports.DEFAULT_DIR
         self.loaded, self.numerics, self.versions, self.devices, self.divergences = {}, {}, {}, {}, {}
+        self.divergence_of = {}  # test name -> its known divergence's reason (or None), found once at collection
         self.planned = []  # plan.Test, every test the spec defines for the requested adapters
         self.expected = set()
         self.results = {}
@@ -175,7 +176,7 @@ def pytest_collection_modifyitems(items):
     # Before -k/-m deselect anything: was the spec-driven module part of this run at all?
     state.conformance_collected = any(item.path == CONFORMANCE_TESTS for item in items)
     for item in items:
-        reason = loader.divergence_reason(item.name, state.divergences)
+        reason = state.divergence_of[item.name] = loader.divergence_reason(item.name, state.divergences)
         if reason is not None:
             item.add_marker(pytest.mark.xfail(reason=f"known divergence: {reason}", strict=True))
 
@@ -232,18 +233,16 @@ def pytest_runtest_makereport(item, call):
         report.reason = check.test.not_applicable
         if report.skipped and isinstance(report.longrepr, tuple):  # -rs names the test, not the file it was generated in
             report.longrepr = (str(item.config.invocation_params.dir / item.nodeid), None, report.longrepr[2])
-    divergence = loader.divergence_reason(item.name, state.divergences)
+    divergence = state.divergence_of.get(item.name)
     if divergence is not None:
         report.reason = divergence
         if call.when == "call" and call.excinfo is None and report.failed:  # a strict xfail that passed
             report.stale_divergence = True
-            report.longrepr = (f"declared divergence now conforms: remove it from {_declared_where(divergence)} "
+            where = ("the adapter's KNOWN_DIVERGENCES" if divergence.endswith(DECLARED_BY_ADAPTER)
+                     else item.config.getoption("known_divergences"))
+            report.longrepr = (f"declared divergence now conforms: remove it from {where} "
                                f"(it said: {divergence.removesuffix(DECLARED_BY_ADAPTER)})")
     return report
-
-
-def _declared_where(reason):
-    return "the adapter's KNOWN_DIVERGENCES" if reason.endswith(DECLARED_BY_ADAPTER) else "spec/known_divergences.yaml"
 
 
 def pytest_sessionfinish(session, exitstatus):
