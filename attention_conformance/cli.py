@@ -5,7 +5,8 @@
     attention-conformance summary [--reports DIR ...]        the per-framework table, kill rate and matrix,
                                                              merged from one reports folder per machine
     attention-conformance validate [SPEC] [--golden-dir D]   a spec and every golden it uses, no adapter run
-    attention-conformance template                           print the adapter template to start from
+    attention-conformance template [NAME]                    print the adapter template (or a built-in
+                                                             adapter's source) to start from
     attention-conformance benchmark --adapter NAME           the suite's own speed and memory, as JSON
     attention-conformance portability --adapter NAME         the spec rerun under switches that change
                                                              kernels and threads: the same outcomes?
@@ -50,7 +51,7 @@ def check(name):
         print(f"{name}: {problem}", file=sys.stderr)
     if not problems:
         print(f"{name}: ok, every contract function is there, takes the right parameters and returns the right "
-              "keys, shapes and dtypes on tiny inputs; `attention-conformance run --adapter NAME` checks the numbers")
+              f"keys, shapes and dtypes on tiny inputs; `attention-conformance run --adapter {name}` checks the numbers")
     declared = getattr(module, "NOT_APPLICABLE", {})
     skipped = [op for op in contract.OPS if op in declared or not hasattr(module, op)]
     if skipped:  # so that a forgotten stub is seen before a run reports its cases not applicable
@@ -63,9 +64,15 @@ def run(adapters, pytest_args):
     (-c devnull): warnings are errors and known divergences strict wherever it runs."""
     import pytest
 
-    # A node id as the run prints it (attention_conformance/conformance.py::test_...) names the installed file.
-    selected = [str(CONFORMANCE_TESTS) + a[len(plan.NODE_PATH):] for a in pytest_args if a.startswith(plan.NODE_PATH + "::")]
-    rest = [a for a in pytest_args if not a.startswith(plan.NODE_PATH + "::")]
+    # A test id as the run prints it (attention_conformance/conformance.py::test_...), or as a report keys it
+    # (test_...[...]), names a test of the installed file.
+    def as_node(arg):
+        if arg.startswith(plan.NODE_PATH + "::"):
+            return str(CONFORMANCE_TESTS) + arg[len(plan.NODE_PATH):]
+        return f"{CONFORMANCE_TESTS}::{arg}" if plan.parse(arg) else None
+
+    selected = [as_node(a) for a in pytest_args if as_node(a)]
+    rest = [a for a in pytest_args if not as_node(a)]
     args = ["-c", os.devnull, "--rootdir", os.getcwd(), "-p", "attention_conformance.plugin", "-p", "no:cacheprovider",
             "-W", "error"] + (selected or [str(CONFORMANCE_TESTS)])
     return int(pytest.main(args + [f"--adapter={name}" for name in adapters] + rest))
@@ -75,7 +82,12 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="attention-conformance", description=__doc__.splitlines()[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n", 2)[2])
     commands = parser.add_subparsers(dest="command", required=True)
-    run_parser = commands.add_parser("run", help="the spec against adapters; other arguments go to pytest")
+    run_parser = commands.add_parser(
+        "run", help="the spec against adapters; other arguments go to pytest",
+        description="Run the spec against adapters. Every other argument goes to pytest: -k EXPR, -q, -rs, "
+                    "--junitxml FILE, --collect-only, a test id as printed, and the suite's own --reports DIR (where "
+                    "<adapter>.json goes, default ./reports), --device, --golden-dir, --spec, --known-divergences "
+                    "(`pytest --help` lists them under attention-conformance).")
     run_parser.add_argument("--adapter", action="append", required=True, metavar="NAME")
     commands.add_parser("check", help="the adapter self-check").add_argument("module")
     summary_parser = commands.add_parser("summary", help="the table, the kill rate and the matrix from the reports")
@@ -90,7 +102,8 @@ def main(argv=None):
     validate_parser = commands.add_parser("validate", help="a spec and its golden data")
     validate_parser.add_argument("path", nargs="?", default=SPEC_DIR / "attention.yaml")
     validate_parser.add_argument("--golden-dir", default=golden.GOLDEN_DIR)
-    commands.add_parser("template", help="print adapters/_template.py")
+    commands.add_parser("template", help="print the adapter template, or a built-in adapter's source to start from").add_argument(
+        "adapter", nargs="?", choices=contract.NAMES, metavar="NAME", help=f"a built-in adapter: {', '.join(contract.NAMES)}")
     bench_parser = commands.add_parser("benchmark", help="the suite's own speed and memory")
     bench_parser.add_argument("--adapter", metavar="NAME")
     bench_parser.add_argument("--envs", help="tox's work folder: measure every framework in its own environment")
@@ -114,10 +127,14 @@ def main(argv=None):
     if args.command == "validate":
         return validate(args.path, args.golden_dir)
     if args.command == "template":
-        print((ADAPTERS_DIR / "_template.py").read_text(), end="")
+        print((ADAPTERS_DIR / f"{args.adapter or '_template'}.py").read_text(), end="")
         return 0
     if args.command == "summary":
         from attention_conformance import summary
+
+        given = [os.path.realpath(d) for d in args.reports or []]
+        if len(set(given)) < len(given):
+            parser.error("summary: the same --reports folder is given twice")
 
         return summary.main(args.reports or [reports.DEFAULT_DIR], args.adapter, args.out)
     if args.command == "portability":

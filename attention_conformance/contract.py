@@ -169,6 +169,9 @@ def not_applicable_key_problem(key):
     """What is wrong with a NOT_APPLICABLE key, or None. Keys: a dtype, an op or a case id;
     "op/output" or "case/output"; "param=value" for a word, switch or count a case passes."""
     match = plan.NOT_APPLICABLE_KEY.fullmatch(key)
+    written = key.partition("=")
+    if not match and written[1] and written[2] != written[2].lower():
+        return f"write the value as the spec does, in lower case: {written[0]}={written[2].lower()}"
     if not match:
         return ("must be a dtype, an op or a case id, 'op/output' or 'case/output' (e.g. 'attention_module/weights'), "
                 "or 'param=value' (e.g. 'layer=mha')")
@@ -191,7 +194,12 @@ def load(name):
     try:
         module = importlib.import_module(module_path(name))
     except Exception as exc:  # a requested framework that does not import is a failure, never a skip
-        raise AdapterError(f"adapter {name!r} was requested but does not import: {type(exc).__name__}: {exc}") from exc
+        import difflib
+
+        near = difflib.get_close_matches(name, NAMES, n=1)
+        hint = f" (did you mean {near[0]!r}?)" if near and near[0] != name else f" (built-in adapters: {', '.join(NAMES)})"
+        raise AdapterError(f"adapter {name!r} was requested but does not import: {type(exc).__name__}: {exc}"
+                           + (hint if isinstance(exc, ModuleNotFoundError) and exc.name == name else "")) from exc
     problems = contract_problems(module)
     if problems:
         raise AdapterError(f"adapter {name!r} breaks the contract: " + "; ".join(problems))

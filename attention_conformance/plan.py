@@ -61,9 +61,15 @@ def adapter_of(pattern):
 
 
 def dtypes_for(spec, adapter):
-    """The adapter's own first dtype, then the spec's sweep of other dtypes."""
+    """The adapter's own first dtype, then the spec's sweep of other dtypes (those the adapter does not
+    declare are planned too, each test not applicable with that reason)."""
     primary = adapter.DTYPES[0]
     return [primary] + [d for d in spec.dtypes["sweep"] if d != primary]
+
+
+def declared_dtypes(spec, adapter):
+    """The dtypes an adapter runs: what the header, the report and the matrix's columns show."""
+    return [d for d in dtypes_for(spec, adapter) if d in adapter.DTYPES]
 
 
 def applies(spec, case, exp, dtype, primary):

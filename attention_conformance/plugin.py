@@ -70,6 +70,7 @@ class State:
         self.expected = set()
         self.results = {}
         self.conformance_collected = False
+        self.writes = False  # whether this run replaces the adapters' reports
 
 
 state = State()
@@ -82,10 +83,7 @@ def pytest_configure(config):
     state.active = True
     state.reports = config.getoption("reports")
     # A run of the suite's own tests, or one that only collects, leaves the last conformance report alone.
-    writes = _runs_conformance(config) and not config.option.collectonly
-    if writes:
-        for name in names:
-            reports.start(state.reports, name)
+    writes = state.writes = _runs_conformance(config) and not config.option.collectonly
     try:
         state.spec = loader.load(config.getoption("spec"))
         state.spec_sha256 = hashlib.sha256(Path(config.getoption("spec")).read_bytes()).hexdigest()
@@ -95,15 +93,17 @@ def pytest_configure(config):
         state.divergences = loader.load_divergences(config.getoption("known_divergences"))
     except (loader.SpecError, golden.GoldenError) as exc:
         raise pytest.UsageError(str(exc)) from None
-    for name in names:
+    for name in names:  # an adapter that cannot run as it is now keeps no report: never its last result
         try:
             state.loaded[name] = contract.load(name)
         except contract.AdapterError as exc:
-            if writes:  # the folder says why this adapter has no results
-                reports.start(state.reports, name, problem=str(exc))
+            if writes:
+                reports.forget(state.reports, name)
             raise pytest.UsageError(str(exc)) from None
         unmatched = plan.unmatched_not_applicable(state.spec, state.loaded[name])
         if unmatched:
+            if writes:
+                reports.forget(state.reports, name)
             raise pytest.UsageError(f"adapter {name!r}: NOT_APPLICABLE key(s) {', '.join(map(repr, unmatched))} name no dtype, op, "
                                     "case, output or input value of this spec (renamed, or a typo?)")
     for name, module in state.loaded.items():  # an adapter's own, held to the same strict rules as the file's
@@ -140,7 +140,7 @@ def _ask(name, module, function, kind):
 def pytest_report_header(config):
     if not state.active:
         return None
-    lines = [f"adapter {name}: {state.versions[name]}, dtypes {', '.join(plan.dtypes_for(state.spec, module))}, "
+    lines = [f"adapter {name}: {state.versions[name]}, dtypes {', '.join(plan.declared_dtypes(state.spec, module))}, "
              f"devices seen {', '.join(state.devices[name])} (running on {config.getoption('device')})"
              for name, module in state.loaded.items()]
     lines.append("numeric switches: " + (", ".join(f"{k}={v}" for k, v in state.numerics.items()) or "none (no framework imported)"))
@@ -186,6 +186,15 @@ def pytest_collection_modifyitems(items):
         return (0, check.test.adapter, check.test.dtype, check.test.case.id) if check else (1, "", "", "")
 
     items.sort(key=case_order)
+
+
+def pytest_collection_finish(session):
+    """The tests are about to run: each adapter's last report gives way to a start marker, so a run that
+    dies from here on shows as unfinished, never as its last result. A usage error before this point
+    (an id that matches no test, a bad argument) leaves the last report as it was."""
+    if state.active and state.writes and state.conformance_collected:
+        for name in state.loaded:
+            reports.start(state.reports, name)
 
 
 def _runs_conformance(config):
@@ -255,12 +264,16 @@ def pytest_sessionfinish(session, exitstatus):
     complete = state.conformance_collected and not _is_narrowed(config)
     for name in state.loaded if state.conformance_collected else ():
         reports.write_run(
-            state.reports, name, version=state.versions[name], dtypes=plan.dtypes_for(state.spec, state.loaded[name]),
+            state.reports, name, version=state.versions[name], dtypes=plan.declared_dtypes(state.spec, state.loaded[name]),
             devices={d: "ran" if d == config.getoption("device") else
                      ("unavailable" if d not in state.devices[name] else "available, not run") for d in ("cpu", "gpu")},
             spec_sha256=state.spec_sha256, numerics=state.numerics, complete=complete, expected=sum(t.adapter == name for t in state.planned),
             tests=state.results.get(name, {}))
     reporter = config.pluginmanager.get_plugin("terminalreporter")
+    for name in state.loaded if state.conformance_collected else ():
+        reporter.write_line(f"report: {Path(state.reports) / reports.file_name(name)} ("
+                            + ("complete)" if complete else "narrowed by pytest arguments, so marked incomplete: "
+                               "a summary needs a complete run)"))
     missing = sorted(state.expected - ran)
     if complete and missing:
         reporter.write_line(f"FAILED: ran {len(ran)} of {len(state.expected)} conformance tests the spec defines; "

@@ -11,9 +11,10 @@
                             adapter's not-applicable reason, the known divergence's reason)
                             machine = {"host", "cpu", "isa", "half", "threads", "switches"}: where
                             the margins were measured (attention_conformance/machine.py)
-                            Before the adapter is imported the file says only {"adapter",
-                            "started", "complete": false, "problem"}: a run that dies, or whose
-                            framework does not import, leaves that behind, never its last result.
+                            While the tests run the file says only {"adapter", "started",
+                            "complete": false, "tests": {}}: a run that dies leaves that behind,
+                            never its last result. An adapter that does not import, or whose
+                            NOT_APPLICABLE names nothing, has its report deleted.
     mutants-<adapter>.json  the suite's wrong adapters for that adapter: {"schema", "adapter",
                             "defined": [names], "mutants": {name: {"expected", "cases", "caught_by"}}}
 
@@ -61,12 +62,18 @@ def _read(path):
     return content
 
 
-def start(directory, adapter, problem=None):
-    """Before a run imports its adapter: replace its last report with a marker, so a run that dies (or a
-    framework that does not import, `problem`) shows as unfinished, never as its last result. The
-    wrong-adapter record of the last self-check goes too: it was measured against what ran before."""
+def start(directory, adapter):
+    """As a run's tests begin: replace the adapter's last report with a marker, so a run that dies shows
+    as unfinished, never as its last result. The wrong-adapter record of the last self-check goes too:
+    it was measured against what ran before."""
     _write(directory, file_name(adapter), {"adapter": adapter, "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
-                                           "complete": False, "problem": problem, "tests": {}})
+                                           "complete": False, "tests": {}})
+    forget_mutants(directory, adapter)
+
+
+def forget(directory, adapter):
+    """Delete an adapter's report (and its wrong-adapter record): one that cannot run as it is now has none."""
+    (Path(directory) / file_name(adapter)).unlink(missing_ok=True)
     forget_mutants(directory, adapter)
 
 
@@ -74,7 +81,8 @@ def unfinished(report):
     """Why a report is only a start marker, or None for a finished run."""
     if "finished" in report:
         return None
-    return report.get("problem") or f"started {report.get('started', '?')} and never finished (crashed or stopped)"
+    return (f"started {report.get('started', '?')} and never finished (crashed or stopped; rerun it, "
+            "or delete the file if that adapter is gone)")
 
 
 def forget_mutants(directory, adapter):

@@ -89,6 +89,10 @@ def problems(module):
     found = contract.contract_problems(module)
     if found:  # calling functions with the wrong parameters would only repeat these
         return found
+    from attention_conformance import loader, plan
+
+    found += [f"NOT_APPLICABLE key {key!r} names no dtype, op, case, output or input value of the spec (a typo?)"
+              for key in plan.unmatched_not_applicable(loader.load(), module)]
     from attention_conformance.adapters import reference
 
     try:

@@ -10,6 +10,7 @@ is MISSING, never passing. The last line printed is the verdict and, on failure,
 """
 
 import sys
+from pathlib import Path
 
 from attention_conformance import loader, machine, matrix, plan, reports
 
@@ -96,8 +97,12 @@ def _table(rows):
 def main(directories=(reports.DEFAULT_DIR,), names=None, out=reports.DEFAULT_DIR):
     """The table, the kill rate and the matrix from one reports folder, or merged from several (one per
     machine), written to `out`; every adapter in `names` must have reported. Returns the exit code."""
+    absent = [str(d) for d in directories if not Path(d).is_dir()]
+    if absent and (len(directories) > 1 or str(directories[0]) != str(reports.DEFAULT_DIR)):
+        print(f"error: no such reports folder: {', '.join(absent)}", file=sys.stderr)
+        return 1
     try:
-        found, unfinished = reports.merge(directories)
+        found, unfinished = reports.merge(directories) if not absent else ({}, {})
     except reports.ReportError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

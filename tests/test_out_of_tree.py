@@ -146,19 +146,25 @@ def test_reports_from_two_machines_merge_into_one_matrix(tmp_path):
     assert f"reference numpy {np.__version__} cpu@{host} float64" in header
     assert f"second_framework numpy {np.__version__} cpu@{host} float64" in header
     sat = next(line for line in (tmp_path / "reports" / "matrix.md").read_text().splitlines() if line.startswith("| document values | sat |"))
-    cells = dict(zip(header.split(" | "), sat.split(" | ")))  # each machine's column filled from its own report
+    cells = dict(zip(header.strip("| ").split(" | "), sat.strip("| ").split(" | ")))  # each machine's column filled from its own report
     assert [text for column, text in cells.items() if column.endswith(f"@{host} float64")] == ["ok 0.00", "ok 0.00"], cells
     asked = _run(["summary", "--reports", "machine_a", "--reports", "machine_b", "--adapter", "torch", "--out", "elsewhere"], tmp_path)
     assert asked.returncode == 1 and (tmp_path / "elsewhere" / "matrix.md").exists()
     assert asked.stderr.strip().splitlines()[-1].startswith("FAILED: torch: MISSING: no report"), asked.stderr
-    died = _run(["run", "--adapter", "no_such_framework_adapter", "--reports", "machine_c", "-q"], tmp_path)
-    assert died.returncode == 4 and (tmp_path / "machine_c" / "no_such_framework_adapter.json").exists()
+    from attention_conformance import reports
+
+    reports.start(tmp_path / "machine_c", "crashed_adapter")  # what a run that died mid-way leaves behind
     unfinished = _run(["summary", "--reports", "machine_a", "--reports", "machine_c"], tmp_path)
     assert unfinished.returncode == 1
-    assert unfinished.stderr.strip().splitlines()[-1].startswith(
-        "FAILED: no_such_framework_adapter: MISSING: adapter 'no_such_framework_adapter' was requested but does not import"), unfinished.stderr
+    assert unfinished.stderr.strip().splitlines()[-1].startswith("FAILED: crashed_adapter: MISSING: started "), unfinished.stderr
+    assert "never finished" in unfinished.stderr
+    died = _run(["run", "--adapter", "no_such_framework_adapter", "--reports", "machine_d", "-q"], tmp_path)
+    assert died.returncode == 4 and not (tmp_path / "machine_d" / "no_such_framework_adapter.json").exists()
     twice = _run(["summary", "--reports", "machine_a", "--reports", "machine_a"], tmp_path)
-    assert twice.returncode == 1 and "two runs for one column" in twice.stderr
+    assert twice.returncode == 2 and "the same --reports folder is given twice" in twice.stderr
+    shutil.copytree(tmp_path / "machine_a", tmp_path / "machine_a_again")
+    same_column = _run(["summary", "--reports", "machine_a", "--reports", "machine_a_again"], tmp_path)
+    assert same_column.returncode == 1 and "two runs for one column" in same_column.stderr
     report = tmp_path / "machine_b" / "second_framework.json"
     report.write_text(report.read_text().replace('"spec_sha256": "', '"spec_sha256": "0ther'))
     mixed = _run(["summary", "--reports", "machine_a", "--reports", "machine_b"], tmp_path)
@@ -254,8 +260,16 @@ def test_test_ids_read_the_same_installed_or_in_a_checkout_and_are_accepted_back
         in done.stdout, done.stdout[-2000:]
     junit = (tmp_path / "junit.xml").read_text()
     assert 'classname="attention_conformance.conformance" name="test_weights[textbook-float64-padding_fully_masked]"' in junit
+    report = (tmp_path / "reports" / "textbook.json").read_text()
     again = _run(["run", "--adapter", "textbook", "-q", node], tmp_path)  # the id as printed runs that test
     assert again.returncode == 1 and "1 failed" in again.stdout and "passed" not in again.stdout, again.stdout[-1000:]
+    bare = _run(["run", "--adapter", "textbook", "-q", node.split("::")[1]], tmp_path)  # as the report keys it
+    assert bare.returncode == 1 and "1 failed" in bare.stdout, bare.stdout[-1000:] + bare.stderr[-1000:]
+    assert "narrowed by pytest arguments, so marked incomplete" in bare.stdout
+    (tmp_path / "reports" / "textbook.json").write_text(report)
+    wrong = _run(["run", "--adapter", "textbook", "-q", node.replace("textbook-", "torch-")], tmp_path)
+    assert wrong.returncode == 4 and (tmp_path / "reports" / "textbook.json").read_text() == report, \
+        "a usage error before any test ran leaves the last report as it was"
 
 
 def test_collecting_writes_no_report_and_succeeds(tmp_path):
@@ -269,7 +283,8 @@ def test_collecting_writes_no_report_and_succeeds(tmp_path):
 
 
 def test_a_copy_of_a_built_in_adapter_takes_over_its_known_divergences(tmp_path):
-    source = (ADAPTERS_DIR / "torch.py").read_text()
+    source = _run(["template", "torch"], tmp_path).stdout  # a built-in adapter's source, as an installed user gets it
+    assert source == (ADAPTERS_DIR / "torch.py").read_text()
     (tmp_path / "my_torch.py").write_text(source)
     cases = "padding_fully_masked or mask_additive_large"
     bare = _run(["run", "--adapter", "my_torch", "-q", "-k", cases], tmp_path)
