@@ -35,9 +35,7 @@ NOT_APPLICABLE = {
     "grouped_attention_layer": "TensorFlow.js has no grouped-query attention layer",
     "causal_flag": "TensorFlow.js has no attention op with a causal flag (masks are built with tf.linalg.bandPart)",
     "grouped_fused_attention": "TensorFlow.js has no fused attention kernel",
-    "mask_padding_bool": "TensorFlow.js has no attention op taking a boolean mask (the textbook's tf.where is masked_attention)",
-    "mask_padding_causal_bool": "TensorFlow.js has no attention op taking a boolean mask (the textbook's tf.where is masked_attention)",
-    "mask_fully_masked_bool": "TensorFlow.js has no attention op taking a boolean mask (the textbook's tf.where is masked_attention)",
+    "api=bool": "TensorFlow.js has no attention op taking a boolean mask (the textbook's tf.where is masked_attention)",
 }
 
 if shutil.which("node") is None:

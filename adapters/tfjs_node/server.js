@@ -32,6 +32,11 @@ const project = (x, W) => {
 // operand, ~10-50x slower (measured, 4.22.0): a batch goes through 2-D products, transposes made explicit.
 const bmm = (a, b, transposeB = false) => {
   if (a.rank === 2) return tf.matMul(a, transposeB ? tf.transpose(b) : b);
+  const lead = a.shape.slice(0, -2);
+  if (lead.every((n) => n === 1)) { // a batch of one is one matmul: tf.grad through tf.unstack of a length-1 axis fails (4.22, measured)
+    const m = bmm(tf.reshape(a, a.shape.slice(-2)), tf.reshape(b, b.shape.slice(-2)), transposeB);
+    return tf.reshape(m, [...lead, ...m.shape]);
+  }
   const flat = (t) => tf.unstack(tf.reshape(t, [-1, ...t.shape.slice(-2)]));
   const bs = flat(b);
   const out = flat(a).map((m, i) => tf.matMul(m, transposeB ? tf.transpose(bs[i]) : bs[i]));
