@@ -66,16 +66,22 @@ def run(adapters, pytest_args):
 
     # A test id as the run prints it (attention_conformance/conformance.py::test_...), or as a report keys it
     # (test_...[...]), names a test of the installed file.
-    def as_node(arg):
+    # An option's value stays as written: --deselect matches node ids as printed.
+    def as_node(arg, previous):
+        if previous in _TAKES_A_VALUE:
+            return None
         if arg.startswith(plan.NODE_PATH + "::"):
             return str(CONFORMANCE_TESTS) + arg[len(plan.NODE_PATH):]
         return f"{CONFORMANCE_TESTS}::{arg}" if plan.parse(arg) else None
 
-    selected = [as_node(a) for a in pytest_args if as_node(a)]
-    rest = [a for a in pytest_args if not as_node(a)]
+    nodes = [as_node(a, p) for a, p in zip(pytest_args, [None] + list(pytest_args))]
+    given = [node or arg for node, arg in zip(nodes, pytest_args)]
     args = ["-c", os.devnull, "--rootdir", os.getcwd(), "-p", "attention_conformance.plugin", "-p", "no:cacheprovider",
-            "-W", "error"] + (selected or [str(CONFORMANCE_TESTS)])
-    return int(pytest.main(args + [f"--adapter={name}" for name in adapters] + rest))
+            "-W", "error"] + ([] if any(nodes) else [str(CONFORMANCE_TESTS)])
+    return int(pytest.main(args + [f"--adapter={name}" for name in adapters] + given))
+
+
+_TAKES_A_VALUE = {"--deselect", "-k", "-m", "--junitxml", "--junit-xml", "-o", "--override-ini"}
 
 
 def main(argv=None):

@@ -6,8 +6,10 @@
 Inert unless --adapter is given. A requested adapter that does not import, or breaks the contract,
 stops the run (exit 4). A complete run (no -k, -m or node ids) that ran fewer conformance tests
 than the spec defines for the requested adapters fails. Each adapter's results go to
-<reports>/<adapter>.json; a stale report is deleted before its adapter is even imported, so a
-framework that fails to import shows as missing, never as its last result.
+<reports>/<adapter>.json. From the adapter's import on, its last report is replaced by a start marker,
+so a run that dies shows as unfinished, never as its last result; a usage error puts the last report
+back, except for an adapter that cannot run as it is now (does not import, breaks the contract,
+declares NOT_APPLICABLE keys that name nothing): it keeps no report.
 """
 
 import hashlib
@@ -71,6 +73,7 @@ class State:
         self.results = {}
         self.conformance_collected = False
         self.writes = False  # whether this run replaces the adapters' reports
+        self.kept = {}  # adapter -> its last report's bytes (None: it had none), put back after a usage error
 
 
 state = State()
@@ -83,7 +86,7 @@ def pytest_configure(config):
     state.active = True
     state.reports = config.getoption("reports")
     # A run of the suite's own tests, or one that only collects, leaves the last conformance report alone.
-    writes = state.writes = _runs_conformance(config) and not config.option.collectonly
+    state.writes = _runs_conformance(config) and not config.option.collectonly
     try:
         state.spec = loader.load(config.getoption("spec"))
         state.spec_sha256 = hashlib.sha256(Path(config.getoption("spec")).read_bytes()).hexdigest()
@@ -93,19 +96,39 @@ def pytest_configure(config):
         state.divergences = loader.load_divergences(config.getoption("known_divergences"))
     except (loader.SpecError, golden.GoldenError) as exc:
         raise pytest.UsageError(str(exc)) from None
-    for name in names:  # an adapter that cannot run as it is now keeps no report: never its last result
+    # From here each adapter's last report gives way to a start marker, so a run that dies (importing a
+    # framework included) shows as unfinished, never as its last result. A usage error puts the last
+    # report back, except for an adapter that cannot run as it is now: that one keeps none.
+    state.kept = reports.hold(state.reports, names) if state.writes else {}
+    try:
+        _load(config, names)
+    except _Refused as exc:
+        reports.restore(state.reports, {n: data for n, data in state.kept.items() if n != exc.name})
+        reports.forget(state.reports, exc.name)
+        raise pytest.UsageError(str(exc)) from None
+    except pytest.UsageError:
+        reports.restore(state.reports, state.kept)
+        raise
+
+
+class _Refused(Exception):
+    """An adapter that cannot run as it is now: its message, and its name (its report is deleted)."""
+
+    def __init__(self, name, message):
+        super().__init__(message)
+        self.name = name
+
+
+def _load(config, names):
+    for name in names:
         try:
             state.loaded[name] = contract.load(name)
         except contract.AdapterError as exc:
-            if writes:
-                reports.forget(state.reports, name)
-            raise pytest.UsageError(str(exc)) from None
+            raise _Refused(name, str(exc)) from None
         unmatched = plan.unmatched_not_applicable(state.spec, state.loaded[name])
         if unmatched:
-            if writes:
-                reports.forget(state.reports, name)
-            raise pytest.UsageError(f"adapter {name!r}: NOT_APPLICABLE key(s) {', '.join(map(repr, unmatched))} name no dtype, op, "
-                                    "case, output or input value of this spec (renamed, or a typo?)")
+            raise _Refused(name, f"adapter {name!r}: NOT_APPLICABLE key(s) {', '.join(map(repr, unmatched))} name no dtype, "
+                                 "op, case, output or input value of this spec (renamed, or a typo?)")
     for name, module in state.loaded.items():  # an adapter's own, held to the same strict rules as the file's
         for key, reason in getattr(module, "KNOWN_DIVERGENCES", {}).items():
             state.divergences[plan.declared_pattern(name, key)] = reason + DECLARED_BY_ADAPTER
@@ -130,10 +153,10 @@ def _ask(name, module, function, kind):
     try:
         answer = getattr(module, function)()
     except Exception as exc:  # noqa: BLE001 - whatever the adapter does is reported, not propagated
-        raise pytest.UsageError(f"adapter {name!r}: {function}() raises {type(exc).__name__}: {exc}; "
-                                f"run `attention-conformance check {name}`") from None
+        raise _Refused(name, f"adapter {name!r}: {function}() raises {type(exc).__name__}: {exc}; "
+                             f"run `attention-conformance check {name}`") from None
     if not isinstance(answer, kind) or not answer:
-        raise pytest.UsageError(f"adapter {name!r}: {function}() returned {answer!r}; run `attention-conformance check {name}`")
+        raise _Refused(name, f"adapter {name!r}: {function}() returned {answer!r}; run `attention-conformance check {name}`")
     return answer
 
 
@@ -186,15 +209,6 @@ def pytest_collection_modifyitems(items):
         return (0, check.test.adapter, check.test.dtype, check.test.case.id) if check else (1, "", "", "")
 
     items.sort(key=case_order)
-
-
-def pytest_collection_finish(session):
-    """The tests are about to run: each adapter's last report gives way to a start marker, so a run that
-    dies from here on shows as unfinished, never as its last result. A usage error before this point
-    (an id that matches no test, a bad argument) leaves the last report as it was."""
-    if state.active and state.writes and state.conformance_collected:
-        for name in state.loaded:
-            reports.start(state.reports, name)
 
 
 def _runs_conformance(config):
@@ -259,10 +273,14 @@ def pytest_sessionfinish(session, exitstatus):
         return
     config = session.config
     ran = {name for results in state.results.values() for name in results}
-    if config.option.collectonly:  # listing tests runs none: no report, no count to miss
+    if not state.writes:  # listing tests runs none, nor do the suite's own tests: no report, no count to miss
+        return
+    if not ran and exitstatus == pytest.ExitCode.USAGE_ERROR:  # an id that matches no test: nothing ran
+        reports.restore(state.reports, state.kept)
         return
     complete = state.conformance_collected and not _is_narrowed(config)
     for name in state.loaded if state.conformance_collected else ():
+        reports.forget_mutants(state.reports, name)  # the last self-check's record was measured against what ran before
         reports.write_run(
             state.reports, name, version=state.versions[name], dtypes=plan.declared_dtypes(state.spec, state.loaded[name]),
             devices={d: "ran" if d == config.getoption("device") else

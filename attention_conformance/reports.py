@@ -62,13 +62,28 @@ def _read(path):
     return content
 
 
-def start(directory, adapter):
-    """As a run's tests begin: replace the adapter's last report with a marker, so a run that dies shows
-    as unfinished, never as its last result. The wrong-adapter record of the last self-check goes too:
-    it was measured against what ran before."""
-    _write(directory, file_name(adapter), {"adapter": adapter, "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
-                                           "complete": False, "tests": {}})
-    forget_mutants(directory, adapter)
+def hold(directory, adapters):
+    """Replace each adapter's last report with a start marker, so a run that dies shows as unfinished,
+    never as its last result; return {adapter: the last report's bytes, or None} for `restore`."""
+    kept = {}
+    for adapter in adapters:
+        path = Path(directory) / file_name(adapter)
+        kept[adapter] = path.read_bytes() if path.is_file() else None
+        _write(directory, file_name(adapter), {"adapter": adapter, "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
+                                               "complete": False, "tests": {}})
+    return kept
+
+
+def restore(directory, kept):
+    """Put back what `hold` replaced: a run that stopped before any test leaves the folder as it was."""
+    for adapter, data in kept.items():
+        path = Path(directory) / file_name(adapter)
+        if data is None:
+            path.unlink(missing_ok=True)
+        else:
+            temporary = path.with_name(f".{path.name}.partial")
+            temporary.write_bytes(data)
+            temporary.replace(path)
 
 
 def forget(directory, adapter):
@@ -125,15 +140,15 @@ def mutants(directories):
 
 
 def merge(directories):
-    """({column prefix: finished run report}, {adapter: why it did not finish}) from one folder or several.
+    """({column prefix: finished run report}, [(adapter, why its run did not finish)]) from one folder or several.
     From one folder a prefix is the adapter name; merged, it is "adapter version device@host", so each
     column says where it came from."""
-    found, origin, specs, stopped = {}, {}, {}, {}
+    found, origin, specs, stopped = {}, {}, {}, []
     for directory in directories:
         for report in runs(directory).values():
             why = unfinished(report)
             if why is not None:
-                stopped[report["adapter"]] = f"{why} ({directory})"
+                stopped.append((report["adapter"], f"{why} ({directory})"))
                 continue
             ran = next((d for d, state in report.get("devices", {}).items() if state == "ran"), "cpu")
             key = report["adapter"] if len(directories) == 1 else f"{report['adapter']} {report['version']} {ran}@{report.get('host', '?')}"

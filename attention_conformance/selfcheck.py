@@ -38,7 +38,7 @@ def tiny_input(name, kind, form, dtype, rng, choose):
         return tensor(D, D)
     if kind == "bias":
         return tensor(D)
-    if kind == "choice":
+    if kind in ("choice", "switch"):
         return choose(name)
     return _SCALARS[kind]
 
@@ -112,14 +112,18 @@ def problems(module):
     dtype = module.DTYPES[0]
     not_applicable = getattr(module, "NOT_APPLICABLE", {})
 
-    def choose(name):  # the first word the adapter has not declared not applicable ("layer=mha")
-        return next((w for w in contract.CHOICES[name] if f"{name}={w}" not in not_applicable), None)
+    def choose(name):  # the first word (or switch value) the adapter has not declared not applicable ("layer=mha")
+        words = contract.CHOICES.get(name, (_SCALARS["switch"], not _SCALARS["switch"]))
+        return next((w for w in words if f"{name}={str(w).lower()}" not in not_applicable), None)
 
     for op, (params, outputs) in contract.OPS.items():
         if op in not_applicable or not hasattr(module, op):  # stated, or an optional op left out
             continue
-        if any(contract.PARAMETERS.get(p) == "choice" and choose(p) is None for p in params):
-            continue  # every word of a parameter declared not applicable: the op cannot be called
+        if any(contract.PARAMETERS.get(p) in ("choice", "switch") and choose(p) is None for p in params):
+            continue  # every value of a parameter declared not applicable: the op cannot be called
+        if any(f"{p}={_SCALARS[contract.PARAMETERS[p]]}" in not_applicable for p in params
+               if contract.PARAMETERS.get(p) in ("width", "heads", "count", "offset")):
+            continue  # the tiny size itself is declared not applicable ("num_heads=2"): nothing to call it with
         for form in contract.FORMS.get(op, ("unbatched",)):
             problems_here = _call_problems(module, op, form, dtype, choose, not_applicable)
             found += problems_here
@@ -137,7 +141,7 @@ def _call_problems(module, op, form, dtype, choose, not_applicable):
         inputs, reference_inputs = tiny_inputs(op, form, dtype, choose), tiny_inputs(op, form, "float64", choose)
     except LookupError as exc:
         return [str(exc)]
-    shown = ", ".join(f"{p}={inputs[p]!r}" if contract.PARAMETERS[p] == "choice" else p for p in params)
+    shown = ", ".join(f"{p}={inputs[p]!r}" if contract.PARAMETERS[p] in ("choice", "switch") else p for p in params)
     call = f"{op}({shown})" + (f" with {form} inputs" if len(contract.FORMS.get(op, ())) > 1 else "")
     try:
         got = getattr(module, op)(**inputs)

@@ -111,16 +111,19 @@ def main(directories=(reports.DEFAULT_DIR,), names=None, out=reports.DEFAULT_DIR
         print(f"error: no reports in {', '.join(map(str, directories))}: run `attention-conformance run --adapter NAME` "
               "first (or pass --reports DIR)", file=sys.stderr)
         return 1
-    asked = set(names or ()) | set(unfinished)
+    # A folder's unfinished run is shown (and fails) whatever another folder holds for that adapter.
+    unfinished = [(adapter, why) for adapter, why in unfinished if not names or adapter in names]
+    never = sorted(set(names or ()) - reported - {adapter for adapter, _ in unfinished})
     found = {key: report for key, report in found.items() if not names or report["adapter"] in names}
     convention_cases = {case.id for case in loader.load().cases.values() if case.convention}
     rows, failures = [], []
-    for key in sorted(found) + sorted(n for n in asked if n not in reported):
-        cells, good = row(key, found.get(key), convention_cases, unfinished.get(key))
+    for key, report, missing in ([(k, found[k], None) for k in sorted(found)] + [(a, None, why) for a, why in unfinished]
+                                 + [(a, None, None) for a in never]):
+        cells, good = row(key, report, convention_cases, missing)
         rows.append(cells)
         if not good:
-            detail = why_failed(found[key]) if key in found else None
-            failures.append(f"{key}: {cells[-1].removeprefix('FAILED: ')}" + (f"; {detail}" if detail else ""))
+            detail = why_failed(report) if report else None
+            failures.append(f"{key}: {cells[-1].removeprefix('FAILED: ').split(' (first ')[0]}" + (f"; {detail}" if detail else ""))
     print("\n".join(_table(rows)))
     print("\nworst margin: largest |error| / tolerance over computed expectations (1.0 would use the whole budget);"
           "\nworst ULP: largest distance from the float64 expectation, in units of the last place of the dtype")
@@ -133,7 +136,7 @@ def main(directories=(reports.DEFAULT_DIR,), names=None, out=reports.DEFAULT_DIR
     if not mutants_ok:
         failures.append("wrong adapters: " + ", ".join(l.split(" | ")[0].lstrip("| ") for l in lines
                                                        if "NOT CAUGHT" in l or "NOT RUN" in l or "FALSE ALARM" in l))
-    built = matrix.build(found, sorted(asked - reported))
+    built = matrix.build(found, sorted(({a for a, _ in unfinished} | set(never)) - reported))
     text, written = matrix.write(built, out)
     print(f"\nConformance matrix ({', '.join(map(str, written))})\n")
     print(text)

@@ -153,11 +153,16 @@ def test_reports_from_two_machines_merge_into_one_matrix(tmp_path):
     assert asked.stderr.strip().splitlines()[-1].startswith("FAILED: torch: MISSING: no report"), asked.stderr
     from attention_conformance import reports
 
-    reports.start(tmp_path / "machine_c", "crashed_adapter")  # what a run that died mid-way leaves behind
+    reports.hold(tmp_path / "machine_c", ["crashed_adapter"])  # what a run that died mid-way leaves behind
     unfinished = _run(["summary", "--reports", "machine_a", "--reports", "machine_c"], tmp_path)
     assert unfinished.returncode == 1
     assert unfinished.stderr.strip().splitlines()[-1].startswith("FAILED: crashed_adapter: MISSING: started "), unfinished.stderr
     assert "never finished" in unfinished.stderr
+    reports.hold(tmp_path / "machine_e", ["reference"])  # unfinished here, finished in machine_a: still a failure
+    both = _run(["summary", "--reports", "machine_a", "--reports", "machine_e"], tmp_path)
+    assert both.returncode == 1 and "FAILED: reference: MISSING: started " in both.stderr, both.stderr
+    only = _run(["summary", "--reports", "machine_b", "--reports", "machine_c", "--adapter", "second_framework"], tmp_path)
+    assert only.returncode == 0, only.stderr  # --adapter narrows unfinished runs too
     died = _run(["run", "--adapter", "no_such_framework_adapter", "--reports", "machine_d", "-q"], tmp_path)
     assert died.returncode == 4 and not (tmp_path / "machine_d" / "no_such_framework_adapter.json").exists()
     twice = _run(["summary", "--reports", "machine_a", "--reports", "machine_a"], tmp_path)
