@@ -177,7 +177,8 @@ _ROWS = 128  # query rows at a time in _masked_head: a (128, S) block stays in t
 def _masked_head(q, k, v, hidden):
     """blend(_masked_softmax(scale(q k^T)), v) for one head: (weights, context), in blocks of query
     rows, each only up to its last visible key. On GPT-2's causal shape that is half the work, in
-    pieces that fit the CPU's cache, and every number is the one the whole computation gives: the
+    pieces that fit the CPU's cache, and, for finite inputs (the spec's), every number is the one the
+    whole computation gives (a NaN in v would reach a fully hidden block there, not here): the
     products' slices are per row and per column (portable.matmul skips a's all-zero last columns),
     and the softmax's sum pairs the same terms, the hidden keys' zeros included."""
     T, S = q.shape[-2], k.shape[-2]
