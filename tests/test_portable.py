@@ -195,3 +195,43 @@ def test_matmul_stops_at_the_last_column_of_a_that_holds_a_number(products):
     assert products and all(shape_a[-1] == 120 and shape_b[-2] == 120 for shape_a, shape_b in products), products
     zeros_first = np.r_[120:300, 0:120]
     assert portable.matmul(a[:, zeros_first], b[zeros_first]).tobytes() == got.tobytes()
+
+
+def _every_slice_product(a, b):
+    """portable.matmul as first written (issue 26), without the shortcuts that skip all-zero slices and
+    trailing all-zero columns of a: the statement the faster one must equal byte for byte."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    K = a.shape[-1]
+    bits = (portable._MANTISSA - (K - 1).bit_length()) // 2
+    count = -(-portable._COVERED // bits)
+
+    def slices(x, axis):
+        _, e = np.frexp(np.max(np.abs(x), axis=axis, keepdims=True))
+        rest, q = np.ldexp(x, -e), []
+        for _ in range(count):
+            rest = rest * 2.0**bits
+            q.append(np.trunc(rest))
+            rest = rest - q[-1]
+        return q, e
+
+    (a_q, e_a), (b_q, e_b) = slices(a, -1), slices(b, -2)
+    pairs = sorted(((p, q) for p in range(count) for q in range(count) if p + q < count), key=lambda pq: -(pq[0] + pq[1]))
+    total = None
+    for p, q in pairs:
+        term = np.ldexp(a_q[p] @ b_q[q], -(p + q + 2) * bits)
+        total = term if total is None else total + term
+    return np.ldexp(total, e_a + e_b)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_shortcuts_give_the_bytes_of_every_slice_product_with_signed_zeros_in_the_inputs(seed):
+    rng = np.random.default_rng(seed)
+    M, K, N = rng.integers(1, 9, 3)
+    a = rng.uniform(-1, 1, (M, K)) * rng.choice([1.0, 1e-3, 2.0**-40], (M, K))
+    b = rng.uniform(-1, 1, (K, N)) * rng.choice([1.0, 1e-3, 2.0**-40], (K, N))
+    a[:, rng.integers(0, K + 1):] = rng.choice([0.0, -0.0])  # trailing zero columns, of either sign
+    a[rng.random((M, K)) < 0.2] = -0.0
+    b[rng.random((K, N)) < 0.2] = -0.0
+    a = a.astype(np.float32).astype(np.float64) if seed % 2 else a  # float32 data: the slices that skip
+    assert portable.matmul(a, b).tobytes() == _every_slice_product(a, b).tobytes()
+    assert portable.matmul(-0.0 * np.abs(a), b).tobytes() == _every_slice_product(-0.0 * np.abs(a), b).tobytes()
