@@ -91,9 +91,7 @@ def not_applicable(adapter, case, dtype, output=None):
     "case/output" (that output only: a path that returns no attention weights), or "param=value"
     (every case whose input `param` is `value`: an adapter whose only layer is GPT-2's says "layer=mha")."""
     reasons = getattr(adapter, "NOT_APPLICABLE", {})
-    keys = [dtype, case.op, case.id] + ([f"{case.op}/{output}", f"{case.id}/{output}"] if output else [])
-    keys += _parameter_keys(case)
-    reason = next((reasons[k] for k in keys if k in reasons), None)
+    reason = next((reasons[k] for k in _keys(case, dtype, output) if k in reasons), None)
     if reason is None and not hasattr(adapter, case.op):  # an optional op the adapter leaves out
         reason = f"the adapter does not define {case.op}() (optional)"
     if reason is None and dtype not in adapter.DTYPES:
@@ -101,20 +99,24 @@ def not_applicable(adapter, case, dtype, output=None):
     return reason
 
 
-def _parameter_keys(case):
-    """"param=value" for each word, switch or count among a case's inputs (true/false as YAML writes them)."""
-    return [f"{name}={str(value).lower() if isinstance(value, bool) else value}" for name, value in case.inputs.items()
-            if isinstance(value, (str, int)) and "#" not in str(value)]
+def parameter_key(name, value):
+    """The NOT_APPLICABLE key "name=value" for an input value, true/false as YAML writes them."""
+    return f"{name}={str(value).lower() if isinstance(value, bool) else value}"
+
+
+def _keys(case, dtype, output=None):
+    """Every NOT_APPLICABLE key that covers this case in this dtype (and this output, if given)."""
+    keys = [dtype, case.op, case.id] + ([f"{case.op}/{output}", f"{case.id}/{output}"] if output else [])
+    return keys + [parameter_key(name, value) for name, value in case.inputs.items()
+                   if isinstance(value, (str, int)) and "#" not in str(value)]  # words, switches, counts; not golden refs
 
 
 def unmatched_not_applicable(spec, adapter):
     """The adapter's NOT_APPLICABLE keys that name nothing in this spec: a typo, or a renamed case."""
     from attention_conformance.contract import DTYPES
 
-    names = set(DTYPES) | {c.op for c in spec.cases.values()} | set(spec.cases)
-    names |= {f"{c.op}/{o}" for c in spec.cases.values() for o in c.expect} | {f"{c.id}/{o}" for c in spec.cases.values() for o in c.expect}
-    names |= {key for c in spec.cases.values() for key in _parameter_keys(c)}
-    return sorted(k for k in getattr(adapter, "NOT_APPLICABLE", {}) if k not in names)
+    named = {key for case in spec.cases.values() for output in case.expect for key in _keys(case, DTYPES[0], output)}
+    return sorted(k for k in getattr(adapter, "NOT_APPLICABLE", {}) if k not in named | set(DTYPES))
 
 
 def tests(spec, adapters, dtypes=None):

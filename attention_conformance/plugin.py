@@ -35,7 +35,6 @@ def pytest_addoption(parser):
 
 
 DECLARED_BY_ADAPTER = " (declared by the adapter)"
-_OWN_EXCEPTIONS = ("attention_conformance.checks.Nonconformance: ", "attention_conformance.checks.AdapterRaised: ")
 
 
 class Check:
@@ -228,10 +227,7 @@ def pytest_runtest_logreport(report):
     name = report.nodeid.rsplit("::", 1)[-1]
     if name not in state.expected:
         return
-    crash = getattr(report.longrepr, "reprcrash", None)
-    message, reason = (str(crash.message) if crash is not None else None), getattr(report, "reason", None)
-    if message and message.startswith(_OWN_EXCEPTIONS):  # the suite's own exception names say nothing to a reader
-        message = message.split(": ", 1)[1]
+    message, reason = getattr(report, "failure", None), getattr(report, "reason", None)
     if getattr(report, "stale_divergence", False):
         outcome, message = "stale divergence", str(report.longrepr)
     elif report.skipped:
@@ -252,6 +248,9 @@ def pytest_runtest_makereport(item, call):
         return report
     if call.when == "call":
         report.margin, report.ulp = check.margin, check.ulp
+        if call.excinfo is not None:  # the report's message: the suite's own are read as they are, others with their type
+            error = call.excinfo.value
+            report.failure = str(error) if isinstance(error, checks.Nonconformance) else f"{type(error).__name__}: {error}"
     if check.test.not_applicable:
         report.reason = check.test.not_applicable
         if report.skipped and isinstance(report.longrepr, tuple):  # -rs names the test, not the file it was generated in

@@ -44,11 +44,14 @@ def file_name(adapter):
 
 
 def _write(directory, name, content):
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    temporary = directory / f".{name}.partial"
-    temporary.write_text(json.dumps({"schema": SCHEMA} | content, indent=1) + "\n")
-    temporary.replace(directory / name)  # a reader never sees half a report
+    _replace(Path(directory) / name, (json.dumps({"schema": SCHEMA} | content, indent=1) + "\n").encode())
+
+
+def _replace(path, data):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.partial")
+    temporary.write_bytes(data)
+    temporary.replace(path)  # a reader never sees half a report
 
 
 def _read(path):
@@ -81,9 +84,7 @@ def restore(directory, kept):
         if data is None:
             path.unlink(missing_ok=True)
         else:
-            temporary = path.with_name(f".{path.name}.partial")
-            temporary.write_bytes(data)
-            temporary.replace(path)
+            _replace(path, data)
 
 
 def forget(directory, adapter):

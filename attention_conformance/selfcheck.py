@@ -10,7 +10,7 @@ verdict: numbers are compared by `attention-conformance run`.
 
 import numpy as np
 
-from attention_conformance import checks, contract
+from attention_conformance import checks, contract, loader, plan
 
 T, D, HEADS = 3, 4, 2  # tokens, width (d_in = d_out, so both weight layouts have one shape), heads
 B = 1
@@ -89,8 +89,6 @@ def problems(module):
     found = contract.contract_problems(module)
     if found:  # calling functions with the wrong parameters would only repeat these
         return found
-    from attention_conformance import loader, plan
-
     found += [f"NOT_APPLICABLE key {key!r} names no dtype, op, case, output or input value of the spec (a typo?)"
               for key in plan.unmatched_not_applicable(loader.load(), module)]
     from attention_conformance.adapters import reference
@@ -114,14 +112,14 @@ def problems(module):
 
     def choose(name):  # the first word (or switch value) the adapter has not declared not applicable ("layer=mha")
         words = contract.CHOICES.get(name, (_SCALARS["switch"], not _SCALARS["switch"]))
-        return next((w for w in words if f"{name}={str(w).lower()}" not in not_applicable), None)
+        return next((w for w in words if plan.parameter_key(name, w) not in not_applicable), None)
 
     for op, (params, outputs) in contract.OPS.items():
         if op in not_applicable or not hasattr(module, op):  # stated, or an optional op left out
             continue
         if any(contract.PARAMETERS.get(p) in ("choice", "switch") and choose(p) is None for p in params):
             continue  # every value of a parameter declared not applicable: the op cannot be called
-        if any(f"{p}={_SCALARS[contract.PARAMETERS[p]]}" in not_applicable for p in params
+        if any(plan.parameter_key(p, _SCALARS[contract.PARAMETERS[p]]) in not_applicable for p in params
                if contract.PARAMETERS.get(p) in ("width", "heads", "count", "offset")):
             continue  # the tiny size itself is declared not applicable ("num_heads=2"): nothing to call it with
         for form in contract.FORMS.get(op, ("unbatched",)):

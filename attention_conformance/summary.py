@@ -15,17 +15,15 @@ from pathlib import Path
 from attention_conformance import loader, machine, matrix, plan, reports
 
 
-def why_failed(report):
-    """The first failing test of a finished report and what it says, for the verdict line."""
-    bad = sorted(t for t, r in report["tests"].items() if r["outcome"] in ("failed", "error", "stale divergence"))
-    return f"{bad[0]}: {report['tests'][bad[0]].get('message') or report['tests'][bad[0]]['outcome']}" if bad else None
+def _failing(results):
+    return sorted(t for t, r in results.items() if r["outcome"] in ("failed", "error", "stale divergence"))
 
 
 def row(name, report, convention_cases=(), missing=None):
-    """(table cells, whether it conforms); `missing` says why there is no finished report."""
+    """(table cells, what is wrong for the verdict line or None); `missing` says why there is no finished report."""
     if report is None:
-        why = missing or "no report (environment not run, or framework did not import)"
-        return [name, "-", "-", "-", "-", "-", "-", "-", "-", f"MISSING: {why}"], False
+        status = f"MISSING: {missing or 'no report (environment not run, or framework did not import)'}"
+        return [name, "-", "-", "-", "-", "-", "-", "-", "-", status], status
     results = report["tests"]
     count = {outcome: sum(r["outcome"] == outcome for r in results.values())
              for outcome in ("passed", "diverged", "not applicable", "stale divergence")}
@@ -36,13 +34,15 @@ def row(name, report, convention_cases=(), missing=None):
     worst = f"{max(margins):.3f}" if margins else "-"
     worst_ulp = f"{max(ulps):.2f}" if ulps else "-"
     ran = count["passed"] + count["diverged"] + count["not applicable"]
+    problem = None
     if failed:
-        bad = sorted((t for t, r in results.items() if r["outcome"] in ("failed", "error", "stale divergence")))
+        first = _failing(results)[0]
         stale = count["stale divergence"]
         parts = [f"{failed - stale} failed"] * bool(failed - stale) + [f"{stale} known divergence(s) now conform"] * bool(stale)
-        status = f"FAILED: {', '.join(parts)} (first {bad[0]})"
+        status = f"FAILED: {', '.join(parts)} (first {first})"
+        problem = f"{', '.join(parts)}; {first}: {results[first].get('message') or results[first]['outcome']}"
     elif not report["complete"] or ran < report["expected"]:
-        status = f"INCOMPLETE: {ran} of {report['expected']} ran"
+        status = problem = f"INCOMPLETE: {ran} of {report['expected']} ran"
     else:
         diverged = count["diverged"]
         notes = ([f"{diverged - other_convention} known divergences"] * bool(diverged - other_convention)
@@ -52,7 +52,7 @@ def row(name, report, convention_cases=(), missing=None):
     devices = ", ".join(f"{d} {state}" for d, state in report.get("devices", {}).items())
     cells = [name, report["version"], ", ".join(report["dtypes"]), devices, str(report["expected"]), str(count["passed"]),
              str(failed), worst, worst_ulp, status]
-    return cells, status.startswith("conforms")
+    return cells, problem
 
 
 def _short(test_id, mutant):
@@ -60,31 +60,31 @@ def _short(test_id, mutant):
 
 
 def kill_rate(directories):
-    """Lines of the wrong-adapter table, and whether every one was run and behaved as expected."""
+    """Lines of the wrong-adapter table, and the wrong adapters that were not run or did not behave as expected."""
     names, ran = reports.mutants(directories)
     if not names:  # an outside run has no wrong adapters of its own
-        return [], True
-    lines, ok, caught, wrong = [], True, 0, 0
+        return [], []
+    lines, bad, caught, wrong = [], [], 0, 0
     for name in names:
         result = ran.get(name)
         if result is None:
             lines.append(f"| {name} | - | NOT RUN (its framework's environment did not report) |")
-            ok = False
+            bad.append(f"{name} not run")
             continue
         hits = result["caught_by"]
         if result["expected"] == "caught":
             wrong += 1
             caught += bool(hits)
-            ok &= bool(hits)
+            bad += [] if hits else [f"{name} not caught"]
             shown = ", ".join(_short(h, name) for h in hits[:3]) + (f" and {len(hits) - 3} more" if len(hits) > 3 else "")
             lines.append(f"| {name} | must fail | {'caught by ' + shown if hits else 'NOT CAUGHT'} ({len(hits)} of {result['cases']}) |")
         else:
-            ok &= not hits
+            bad += [f"{name} false alarm"] if hits else []
             lines.append(f"| {name} | must pass | {'passed all ' + str(result['cases']) if not hits else 'FALSE ALARM: ' + ', '.join(_short(h, name) for h in hits[:3])} |")
     rate = f"{100 * caught / wrong:.0f}%" if wrong else "-"
     head = [f"Wrong adapters caught (kill rate): {caught} of {wrong}, {rate}", "",
             "| adapter (tests/mutants) | expectation | result (failing tests) |", "|---|---|---|"]
-    return head + lines, ok
+    return head + lines, bad
 
 
 def _table(rows):
@@ -102,7 +102,7 @@ def main(directories=(reports.DEFAULT_DIR,), names=None, out=reports.DEFAULT_DIR
         print(f"error: no such reports folder: {', '.join(absent)}", file=sys.stderr)
         return 1
     try:
-        found, unfinished = reports.merge(directories) if not absent else ({}, {})
+        found, unfinished = reports.merge(directories) if not absent else ({}, [])
     except reports.ReportError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -119,23 +119,21 @@ def main(directories=(reports.DEFAULT_DIR,), names=None, out=reports.DEFAULT_DIR
     rows, failures = [], []
     for key, report, missing in ([(k, found[k], None) for k in sorted(found)] + [(a, None, why) for a, why in unfinished]
                                  + [(a, None, None) for a in never]):
-        cells, good = row(key, report, convention_cases, missing)
+        cells, problem = row(key, report, convention_cases, missing)
         rows.append(cells)
-        if not good:
-            detail = why_failed(report) if report else None
-            failures.append(f"{key}: {cells[-1].removeprefix('FAILED: ').split(' (first ')[0]}" + (f"; {detail}" if detail else ""))
+        if problem:
+            failures.append(f"{key}: {problem}")
     print("\n".join(_table(rows)))
     print("\nworst margin: largest |error| / tolerance over computed expectations (1.0 would use the whole budget);"
           "\nworst ULP: largest distance from the float64 expectation, in units of the last place of the dtype")
     measured_on = sorted({machine.one_line(r["machine"]) for r in found.values() if "machine" in r})
     print("measured on: " + ("; ".join(measured_on) or "not recorded"))
-    lines, mutants_ok = kill_rate(directories)
+    lines, wrong = kill_rate(directories)
     if lines:
         print()
         print("\n".join(lines))
-    if not mutants_ok:
-        failures.append("wrong adapters: " + ", ".join(l.split(" | ")[0].lstrip("| ") for l in lines
-                                                       if "NOT CAUGHT" in l or "NOT RUN" in l or "FALSE ALARM" in l))
+    if wrong:
+        failures.append("wrong adapters: " + ", ".join(wrong))
     built = matrix.build(found, sorted(({a for a, _ in unfinished} | set(never)) - reported))
     text, written = matrix.write(built, out)
     print(f"\nConformance matrix ({', '.join(map(str, written))})\n")
