@@ -10,6 +10,8 @@
     attention-conformance benchmark --adapter NAME           the suite's own speed and memory, as JSON
     attention-conformance portability --adapter NAME         the spec rerun under switches that change
                                                              kernels and threads: the same outcomes?
+    attention-conformance explain FILE.npz                   your own tensors: is the difference a bug
+                                                             or rounding? (NumPy only)
 
 NAME is a built-in adapter, an entry point name, or any importable module. Results go to stdout;
 problems, and a failing verdict, to stderr, one line each. Exit codes: 0 ok, 1 failures or errors
@@ -121,6 +123,10 @@ def main(argv=None):
                                                   "if any test's outcome changes. Other arguments (-k ...) go to pytest.")
     port_parser.add_argument("--adapter", metavar="NAME", help="this adapter, in this environment")
     port_parser.add_argument("--envs", help="tox's work folder: every built-in adapter in its own environment")
+    explain_parser = commands.add_parser("explain", help="your own attention's inputs and result: a bug, or rounding?",
+                                         description="Judge the result in FILE.npz against the float64 oracle with the "
+                                                     "tolerance model of its dtype. Exit 0 within, 1 beyond, 2 bad input.")
+    explain_parser.add_argument("file", metavar="FILE.npz")
     args, rest = parser.parse_known_args(argv)
     if rest and args.command not in ("run", "portability"):
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
@@ -143,6 +149,10 @@ def main(argv=None):
             parser.error("summary: the same --reports folder is given twice")
 
         return summary.main(args.reports or [reports.DEFAULT_DIR], args.adapter, args.out)
+    if args.command == "explain":
+        from attention_conformance import explain
+
+        return explain.main(args.file)
     if args.command == "portability":
         from attention_conformance import portability
 

@@ -1,0 +1,150 @@
+"""Bug or rounding? The oracle and one tolerance model for attention on any input, in any dtype.
+
+The spec's tolerances hold for the spec's inputs. This model is for everyone else's (`explain`,
+`fuzz`): for an output in dtype d,
+
+    |got - exact| <= k_d x B_d + ulps_d x ULP_d(row scale)
+
+  exact      float64 on the inputs as given, in portable arithmetic (the same bytes on every CPU);
+  B_d        max |plain - exact| over the tensor, plain being the same computation with every step's
+             inputs rounded to d and its result stored in d (reference.rounding_to): the error a
+             careful computation in d makes. In float64 that is exact itself, so B is float32's
+             plain error scaled by the ratio of the unit roundoffs (2**-53 / 2**-24): error
+             propagation, which dominates where logits are large, scales with the unit roundoff;
+  row scale  the largest |exact| in the element's row (last axis): an entry that is a cancellation
+             of O(1) terms gets the error of O(1) numbers, as every summation does.
+
+k and ulps per dtype are data (spec/model.yaml), measured over random shapes in every framework
+with `attention_conformance.model_sweep`; that file says what was measured. NumPy only.
+"""
+
+import contextlib
+import dataclasses
+
+import numpy as np
+
+from attention_conformance import SPEC_DIR, safe_io
+from attention_conformance.adapters import reference
+from attention_conformance.checks import compare, np_dtype
+
+DTYPES = ("float64", "float32", "float16", "bfloat16")
+MODEL_FILE = SPEC_DIR / "model.yaml"
+_STAND_IN = {"float64": ("float32", 2.0**-53 / 2.0**-24)}  # dtype -> (plain dtype, factor on its error)
+
+
+class BadInput(ValueError):
+    """Input the judge cannot take; the message is one line saying what to change."""
+
+
+def model(path=MODEL_FILE):
+    """{dtype: (k, ulps)} from spec/model.yaml."""
+    raw = safe_io.load_yaml(safe_io.read_bounded(path, 1 << 20, "model").decode())
+    try:
+        return {d: (float(raw[d]["k"]), float(raw[d]["ulps"])) for d in DTYPES}
+    except (KeyError, TypeError, ValueError) as exc:
+        raise BadInput(f"{path}: every dtype ({', '.join(DTYPES)}) needs numbers k and ulps ({exc!r})") from None
+
+
+# --- the computation ---------------------------------------------------------------------------
+
+
+def hidden_keys(T, S, mask=None, causal=False):
+    """True where query i may not see key j: the user's mask (True = hidden), and with `causal` the
+    keys after i + (S - T), bottom-right aligned (the last query sees every key), as the spec states."""
+    hidden = np.zeros((T, S), dtype=bool)
+    if causal:
+        hidden = np.arange(S)[None, :] > np.arange(T)[:, None] + (S - T)
+    return hidden if mask is None else hidden | np.asarray(mask, dtype=bool)
+
+
+def share_kv_heads(t, num_heads):
+    """K/V heads [..., K, S, H] repeated in place to [..., N, S, H] (head n uses K/V head n // (N/K))."""
+    return np.repeat(t, num_heads // t.shape[-3], axis=-3)
+
+
+def attend(q, k, v, hidden, scale=None, rounding=None, over_queries=False):
+    """{"scores": q k^T, "weights", "out"} in float64; q [..., T, H], k and v [..., S, H] with the same
+    leading axes (broadcastable), `hidden` broadcastable to [..., T, S]. `scale` None is 1/sqrt(H).
+    With `rounding` (a dtype name), every step's inputs are rounded to it and results stored in it.
+    `over_queries` normalises the weights over the wrong axis, a mistake `explain` recognises."""
+    steps = reference.rounding_to(np_dtype(rounding)) if rounding else contextlib.nullcontext()
+    stored = (lambda a: np.asarray(a).astype(np_dtype(rounding)).astype(np.float64)) if rounding else (lambda a: a)
+    with steps:
+        scores = reference.transposed_matmul(q, k)
+        if scale is None:
+            scaled = reference.scale(scores, q.shape[-1])
+        else:
+            scores_in, factor = reference._f64(scores, np.float64(scale))
+            scaled = scores_in * factor
+        hidden = np.broadcast_to(hidden, scaled.shape)
+        if over_queries:
+            weights = np.swapaxes(reference._masked_softmax(np.swapaxes(scaled, -1, -2), np.swapaxes(hidden, -1, -2)), -1, -2)
+        else:
+            weights = reference._masked_softmax(scaled, hidden)
+        out = reference.blend(weights, v)
+    return {"scores": stored(scores), "weights": stored(weights), "out": stored(out)}
+
+
+# --- the judgement -----------------------------------------------------------------------------
+
+
+def allowed(dtype, exact, plain, k, ulps):
+    """What |got - exact| may be, elementwise: k x max|plain - exact| + ulps x ULP(row scale)."""
+    exact = np.asarray(exact, dtype=np.float64)
+    _, factor = _STAND_IN.get(dtype, (dtype, 1.0))
+    finite = np.isfinite(exact) & np.isfinite(plain)
+    baseline = np.abs(plain - exact)[finite].max(initial=0.0) * factor
+    row_scale = np.abs(np.where(np.isfinite(exact), exact, 0.0)).max(axis=-1, keepdims=True, initial=0.0)
+    unit = np.spacing(row_scale.astype(np_dtype(dtype))).astype(np.float64)
+    return k * baseline + ulps * unit
+
+
+def plain_dtype(dtype):
+    """The dtype whose plain computation sets dtype's baseline (float64: float32, scaled)."""
+    return _STAND_IN.get(dtype, (dtype, 1.0))[0]
+
+
+@dataclasses.dataclass
+class Verdict:
+    """One tensor judged: margin = worst |error| / allowed (<= 1 within)."""
+
+    name: str
+    dtype: str
+    margin: float
+    index: tuple
+    got: float
+    expected: float
+    error: float
+    limit: float
+    ulps: float
+    plain_error: float
+
+    @property
+    def within(self):
+        return self.margin <= 1.0
+
+    def describe(self):
+        where = "[" + ", ".join(str(int(i)) for i in self.index) + "]"
+        return (f"{self.name}{where}: got {self.got!r}, expected {self.expected!r}, |error| {self.error:.3g} "
+                f"({self.ulps:.3g} ULP of {self.dtype} at the row's scale) against allowed {self.limit:.3g}; the plain {plain_dtype(self.dtype)} "
+                f"computation's error there is {self.plain_error:.3g}")
+
+
+def judge(name, dtype, got, exact, plain, k, ulps):
+    """The Verdict of `got` (an output in `dtype`) against the exact and plain computations."""
+    got, exact, plain = (np.asarray(a, dtype=np.float64) for a in (got, exact, plain))
+    with np.errstate(all="ignore"):
+        limit = allowed(dtype, exact, plain, k, ulps)
+        margin, index, error, bound = compare(got, exact, limit)
+        index = tuple(int(i) for i in index)
+        expected = float(exact[index]) if exact.ndim else float(exact)
+        value = float(got[index]) if got.ndim else float(got)
+        row = exact[index[:-1]] if exact.ndim else exact
+        finite = np.abs(np.where(np.isfinite(exact), exact, 0.0))
+        scale = np.abs(np.where(np.isfinite(row), row, 0.0)).max(initial=0.0) or finite.max(initial=0.0)  # a zero row: the tensor's
+        unit = float(np.spacing(np.asarray(scale).astype(np_dtype(dtype))))
+        ulp_count = error / unit if unit else float("inf")
+        plain_error = abs(float(plain[index] if plain.ndim else plain) - expected)
+    if np.isnan(value) and not np.isnan(expected):
+        error = ulp_count = float("inf")
+    return Verdict(name, dtype, margin, index, value, expected, error, bound, ulp_count, plain_error)

@@ -1,0 +1,157 @@
+"""`attention-conformance explain FILE.npz`: a verdict on a user's own tensors, from NumPy alone.
+
+Each known difference is built on purpose and must be named; the right answer computed in the
+dtype must be within; one element pushed off must be beyond and located; bad files are refused
+in one line with exit 2."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from attention_conformance import explain, explain_examples, judge
+from attention_conformance.explain_examples import _attention
+
+COMMAND = str(Path(sys.executable).parent / "attention-conformance")
+
+
+def _explain(tmp_path, name="case", **arrays):
+    path = tmp_path / f"{name}.npz"
+    np.savez(path, **arrays)
+    lines = []
+    code = explain.explain(path, out=lines.append, err=lines.append)
+    return code, "\n".join(lines)
+
+
+@pytest.fixture(scope="module")
+def qkv():
+    rng = np.random.default_rng(7)
+    return tuple(rng.standard_normal(shape).astype(np.float32) for shape in ((2, 3, 6, 8), (2, 3, 9, 8), (2, 3, 9, 8)))
+
+
+@pytest.mark.parametrize("name", sorted(explain_examples.EXAMPLES))
+def test_each_example_gets_its_verdict_from_the_installed_command_run_elsewhere(tmp_path, name):
+    explain_examples.write(tmp_path)
+    done = subprocess.run([COMMAND, "explain", f"{name}.npz"], cwd=tmp_path, capture_output=True, text=True,
+                          env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    code, what = explain_examples.EXAMPLES[name]
+    assert done.returncode == code, done.stdout + done.stderr
+    verdict = (done.stderr if code else done.stdout).strip().splitlines()[-1]
+    assert verdict.startswith("verdict: " + ("beyond" if code else "within")), verdict
+    if code:
+        assert "matches a known difference" in done.stdout, f"{what}: not named\n{done.stdout}"
+
+
+@pytest.mark.parametrize("dtype", judge.DTYPES)
+def test_the_answer_computed_in_the_dtype_is_within_and_one_element_off_is_beyond_and_located(tmp_path, dtype, qkv):
+    q, k, v = (t.astype(explain.np_dtype(dtype)) for t in qkv)
+    out = _attention(q, k, v, dtype, accumulate="float32" if dtype in ("float16", "bfloat16") else None)
+    stored = dict(q=q.astype(np.float32), k=k.astype(np.float32), v=v.astype(np.float32)) if dtype == "bfloat16" else dict(q=q, k=k, v=v)
+    extra = dict(dtype=np.array("bfloat16")) if dtype == "bfloat16" else {}
+    save = (lambda a: a.astype(np.float32)) if dtype == "bfloat16" else (lambda a: a)
+    code, text = _explain(tmp_path, out=save(out), **stored, **extra)
+    assert code == 0, text
+    wrong = out.astype(np.float64)
+    wrong[1, 2, 4, 5] += 0.25
+    code, text = _explain(tmp_path, out=save(wrong.astype(out.dtype)), **stored, **extra)
+    assert code == 1 and "worst out[1, 2, 4, 5]" in text, text
+
+
+def test_each_known_difference_is_named(tmp_path, qkv):
+    q, k, v = qkv
+    T, S = q.shape[-2], k.shape[-2]
+    mask = np.random.default_rng(1).random((T, S)) < 0.25
+    scores = q @ np.swapaxes(k, -1, -2) / np.float32(np.sqrt(8))
+    e = np.exp(scores - scores.max(axis=-2, keepdims=True))
+    over_queries = (e / e.sum(axis=-2, keepdims=True)) @ v
+    top_left = np.arange(S)[None, :] > np.arange(T)[:, None]
+    cases = {
+        "top-left causal alignment": dict(causal=np.array(True), out=_attention(q, k, v, "float32", hidden=top_left)),
+        "inverted mask polarity": dict(mask=mask, out=_attention(q, k, v, "float32", hidden=~mask)),
+        "scores scaled by 1/H": dict(out=_attention(q, k, v, "float32", scale=1 / 8)),
+        "scores scaled by 1 (no scaling)": dict(out=_attention(q, k, v, "float32", scale=1.0)),
+        "softmax over the wrong axis": dict(out=over_queries.astype(np.float32)),
+        "k and v swapped": dict(out=_attention(q, v, k, "float32")),
+    }
+    for name, arrays in cases.items():
+        code, text = _explain(tmp_path, q=q, k=k, v=v, **arrays)
+        assert code == 1 and f"matches a known difference: {name}:" in text, f"{name}:\n{text}"
+    hidden = np.zeros((T, S), dtype=bool)
+    hidden[2] = True
+    with np.errstate(invalid="ignore"):
+        nan_rows = _attention(q, k, v, "float32", hidden=hidden)
+    code, text = _explain(tmp_path, q=q, k=k, v=v, mask=hidden, out=nan_rows)
+    assert code == 1 and "NaN on fully masked rows" in text and "every other row is within" in text, text
+
+
+def test_weight_mistakes_in_the_x_form_and_the_first_diverging_intermediate(tmp_path):
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((5, 12)).astype(np.float32)
+    w = {n: rng.standard_normal((12, 12)).astype(np.float32) for n in ("w_query", "w_key", "w_value")}
+    kv = {n: rng.standard_normal((12, 6)).astype(np.float32) for n in ("w_key", "w_value")}  # 4 heads over 2 K/V heads of 3
+
+    def heads(t, n):
+        return np.stack(np.split(t, n, axis=-1), axis=-3)
+
+    def computed(weights, tile=False, n=1, kv_n=1):
+        q, k, v = (heads(x @ weights[m], c) for m, c in (("w_query", n), ("w_key", kv_n), ("w_value", kv_n)))
+        k, v = (np.tile(t, (n // kv_n, 1, 1)) if tile else np.repeat(t, n // kv_n, axis=0) for t in (k, v))
+        s = q @ np.swapaxes(k, -1, -2)
+        return s, _attention(q, k, v, "float32") if n > 1 else _attention(q[0], k[0], v[0], "float32")
+
+    scores, out = computed(w | {"w_query": w["w_query"].T})
+    code, text = _explain(tmp_path, x=x, **w, out=out, scores=scores[0])
+    assert code == 1 and "first intermediate that diverges: scores" in text and "w_query transposed" in text, text
+    _, out = computed(w | {"w_key": w["w_value"], "w_value": w["w_key"]})
+    code, text = _explain(tmp_path, x=x, **w, out=out)
+    assert code == 1 and "w_key and w_value swapped" in text, text
+    grouped = w | kv
+    _, out = computed(grouped, n=4, kv_n=2)
+    code, text = _explain(tmp_path, x=x, **grouped, num_heads=np.array(4), num_kv_heads=np.array(2), out=out)
+    assert code == 0, text
+    _, out = computed(grouped, tile=True, n=4, kv_n=2)
+    code, text = _explain(tmp_path, x=x, **grouped, num_heads=np.array(4), num_kv_heads=np.array(2), out=out)
+    assert code == 1 and "K/V heads tiled, not repeated" in text, text
+
+
+@pytest.mark.parametrize("arrays, says", [
+    (dict(q=np.ones((2, 4)), k=np.ones((3, 4)), v=np.ones((3, 4))), "no 'out'"),
+    (dict(q=np.ones((2, 4)), k=np.ones((3, 4)), v=np.ones((3, 4)), out=np.ones((2, 4)), mask=np.ones((2, 3))),
+     "'mask' is float64; it must be bool"),
+    (dict(q=np.ones((2, 4)), k=np.ones((3, 4)), v=np.ones((3, 4)), out=np.ones((2, 5))), "'out' has shape [2, 5]"),
+    (dict(q=np.ones((2, 4)), k=np.ones((3, 4)), v=np.ones((3, 4)), out=np.ones((2, 4)), query=np.ones(1)), "unknown key 'query'"),
+    (dict(q=np.ones((2, 4)), x=np.ones((2, 4)), out=np.ones((2, 4))), "give either q, k and v or x"),
+    (dict(q=np.ones((2, 4)), k=np.ones((3, 4)), v=np.ones((3, 4)), out=np.ones((2, 4), dtype=np.int32)), "'out' is int32"),
+    (dict(q=np.ones((2, 4)), k=np.ones((3, 4)), v=np.ones((3, 4)), out=np.full((2, 4), 0.1), dtype=np.array("bfloat16")),
+     "not bfloat16 numbers"),
+    (dict(q=np.ones((1, 2, 4)), k=np.ones((1, 3, 4)), v=np.ones((1, 3, 4)), out=np.ones((1, 2, 4)), num_kv_heads=np.array(2)),
+     "num_kv_heads 2 needs"),
+    (dict(q=np.ones((2, 4)), k=np.ones((3, 4)), v=np.ones((3, 4)), out=np.ones((2, 4)), causal=np.array([True, False])),
+     "'causal' must be a single bool"),
+])
+def test_bad_input_is_refused_in_one_line_with_exit_2(tmp_path, arrays, says):
+    np.savez(tmp_path / "bad.npz", **arrays)
+    done = subprocess.run([COMMAND, "explain", "bad.npz"], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 2 and done.stdout == "", done.stdout + done.stderr
+    assert len(done.stderr.splitlines()) == 1 and says in done.stderr and "bad.npz" in done.stderr, done.stderr
+
+
+def test_a_file_that_is_not_an_npz_or_holds_objects_is_refused(tmp_path):
+    (tmp_path / "text.npz").write_text("not a zip")
+    np.savez(tmp_path / "objects.npz", q=np.array([{"a": 1}], dtype=object))
+    for name in ("text.npz", "objects.npz", "absent.npz"):
+        done = subprocess.run([COMMAND, "explain", name], cwd=tmp_path, capture_output=True, text=True)
+        assert done.returncode == 2 and len(done.stderr.splitlines()) == 1 and name in done.stderr, done.stderr
+
+
+def test_explain_imports_no_framework(tmp_path, qkv):
+    q, k, v = qkv
+    np.savez(tmp_path / "f.npz", q=q, k=k, v=v, out=_attention(q, k, v, "float32"))
+    probe = ("import sys; from attention_conformance import cli; code = cli.main(['explain', sys.argv[1]]); "
+             "loaded = [m for m in ('torch', 'tensorflow', 'jax', 'mlx', 'onnxruntime') if m in sys.modules]; "
+             "print('frameworks:', loaded); sys.exit(code)")
+    done = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "f.npz")], capture_output=True, text=True)
+    assert done.returncode == 0 and "frameworks: []" in done.stdout, done.stdout + done.stderr
