@@ -155,3 +155,10 @@ def test_explain_imports_no_framework(tmp_path, qkv):
              "print('frameworks:', loaded); sys.exit(code)")
     done = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "f.npz")], capture_output=True, text=True)
     assert done.returncode == 0 and "frameworks: []" in done.stdout, done.stdout + done.stderr
+
+
+def test_the_readme_walks_through_every_example():
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = readme.split("## Is my difference a bug?", 1)[1].split("\n## ", 1)[0]
+    for name in explain_examples.EXAMPLES:
+        assert f"{name}.npz" in section, f"README's 'Is my difference a bug?' does not mention {name}.npz"
