@@ -56,6 +56,7 @@ KNOWN_DIVERGENCES = {
     "exercise_3_1_seed789/context_v2/float64": _EXPORT_SCALE,
     "fused_*/heads/float64": _ATTENTION_F64,
     "gqa_grouped_fused/heads/float64": _ATTENTION_F64,
+    "gqa_mqa_fused/heads/float64": _ATTENTION_F64,  # found by fuzz (seed 0) once the case ran in float64
     "mask_*/context/float64": _ATTENTION_F64,
 }
 
