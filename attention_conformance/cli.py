@@ -10,6 +10,7 @@
     attention-conformance benchmark --adapter NAME           the suite's own speed and memory, as JSON
     attention-conformance portability --adapter NAME         the spec rerun under switches that change
                                                              kernels and threads: the same outcomes?
+    attention-conformance fuzz --adapter NAME [--seed S]     generated cases judged by the tolerance model
     attention-conformance explain FILE.npz                   your own tensors: is the difference a bug
                                                              or rounding? (NumPy only)
 
@@ -127,13 +128,25 @@ def main(argv=None):
                                          description="Judge the result in FILE.npz against the float64 oracle with the "
                                                      "tolerance model of its dtype. Exit 0 within, 1 beyond, 2 bad input.")
     explain_parser.add_argument("file", metavar="FILE.npz")
+    fuzz_parser = commands.add_parser("fuzz", help="generated cases over the forward ops, judged by the tolerance model; "
+                                      "a finding is written as a spec case and a standalone reproducer")
+    fuzz_parser.add_argument("--adapter", required=True, metavar="NAME")
+    fuzz_parser.add_argument("--examples", type=int, default=100, metavar="N", help="cases to generate (default 100)")
+    fuzz_parser.add_argument("--seed", type=int, default=0, metavar="S", help="the same seed draws the same cases (default 0)")
+    fuzz_parser.add_argument("--dtype", choices=contract.DTYPES, help="default: the adapter's first dtype")
+    fuzz_parser.add_argument("--op", action="append", metavar="OP", help="only this forward op (repeatable; default: every one covered)")
+    fuzz_parser.add_argument("--out", default="fuzz-findings", metavar="DIR", help="where a finding goes (default ./fuzz-findings)")
     args, rest = parser.parse_known_args(argv)
     if rest and args.command not in ("run", "portability"):
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
-    if args.command in ("run", "check", "portability") and os.getcwd() not in sys.path:
+    if args.command in ("run", "check", "portability", "fuzz") and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # as `python -m` would: an adapter beside you imports by its name
     if args.command == "run":
         return run(args.adapter, rest)
+    if args.command == "fuzz":
+        from attention_conformance import fuzz
+
+        return fuzz.main(args.adapter, args.examples, args.seed, args.dtype, args.out, args.op)
     if args.command == "check":
         return check(args.module)
     if args.command == "validate":

@@ -1,0 +1,711 @@
+"""`attention-conformance fuzz`: generated cases over the contract's forward ops, judged by the tolerance model.
+
+    attention-conformance fuzz --adapter NAME [--examples N] [--seed S] [--dtype D] [--op OP ...] [--out DIR]
+
+Hypothesis draws cases in the spec's own vocabulary (seeded uniform tensors `{uniform: [low, high],
+shape, seed}`, fills, boolean masks, switches and words), so a finding is a spec case. The drawn
+cases lean on the places where implementations go wrong: one token (T = 1), odd head sizes, long
+sequences, large logits, near ties, masks that hide all keys but one, grouped-head ratios,
+decoding offsets, square and cube shapes where a wrong layout still fits. Each output is judged
+by attention_conformance.judge (|got - exact| <= k x max|plain - exact| + ulps x ULP(row scale), k
+and ulps from spec/model.yaml). The adapter's NOT_APPLICABLE keys and known divergences are
+honoured: a key or divergence naming a spec case covers the generated cases that case stands for
+(same op, same words and switches, a decoding offset or not, a fully masked row or not).
+
+A run is deterministic for a seed (hypothesis with a fixed seed, no database, no deadline). On a
+finding it shrinks it and writes, under --out (default ./fuzz-findings):
+  <adapter>-<op>-<dtype>.yaml   the case, ready to paste under `cases:` in spec/attention.yaml
+  <adapter>-<op>-<dtype>.py     a reproducer needing only the framework and NumPy: the adapter's
+                                function inlined, the inputs and float64 expectation embedded
+Exit codes: 0 no finding, 1 a finding, 2 wrong usage (one line on stderr).
+"""
+
+import ast
+import base64
+import builtins
+import dataclasses
+import inspect
+import io
+import math
+import random
+import sys
+import textwrap
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from attention_conformance import SPEC_DIR, contract, loader, plan
+
+# The forward ops the fuzzer draws cases for (an adapter's missing or not-applicable ops are left out).
+COVERED = ("project", "transposed_matmul", "scale", "softmax", "blend", "attention", "self_attention_v1",
+           "self_attention_v2", "exercise_3_1", "causal_attention", "masked_attention", "multi_head_attention",
+           "fused_attention", "decode_attention", "causal_flag", "grouped_attention", "grouped_fused_attention",
+           "grouped_attention_layer", "mask_conventions", "attention_module", "layer_mask", "layer_key_padding")
+INSTALL = "pip install 'attention-conformance[fuzz]' (or: pip install hypothesis==6.170.15)"
+DEFAULT_OUT = "fuzz-findings"
+SHRINK_CALLS = 150  # evaluations spent shrinking a finding, at most (counted, so a run stays deterministic)
+
+# What the drawn numbers are: sizes and ranges chosen so that shrinking heads for the small and plain.
+_TOKENS = (1, 2, 3, 4, 5, 7, 8, 16, 33, 64, 128)  # T = 1 first (shrinking goes there), long T last
+_WIDTHS = (1, 2, 3, 4, 5, 7, 8, 16)  # d_in
+_HEAD_SIZES = (1, 2, 3, 4, 5, 7, 8, 16)  # odd ones included
+_BATCHES = (1, 2, 3)
+_X_RANGES = ((-1.0, 1.0), (0.0, 1.0), (-3.0, 3.0), (0.999, 1.0))  # the last: near-equal tokens, near ties
+_W_RANGES = ((-1.0, 1.0), (-0.5, 0.5), (-4.0, 4.0), (-0.035, 0.035))  # (-4, 4): large logits
+_SCORE_RANGES = ((-1.0, 1.0), (-10.0, 10.0), (-100.0, 100.0), (-2000.0, 2000.0), (5.0, 5.001))
+_FILLS = (0.0, 1.0, 0.5, -1.0)
+_FRAMEWORK_PINS = {  # attention_conformance.numerics, the numeric switches only
+    "torch": ["torch.set_float32_matmul_precision('highest')"],
+    "tensorflow": ["tensorflow.config.experimental.enable_tensor_float_32_execution(False)"],
+    "jax": ["jax.config.update('jax_default_matmul_precision', 'highest')", "jax.config.update('jax_enable_x64', True)"],
+}
+
+
+class UsageError(Exception):
+    pass
+
+
+# --- drawing cases ------------------------------------------------------------------------------
+
+
+def _strategy(ops):
+    from hypothesis import strategies as st
+
+    def tensor(draw, shape, ranges):
+        if draw(st.integers(0, 9)) == 9:  # exact ties everywhere
+            return {"fill": draw(st.sampled_from(_FILLS)), "shape": list(shape)}
+        low, high = draw(st.sampled_from(ranges))
+        return {"uniform": [low, high], "shape": list(shape), "seed": draw(st.integers(0, 2**16))}
+
+    def mask(draw, lead, T, S, start=0):
+        """True = hidden; every row keeps a key (a fully masked row is a convention, not a number)."""
+        kind = draw(st.sampled_from(("none", "all_but_one", "random", "padding")))
+        rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+        shape = tuple(lead) + (T, S)
+        if kind == "none":
+            hidden = np.zeros(shape, dtype=bool)
+        elif kind == "all_but_one":
+            hidden = np.ones(shape, dtype=bool)
+            keep = rng.integers(0, S, size=shape[:-1])
+            np.put_along_axis(hidden, keep[..., None], False, axis=-1)
+        elif kind == "random":
+            hidden = rng.random(shape) < draw(st.sampled_from((0.5, 0.9)))
+            empty = hidden.all(axis=-1)
+            keep = rng.integers(0, S, size=shape[:-1])
+            rows = np.argwhere(empty)
+            for r in rows:
+                hidden[tuple(r) + (keep[tuple(r)],)] = False
+        else:
+            hidden = np.zeros(shape, dtype=bool)
+            hidden[..., S - int(rng.integers(0, S)):] = True  # the last keys padded, key 0 never
+            hidden[..., 0] = False
+        return hidden.tolist()
+
+    @st.composite
+    def case(draw):
+        op = draw(st.sampled_from(ops))
+        form = draw(st.sampled_from(contract.FORMS[op]))
+        lead = [draw(st.sampled_from(_BATCHES))] if form == "batched" else []
+        T = draw(st.sampled_from(_TOKENS))
+        D, H = draw(st.sampled_from(_WIDTHS)), draw(st.sampled_from(_HEAD_SIZES))
+        shape_kind = draw(st.integers(0, 3))  # 0: square (d_in == d_out), 1: a cube (B == T == d), else any
+        if shape_kind == 0:
+            H = D
+        elif shape_kind == 1 and lead:
+            lead[0] = T = D = H = draw(st.sampled_from((2, 3, 4)))
+
+        def x(t=T, d=D):
+            return tensor(draw, lead + [t, d], _X_RANGES)
+
+        def w(rows, cols):
+            return tensor(draw, [rows, cols], _W_RANGES)
+
+        if op == "project":
+            return op, {"x": tensor(draw, [D] if form == "row" else [T, D], _X_RANGES), "w": w(D, H)}
+        if op == "transposed_matmul":
+            S = T if draw(st.booleans()) else draw(st.sampled_from(_TOKENS))
+            return op, {"q": tensor(draw, lead + [T, H], _X_RANGES), "k": tensor(draw, lead + [S, H], _X_RANGES)}
+        if op == "scale":
+            return op, {"scores": tensor(draw, [T, T], _SCORE_RANGES), "d_k": draw(st.sampled_from((1, 2, 3, 4, 7, 16, 64)))}
+        if op == "softmax":
+            return op, {"scores": tensor(draw, [T] if form == "row" else [T, draw(st.sampled_from(_TOKENS))], _SCORE_RANGES)}
+        if op == "blend":
+            S = draw(st.sampled_from(_TOKENS))
+            return op, {"weights": tensor(draw, [T, S], ((0.0, 1.0),)), "v": tensor(draw, [S, H], _X_RANGES)}
+        transposed = op in ("self_attention_v2", "exercise_3_1")  # nn.Linear's [d_out, d_in]
+        if op in ("attention", "self_attention_v1", "self_attention_v2", "exercise_3_1", "causal_attention"):
+            return op, {"x": x(), **{n: w(H, D) if transposed else w(D, H) for n in ("w_query", "w_key", "w_value")}}
+        if op == "masked_attention":
+            return op, {"x": x(), "w_query": w(D, H), "w_key": w(D, H), "w_value": w(D, H), "mask": mask(draw, [], T, T)}
+        if op in ("decode_attention", "causal_flag"):
+            return op, {"x": x(), "w_query": w(D, H), "w_key": w(D, H), "w_value": w(D, H),
+                        "start": draw(st.integers(0, T - 1))}
+        if op == "mask_conventions":
+            return op, {"x": x(), "w_query": w(D, H), "w_key": w(D, H), "w_value": w(D, H),
+                        "mask": mask(draw, lead, T, T), "api": draw(st.sampled_from(contract.CHOICES["api"])),
+                        "fill": draw(st.sampled_from(contract.CHOICES["fill"]))}
+        N = draw(st.sampled_from((1, 2, 3, 4)))
+        if op in ("grouped_attention", "grouped_fused_attention", "grouped_attention_layer"):
+            K = draw(st.sampled_from([k for k in (1, 2, 3, 4) if N % k == 0]))
+            if op == "grouped_attention_layer":  # a layer: the model width is the input width
+                D = N * H
+            return op, {"x": x(d=D), "w_query": w(D, N * H), "w_key": w(D, K * H), "w_value": w(D, K * H),
+                        "num_heads": N, "num_kv_heads": K, "causal": draw(st.booleans())}
+        if op in ("multi_head_attention", "fused_attention"):
+            inputs = {"x": x(), "w_query": w(D, N * H), "w_key": w(D, N * H), "w_value": w(D, N * H)}
+            if op == "multi_head_attention":
+                inputs["w_out"] = w(N * H, N * H)
+            return op, inputs | {"num_heads": N, "causal": draw(st.booleans())}
+        # The layers: model width E = N x H, weights in the reference form, biases drawn too.
+        E = N * H
+        inputs = {"x": x(d=E), **{n: w(E, E) for n in ("w_query", "w_key", "w_value", "w_out")},
+                  **{n: tensor(draw, [E], _W_RANGES) for n in ("b_query", "b_key", "b_value", "b_out")}, "num_heads": N}
+        if op == "attention_module":
+            return op, inputs | {"causal": draw(st.booleans()), "layer": draw(st.sampled_from(contract.LAYERS)),
+                                 "checkpoint": draw(st.sampled_from(contract.CHOICES["checkpoint"]))}
+        if op == "layer_mask":
+            return op, inputs | {"mask": mask(draw, lead, T, T)}
+        padding = np.zeros(lead + [T], dtype=bool)
+        padded = draw(st.integers(0, T - 1))
+        if padded:
+            padding[..., T - padded:] = True
+        return op, inputs | {"padding": padding.tolist(), "causal": draw(st.booleans())}
+
+    return case()
+
+
+# --- judging one case -------------------------------------------------------------------------
+
+
+def _features(op, inputs):
+    """What decides whether a spec case's NOT_APPLICABLE key or known divergence covers a generated
+    case of the same op: its words and switches, whether it decodes at an offset, whether a row is
+    fully masked, whether it is multi-query."""
+    features = {}
+    for name, value in inputs.items():
+        if isinstance(value, (bool, str)) and "#" not in str(value):
+            features[name] = value
+        elif name == "start":
+            features["offset"] = value > 0
+        elif name in ("mask", "padding") and isinstance(value, list):
+            features["fully_masked"] = bool(np.asarray(value, dtype=bool).all(axis=-1).any())
+        elif name == "num_kv_heads":  # one K/V head shared by several query heads; one head alone is plain attention
+            features["multi_query"] = value == 1 and inputs.get("num_heads", 1) > 1
+    return features
+
+
+# The features that tell an op's spec cases apart where an adapter's NOT_APPLICABLE key or known
+# divergence names one of them; an op not listed: every spec case of the op stands for every generated one.
+_DECIDING = {"attention_module": ("layer",), "decode_attention": ("offset",), "causal_flag": ("offset",),
+             "masked_attention": ("fully_masked",), "mask_conventions": ("api", "fully_masked"),
+             "layer_mask": ("fully_masked",), "layer_key_padding": ("fully_masked",),
+             **{op: ("multi_query",) for op in ("grouped_attention", "grouped_fused_attention", "grouped_attention_layer")}}
+
+
+def _twins(spec, op, inputs):
+    """The spec cases a generated case of `op` stands with: same op, same deciding features."""
+    deciding = _DECIDING.get(op, ())
+    mine = _features(op, inputs)
+    return [c for c in spec.cases.values() if c.op == op
+            and all(_features(op, c.inputs).get(f) == mine.get(f) for f in deciding)]
+
+
+@dataclasses.dataclass
+class Finding:
+    op: str
+    inputs: dict
+    dtype: str
+    outputs: dict  # output -> Verdict (or None when the output is a shape or type mismatch)
+    messages: dict  # output -> one line
+    raised: str = None
+
+    @property
+    def failing(self):
+        return sorted(self.messages)
+
+
+class Fuzzer:
+    def __init__(self, name, adapter, dtype, ops=None, divergences_as=None):
+        from attention_conformance import judge
+
+        self.name, self.adapter, self.dtype = name, adapter, dtype
+        self.judge = judge
+        self.model = judge.model()
+        self.spec = loader.load()
+        self.report_name = divergences_as or name
+        self.divergences = loader.load_divergences(SPEC_DIR / "known_divergences.yaml")
+        self.divergences |= {plan.declared_pattern(self.report_name, key): reason
+                             for key, reason in getattr(adapter, "KNOWN_DIVERGENCES", {}).items()}
+        not_applicable = getattr(adapter, "NOT_APPLICABLE", {})
+        self.ops = [op for op in (ops or COVERED) if hasattr(adapter, op) and op not in not_applicable]
+        primary = adapter.DTYPES[0]
+        self.planned = {(case.op, output) for case in self.spec.cases.values() for output, exp in case.expect.items()
+                        if plan.applies(self.spec, case, exp, dtype, primary)}  # the spec's dtype plan
+        self.calls = 0
+        self.excused = {}  # reason -> how many outputs it excused
+
+    def excuse(self, op, inputs, output):
+        """Why this output of this generated case is not judged, or None."""
+        reasons = getattr(self.adapter, "NOT_APPLICABLE", {})
+        if self.dtype not in self.adapter.DTYPES:
+            return f"{self.dtype} is not in the adapter's DTYPES"
+        if (op, output) not in self.planned:
+            return f"the spec does not check {op}/{output} in {self.dtype}"
+        twins = _twins(self.spec, op, inputs)
+        keys = [self.dtype, op, f"{op}/{output}"] + [plan.parameter_key(n, v) for n, v in inputs.items()
+                                                      if isinstance(v, (str, int)) and "#" not in str(v)]
+        keys += [k for twin in twins for k in (twin.id, f"{twin.id}/{output}")]
+        reason = next((reasons[k] for k in keys if k in reasons), None)
+        if reason:
+            return f"not applicable: {reason}"
+        for case_id in [twin.id for twin in twins] + ["fuzz"]:
+            reason = loader.divergence_reason(plan.test_id(output, self.report_name, self.dtype, case_id), self.divergences)
+            if reason:
+                return f"known divergence: {reason}"
+        return None
+
+    def arrays(self, inputs):
+        from attention_conformance.checks import _resolve
+
+        return {n: _resolve(v, self.dtype, None) for n, v in inputs.items()}
+
+    def expected(self, op, kwargs):
+        """(exact, plain) outputs of the reference on the inputs as the adapter received them."""
+        from attention_conformance.adapters import reference
+        from attention_conformance.checks import np_dtype
+
+        as64 = {n: np.asarray(v, dtype=np.float64) if isinstance(v, np.ndarray) and v.dtype != bool else v
+                for n, v in kwargs.items()}
+        names = contract.OPS[op][1]
+
+        def outputs(result):
+            return result if len(names) > 1 else {names[0]: result}
+
+        with np.errstate(all="ignore"):
+            exact = outputs(getattr(reference, op)(**as64))
+            plain_dtype = np_dtype(self.judge.plain_dtype(self.dtype))
+            with reference.rounding_to(plain_dtype):
+                plain = outputs(getattr(reference, op)(**as64))
+        plain = {k: np.asarray(v).astype(plain_dtype).astype(np.float64) if np.asarray(v).dtype.kind == "f" else v
+                 for k, v in plain.items()}
+        return exact, plain
+
+    def evaluate(self, op, inputs):
+        """A Finding if the adapter's outputs break the tolerance model on this case, else None."""
+        self.calls += 1
+        names = contract.OPS[op][1]
+        judged = [o for o in names if not self.excuse(op, inputs, o)]
+        for o in names:
+            reason = self.excuse(op, inputs, o)
+            if reason:
+                self.excused[reason] = self.excused.get(reason, 0) + 1
+        if not judged:
+            return None
+        kwargs = self.arrays(inputs)
+        try:
+            with np.errstate(all="ignore"):
+                result = getattr(self.adapter, op)(**kwargs)
+        except Exception as exc:  # noqa: BLE001 - an adapter that raises on valid inputs is a finding
+            text = (str(exc).strip().splitlines() or [""])[0][:300]
+            return Finding(op, inputs, self.dtype, {}, {o: f"raised {type(exc).__name__}: {text}" for o in judged},
+                           f"{type(exc).__name__}: {text}")
+        got = result if len(names) > 1 else {names[0]: result}
+        exact, plain = self.expected(op, kwargs)
+        k, ulps = self.model[self.dtype]
+        verdicts, messages = {}, {}
+        for output in judged:
+            if not isinstance(got, dict) or output not in got:
+                messages[output] = f"missing from what {op}() returned"
+                continue
+            want = exact[output]
+            try:
+                value = np.asarray(got[output])
+                if value.dtype.kind not in "biuf" and value.dtype.name != "bfloat16":
+                    raise TypeError(value.dtype)
+            except Exception as exc:  # noqa: BLE001 - whatever it returned is the adapter's doing
+                messages[output] = f"not an array of numbers ({type(exc).__name__}: {exc})"
+                continue
+            if np.asarray(want).dtype.kind in "biu" or np.asarray(want).dtype == bool:
+                if not np.array_equal(value, want):
+                    messages[output] = f"got {value.tolist()!r} but should be {np.asarray(want).tolist()!r}"
+                continue
+            if value.shape != np.shape(want):
+                messages[output] = f"shape {list(value.shape)} but should be {list(np.shape(want))}"
+                continue
+            verdict = self.judge.judge(output, self.dtype, value, want, plain[output], k, ulps)
+            verdicts[output] = verdict
+            if not verdict.within:
+                messages[output] = f"margin {verdict.margin:.3g}: {verdict.describe()}"
+        return Finding(op, inputs, self.dtype, verdicts, messages) if messages else None
+
+    def run(self, examples, seed, shrink=SHRINK_CALLS):
+        """The shrunk Finding of a run of `examples` generated cases, or None."""
+        from hypothesis import HealthCheck, Phase, errors, find, settings
+
+        if not self.ops:
+            return None
+        seen = {}  # repr(case) -> found?, so a replayed case gets the same answer
+        spent = []
+
+        def condition(case):
+            key = repr(case)
+            if key not in seen:
+                if spent and len(spent) > shrink:  # the shrink budget is spent: nothing new is kept
+                    return False
+                seen[key] = self.evaluate(*case) is not None
+                if spent or seen[key]:
+                    spent.append(key)
+            return seen[key]
+
+        phases = [Phase.generate, Phase.shrink] if shrink else [Phase.generate]
+        config = settings(max_examples=examples, database=None, deadline=None, derandomize=False, phases=phases,
+                          suppress_health_check=list(HealthCheck), print_blob=False)
+        try:
+            with warnings.catch_warnings():  # a drawn mask's repr is large; hypothesis's note about it is noise here
+                warnings.simplefilter("ignore", errors.HypothesisWarning)
+                op, inputs = find(_strategy(self.ops), condition, settings=config, random=random.Random(seed))
+        except errors.NoSuchExample:
+            return None
+        return self.evaluate(op, inputs)
+
+
+# --- writing a finding ------------------------------------------------------------------------
+
+
+def case_yaml(spec, finding, adapter_name):
+    """The finding as a spec case (YAML text, indented to paste under `cases:`), and its id."""
+    import yaml
+
+    vocabulary = set(spec.vocabulary)
+    op, inputs = finding.op, finding.inputs
+    words = ["random"] + [w for w in op.split("_") if w in vocabulary and w != "random"]
+    if inputs.get("causal") and "causal" not in words:
+        words.append("causal")
+    if "batched" not in words and isinstance(inputs.get("x"), dict) and len(inputs["x"]["shape"]) == 3:
+        words.append("batched")
+    suffixes = [[]] + [[a] for a in ("one", "two", "four", "x2", "x8", "1", "3")] + \
+        [[a, b] for a in ("one", "two", "four") for b in ("one", "two", "four", "x2", "x8", "1", "3")]
+    taken = set(spec.cases)
+    case_id = next("_".join(words + s) for s in suffixes if "_".join(words + s) not in taken)
+    twins = _twins(spec, op, inputs)
+    family = next((c.family for c in twins), None) or next(c.family for c in spec.cases.values() if c.op == op)
+    conventions = {c.convention for c in twins}
+    raw = {"id": case_id, "family": family}
+    if len(conventions) == 1 and None not in conventions:
+        raw["convention"] = conventions.pop()
+    if finding.dtype not in spec.dtypes["sweep"] and finding.dtype != "float32":
+        pass
+    note = (f"Found by attention-conformance fuzz on {adapter_name} in {finding.dtype}: "
+            + "; ".join(f"{o}: {m}" for o, m in sorted(finding.messages.items())))
+    raw |= {"note": note[:600], "op": op, "inputs": inputs,
+            "expect": {o: {"reference": True} for o in finding.failing}}
+    text = yaml.safe_dump([raw], sort_keys=False, default_flow_style=None, width=120, allow_unicode=False)
+    return case_id, textwrap.indent(text, "  ")
+
+
+class CannotInline(Exception):
+    pass
+
+
+_INLINED_TOPS = {"attention_conformance", "tests"}
+
+
+class _Inliner:
+    """The source that defines a function standalone: its own source and, recursively, every suite
+    function, class and constant it reaches; third-party modules are imported, as in the original."""
+
+    def __init__(self, own_tops):
+        self.tops = _INLINED_TOPS | set(own_tops)
+        self.imports, self.blocks, self.prelude = [], [], []
+        self.bound = {}  # emitted name -> the object it is
+        self.parsed = {}  # file -> module AST
+        self.namespaces = {}  # name -> (suite module, the attributes used of it)
+
+    def _module_ast(self, g):
+        file = g.get("__file__")
+        if not file:
+            raise CannotInline(f"module {g.get('__name__')} has no source file")
+        if file not in self.parsed:
+            source = Path(file).read_text()
+            tree = ast.parse(source)
+            self.parsed[file] = (tree, source)
+            for node in tree.body:  # os.environ settings made before a framework's import
+                if isinstance(node, ast.Assign) and "os.environ" in ast.unparse(node.targets[0]):
+                    line = ast.unparse(node)
+                    if line not in self.prelude:
+                        self.prelude.append(line)
+        return self.parsed[file]
+
+    def _inlined(self, value):
+        module = getattr(value, "__module__", None) or ""
+        return module.split(".")[0] in self.tops
+
+    def _bind(self, name, value):
+        if name in self.bound:
+            if self.bound[name] is not value:
+                raise CannotInline(f"two different objects are both named {name!r}")
+            return False
+        self.bound[name] = value
+        return True
+
+    def _import(self, line):
+        if line not in self.imports:
+            self.imports.append(line)
+
+    def need(self, name, g, attributes=None):
+        if name not in g:
+            return
+        value = g[name]
+        if name in vars(builtins) and value is vars(builtins)[name]:
+            return
+        if inspect.ismodule(value):
+            if value.__name__.split(".")[0] in self.tops:  # a suite module used as a namespace: what is used of it
+                members = self.namespaces.setdefault(name, (value, set()))
+                if members[0] is not value:
+                    raise CannotInline(f"two different modules are both named {name!r}")
+                for attr in sorted(attributes or ()):
+                    if attr not in members[1]:
+                        members[1].add(attr)
+                        self.need(attr, vars(value))
+                return
+            if self._bind(name, value):
+                self._import(f"import {value.__name__}" if name == value.__name__ else
+                             f"import {value.__name__} as {name}")
+            return
+        if (inspect.isfunction(value) or inspect.isclass(value) or hasattr(value, "__wrapped__")) and self._inlined(value):
+            if "<locals>" in getattr(value, "__qualname__", ""):
+                raise CannotInline(f"{name} is made at run time ({value.__qualname__})")
+            if not self._bind(name, value):
+                return
+            source = textwrap.dedent(inspect.getsource(value))
+            inner = inspect.unwrap(value)
+            globals_ = inner.__globals__ if inspect.isfunction(inner) else vars(sys.modules[value.__module__])
+            self._module_ast(globals_)
+            self.walk(ast.parse(source), globals_)
+            self.blocks.append(source + (f"\n{name} = {value.__name__}\n" if value.__name__ != name else ""))
+            return
+        if inspect.isfunction(value) or inspect.isclass(value) or inspect.isbuiltin(value) or callable(value):
+            module = getattr(value, "__module__", None)
+            if module and self._bind(name, value):
+                self._import(f"from {module} import {value.__name__}" + (f" as {name}" if name != value.__name__ else ""))
+            return
+        # A constant: the statement that defines it at the top of its module, or its literal value.
+        tree, source = self._module_ast(g)
+        for node in tree.body:
+            targets = [t for n in ([node] if isinstance(node, (ast.Assign, ast.AnnAssign)) else []) for t in
+                       (n.targets if isinstance(n, ast.Assign) else [n.target])]
+            if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+                if self._bind(name, value):
+                    self.walk(node.value, g)
+                    self.blocks.append(ast.get_source_segment(source, node) + "\n")
+                return
+        try:
+            text = repr(value)
+            if ast.literal_eval(text) != value:
+                raise ValueError
+        except Exception:  # noqa: BLE001 - anything without a literal form
+            raise CannotInline(f"{name} ({type(value).__name__}) has no source and no literal form") from None
+        if self._bind(name, value):
+            self.blocks.append(f"{name} = {text}\n")
+
+    def walk(self, tree, g):
+        names, attributes = [], {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and node.id not in names:
+                names.append(node.id)
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+                attributes.setdefault(node.value.id, set()).add(node.attr)
+        for name in names:
+            self.need(name, g, attributes.get(name))
+
+    def namespace_blocks(self):
+        return [f"{name} = types.SimpleNamespace({', '.join(f'{a}={a}' for a in sorted(attrs))})\n"
+                for name, (_, attrs) in self.namespaces.items()]
+
+
+def _repro_data(fuzzer, finding):
+    """The arrays the adapter received and the failing outputs' expectation and allowed error, as npz bytes."""
+    kwargs = fuzzer.arrays(finding.inputs)
+    exact, plain = fuzzer.expected(finding.op, kwargs)
+    k, ulps = fuzzer.model[finding.dtype]
+    arrays, scalars = {}, {}
+    for name, value in kwargs.items():
+        if isinstance(value, np.ndarray):
+            arrays[f"in_{name}"] = value.astype(np.float32) if value.dtype.name == "bfloat16" else value
+        else:
+            scalars[name] = value
+    for output in finding.failing:
+        want = np.asarray(exact[output], dtype=np.float64)
+        arrays[f"exact_{output}"] = want
+        if want.dtype.kind == "f":
+            with np.errstate(all="ignore"):
+                arrays[f"allowed_{output}"] = np.broadcast_to(
+                    fuzzer.judge.allowed(finding.dtype, want, np.asarray(plain[output], dtype=np.float64), k, ulps), want.shape)
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **arrays)
+    return buffer.getvalue(), scalars
+
+
+_REPRO_MAIN = '''
+# --- the case: inputs exactly as the adapter received them, and the float64 expectation ---------------
+DTYPE = {dtype!r}
+OP = {op!r}
+FAILING = {failing!r}
+SCALARS = {scalars!r}
+DATA = np.load(io.BytesIO(base64.b64decode(
+{blob})))
+
+
+def main():
+    dtype = np.dtype(DTYPE) if DTYPE != "bfloat16" else np.dtype(__import__("ml_dtypes").bfloat16)
+    inputs = {{name[3:]: DATA[name].astype(dtype) if DATA[name].dtype.kind == "f" else DATA[name]
+              for name in DATA.files if name.startswith("in_")}}
+    result = {call}(**inputs, **SCALARS)
+    outputs = result if isinstance(result, dict) else {{FAILING[0]: result}}
+    worst = 0.0
+    for name in FAILING:
+        expected = DATA["exact_" + name]
+        got = np.asarray(outputs[name], dtype=np.float64)
+        if got.shape != expected.shape:
+            print(f"{{OP}} {{name}}: shape {{list(got.shape)}}, expected {{list(expected.shape)}}")
+            worst = float("inf")
+            continue
+        allowed = DATA["allowed_" + name]
+        error = np.abs(got - expected)
+        ratio = np.where(np.isnan(got), np.inf, np.where(error == 0, 0.0, error / allowed))
+        i = np.unravel_index(np.argmax(ratio), ratio.shape) if ratio.ndim else ()
+        print(f"{{OP}} {{name}} in {{DTYPE}}: worst element {{[int(n) for n in i]}}: got {{float(got[i])!r}}, float64 expects "
+              f"{{float(expected[i])!r}}, |error| {{error[i]:.3g}}, allowed {{allowed[i]:.3g}} ({{ratio[i]:.3g}}x the allowance)")
+        worst = max(worst, float(ratio[i]))
+    print("REPRODUCED: beyond the allowed error" if worst > 1 else "not reproduced: within the allowed error")
+    return 1 if worst > 1 else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+'''
+
+
+def reproducer(fuzzer, finding, module_name):
+    """A script needing only the framework and NumPy that calls the adapter's function on the case."""
+    fn = getattr(fuzzer.adapter, finding.op)
+    own = {getattr(fuzzer.adapter, "__name__", module_name).split(".")[0]}
+    blob, scalars = _repro_data(fuzzer, finding)
+    encoded = base64.b64encode(blob).decode()
+    blob_text = "\n".join(f'    "{encoded[i:i + 100]}"' for i in range(0, len(encoded), 100))
+    header = (f'"""Reproducer: {module_name}\'s {finding.op}() in {finding.dtype} against float64 attention.\n\n'
+              f"Written by `attention-conformance fuzz`; it needs only the framework and NumPy.\n"
+              + "".join(f"  {o}: {textwrap.shorten(m, 400)}\n" for o, m in sorted(finding.messages.items()))
+              + f'Exit 1 when the error is beyond the allowance (the tolerance model of attention-conformance).\n"""\n\n')
+    try:
+        inliner = _Inliner(own)
+        inliner.need(finding.op, {finding.op: fn})
+        pins = []
+        for top in dict.fromkeys(line.split()[1].split(".")[0] for line in inliner.imports):
+            alias = next((line.split()[-1] for line in inliner.imports if line.split()[1] == top and line.startswith("import ")), None)
+            if top in _FRAMEWORK_PINS and alias is None:
+                inliner.imports.append(f"import {top}")
+                alias = top
+            pins += [alias + p[len(top):] for p in _FRAMEWORK_PINS.get(top, [])]
+        body = ("import base64\nimport io\nimport sys\nimport types\n\n" + ("import os\n" + "\n".join(inliner.prelude) + "\n\n" if inliner.prelude else "")
+                + "\n".join(inliner.imports + ["import numpy as np"] * ("import numpy as np" not in inliner.imports)) + "\n\n" + "\n".join(pins) + "\n\n\n"
+                + "\n\n".join(inliner.blocks + inliner.namespace_blocks()))
+        call = finding.op
+    except (CannotInline, OSError, TypeError) as exc:  # the function cannot be lifted out: import the adapter instead
+        body = (f"# NOT STANDALONE: {exc}; this imports the adapter, so attention-conformance must be installed.\n"
+                f"import base64\nimport io\nimport importlib\nimport sys\n\nimport numpy as np\n\n"
+                f"_adapter = importlib.import_module({getattr(fuzzer.adapter, '__name__', module_name)!r})\n")
+        call = f"_adapter.{finding.op}"
+    return header + body + _REPRO_MAIN.format(dtype=finding.dtype, op=finding.op, failing=tuple(finding.failing),
+                                              scalars=scalars, blob=blob_text, call=call)
+
+
+def write(fuzzer, finding, out, module_name, seed):
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = f"{fuzzer.report_name.replace('.', '_')}-{finding.op}-{finding.dtype}"
+    case_id, text = case_yaml(fuzzer.spec, finding, module_name)
+    yaml_path, script_path = out / f"{stem}.yaml", out / f"{stem}.py"
+    yaml_path.write_text(f"# attention-conformance fuzz --adapter {module_name} --seed {seed} --dtype {finding.dtype}: "
+                         f"paste under `cases:` in spec/attention.yaml\n{text}")
+    script_path.write_text(reproducer(fuzzer, finding, module_name))
+    return case_id, yaml_path, script_path
+
+
+# --- the command --------------------------------------------------------------------------------
+
+
+def _base_name(name):
+    """A wrong adapter tests.mutants.<adapter>__<bug> inherits its adapter's known divergences."""
+    base = name.rsplit(".", 1)[-1].split("__")[0]
+    return base if "__" in name and base in contract.NAMES else name
+
+
+def main(adapter_name, examples=100, seed=0, dtype=None, out=DEFAULT_OUT, ops=None):
+    try:
+        import hypothesis  # noqa: F401
+    except ImportError:
+        print(f"error: fuzz needs hypothesis: {INSTALL}", file=sys.stderr)
+        return 2
+    if examples < 1 or seed < 0:
+        print("error: --examples must be at least 1 and --seed at least 0", file=sys.stderr)
+        return 2
+    unknown = [op for op in ops or () if op not in COVERED]
+    if unknown:
+        print(f"error: --op {unknown[0]} is not a forward op the fuzzer covers ({', '.join(COVERED)})", file=sys.stderr)
+        return 2
+    try:
+        adapter = contract.load(adapter_name)
+    except contract.AdapterError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    dtype = dtype or adapter.DTYPES[0]
+    if dtype not in adapter.DTYPES:
+        print(f"error: {adapter_name} does not declare {dtype} (its DTYPES: {', '.join(adapter.DTYPES)})", file=sys.stderr)
+        return 2
+    fuzzer = Fuzzer(adapter_name, adapter, dtype, ops, _base_name(adapter_name))
+    if not fuzzer.ops:
+        print(f"error: {adapter_name} defines none of the ops asked for", file=sys.stderr)
+        return 2
+    finding = fuzzer.run(examples, seed)
+    excused = sum(fuzzer.excused.values())
+    summary = (f"{adapter_name} {dtype}: {fuzzer.calls} cases over {len(fuzzer.ops)} ops, seed {seed}"
+               + (f", {excused} outputs excused (not applicable or known divergences)" if excused else ""))
+    if finding is None:
+        print(f"ok: {summary}: no finding")
+        return 0
+    case_id, yaml_path, script_path = write(fuzzer, finding, out, adapter_name, seed)
+    print(f"{summary}")
+    for output, message in sorted(finding.messages.items()):
+        print(f"FINDING {finding.op}/{output}: {message}")
+    print(f"case {case_id}: {yaml_path}\nreproducer: {script_path} (python {script_path.name}: exit 1 while it reproduces)")
+    print(f"finding: {adapter_name} {finding.op}() in {dtype}, see {yaml_path}", file=sys.stderr)
+    return 1
+
+
+def kill_rate(adapter_name, mutants, examples, seed):
+    """{mutant: (caught?, ops fuzzed, calls)} for wrong adapters whose changed ops the fuzzer covers,
+    each fuzzed on those ops only (the other ops are the real adapter's own functions)."""
+    real = contract.load(adapter_name)
+    results = {}
+    for mutant in mutants:
+        module = contract.load(mutant)
+        replaced = [op for op in contract.OPS if getattr(module, op, None) is not getattr(real, op, None)]
+        covered = [op for op in replaced if op in COVERED]
+        if not covered or getattr(module, "EXPECTED", "caught") != "caught":
+            continue
+        dtypes = getattr(module, "RUN_IN", module.DTYPES[:1])
+        caught, calls = False, 0
+        for dtype in dtypes:
+            fuzzer = Fuzzer(mutant, module, dtype, covered, adapter_name)
+            caught = fuzzer.run(examples, seed, shrink=0) is not None
+            calls += fuzzer.calls
+            if caught:
+                break
+        results[mutant] = (caught, covered, calls)
+    return results
+
+
+def percent(results):
+    return 100.0 * sum(c for c, _, _ in results.values()) / len(results) if results else math.nan
