@@ -87,6 +87,12 @@ def run(adapters, pytest_args):
 _TAKES_A_VALUE = {"--deselect", "-k", "-m", "--junitxml", "--junit-xml", "-o", "--override-ini"}
 
 
+def explain_keys():
+    from attention_conformance import explain
+
+    return explain.USAGE
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="attention-conformance", description=__doc__.splitlines()[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n", 2)[2])
@@ -126,7 +132,8 @@ def main(argv=None):
     port_parser.add_argument("--envs", help="tox's work folder: every built-in adapter in its own environment")
     explain_parser = commands.add_parser("explain", help="your own attention's inputs and result: a bug, or rounding?",
                                          description="Judge the result in FILE.npz against the float64 oracle with the "
-                                                     "tolerance model of its dtype. Exit 0 within, 1 beyond, 2 bad input.")
+                                                     "tolerance model of its dtype. Exit 0 within, 1 beyond, 2 bad input. "
+                                                     "FILE.npz holds (np.savez) " + explain_keys())
     explain_parser.add_argument("file", metavar="FILE.npz")
     fuzz_parser = commands.add_parser("fuzz", help="generated cases over the forward ops, judged by the tolerance model; "
                                       "a finding is written as a spec case and a standalone reproducer")

@@ -18,9 +18,13 @@ from attention_conformance.checks import np_dtype
 
 INPUTS = ("q", "k", "v", "x", "w_query", "w_key", "w_value", "mask", "causal", "scale", "num_heads", "num_kv_heads",
           "out", "scores", "weights", "dtype")
-_USAGE = ("keys: q, k, v ([..., T, H], [..., S, H]; heads as [..., N, T, H] and [..., K, S, H]) or x, w_query, w_key, "
-          "w_value (with num_heads); out; optional mask (bool, True = hidden), causal, scale, num_kv_heads, scores "
-          "(q k^T, before scaling), weights, dtype (when out is stored wider than the dtype judged, e.g. 'bfloat16')")
+USAGE = ("keys: q, k, v ([..., T, H], [..., S, H]; heads as [..., N, T, H] and [..., K, S, H] with num_kv_heads = K) "
+         "or x, w_query, w_key, w_value ([..., T, D], [D, columns]; with num_heads and num_kv_heads, out is per head, "
+         "[..., N, T, H]); out; optional mask (bool, True = hidden), causal, scale, scores (q k^T, before scaling), "
+         "weights, dtype (when out is stored wider than the dtype judged, e.g. 'bfloat16')")
+
+
+MAX_SCORES = 1 << 25  # [..., T, S] elements: 256 MiB per float64 array, and explain holds ~10 of them
 
 
 class BadInput(judge.BadInput):
@@ -37,7 +41,10 @@ def load(path):
     try:
         if not stat.S_ISREG(path.stat().st_mode):
             _refuse(path, "not a regular file")
-        with np.load(path, allow_pickle=False) as stored:
+        stored = np.load(path, allow_pickle=False)
+        if not isinstance(stored, np.lib.npyio.NpzFile):  # np.save's .npy: one array, no names
+            _refuse(path, "holds one array (np.save's .npy), not named arrays: save them with np.savez(path, q=q, ...)")
+        with stored:
             arrays = {name: stored[name] for name in stored.files}
     except FileNotFoundError:
         _refuse(path, "no such file")
@@ -45,7 +52,7 @@ def load(path):
         _refuse(path, f"not a readable .npz (np.savez writes one): {type(exc).__name__}: {exc}")
     unknown = sorted(set(arrays) - set(INPUTS))
     if unknown:
-        _refuse(path, f"unknown key {unknown[0]!r}; {_USAGE}")
+        _refuse(path, f"unknown key {unknown[0]!r}; {USAGE}")
     return arrays
 
 
@@ -54,7 +61,7 @@ def _scalar(path, arrays, name, kind, default):
         return default
     value = arrays[name]
     if value.ndim != 0 or value.dtype.kind not in kind:
-        _refuse(path, f"{name!r} must be a single {dict(b='bool', i='integer', f='number')[kind[0]]}, "
+        _refuse(path, f"{name!r} must be a single {dict(b='bool', i='integer', f='number', U='string')[kind[0]]}, "
                       f"got {value.dtype} of shape {list(value.shape)}")
     return value.item()
 
@@ -85,13 +92,19 @@ class Problem:
     def __init__(self, path, arrays):
         self.path, self.arrays = path, arrays
         if "out" not in arrays:
-            _refuse(path, f"no 'out' (your result); {_USAGE}")
+            _refuse(path, f"no 'out' (your result); {USAGE}")
         self.dtype = _judged_dtype(path, arrays)
         for name in ("q", "k", "v", "x", "w_query", "w_key", "w_value", "out", "scores", "weights"):
             if name in arrays and (arrays[name].dtype.kind not in "fiu" and arrays[name].dtype.name != "bfloat16"):
                 _refuse(path, f"{name!r} is {arrays[name].dtype}, not numbers")
+        for name in ("q", "k", "v", "x", "w_query", "w_key", "w_value"):
+            if name in arrays and not np.isfinite(np.asarray(arrays[name], dtype=np.float64)).all():
+                where = np.argwhere(~np.isfinite(np.asarray(arrays[name], dtype=np.float64)))[0]
+                _refuse(path, f"{name!r} holds NaN or inf (at {[int(i) for i in where]}): explain judges finite inputs")
         self.causal = bool(_scalar(path, arrays, "causal", "b", False))
         self.scale = _scalar(path, arrays, "scale", "fi", None)
+        if self.scale is not None and not (np.isfinite(self.scale) and self.scale != 0):
+            _refuse(path, f"'scale' is {self.scale!r}; it must be a finite, non-zero number (leave it out for 1/sqrt(H))")
         qkv, xw = [n for n in ("q", "k", "v") if n in arrays], [n for n in ("x", "w_query", "w_key", "w_value") if n in arrays]
         if qkv and xw or not (len(qkv) == 3 or len(xw) == 4):
             _refuse(path, f"give either q, k and v or x, w_query, w_key and w_value (got {', '.join(qkv + xw) or 'neither'})")
@@ -119,6 +132,7 @@ class Problem:
             if q.ndim < 3 or k.ndim < 3 or k.shape[-3] != kv_heads or v.shape[-3] != kv_heads or q.shape[-3] % kv_heads:
                 _refuse(path, f"num_kv_heads {kv_heads} needs q [..., N, T, H] with N a multiple of it and k, v "
                               f"[..., {kv_heads}, S, H]; got q {list(q.shape)}, k {list(k.shape)}")
+            self.heads, self.kv_heads, self.own_kv = q.shape[-3], kv_heads, (k, v)
             k, v = judge.share_kv_heads(k, q.shape[-3]), judge.share_kv_heads(v, q.shape[-3])
         self.q, self.k, self.v = q, k, v
         self.d_model = None
@@ -161,7 +175,8 @@ class Problem:
         try:
             lead = np.broadcast_shapes(self.q.shape[:-2], self.k.shape[:-2], self.v.shape[:-2])
         except ValueError:
-            _refuse(path, f"q {list(self.q.shape)}, k {list(self.k.shape)}, v {list(self.v.shape)}: leading axes do not broadcast")
+            _refuse(path, f"q {list(self.q.shape)}, k {list(self.k.shape)}, v {list(self.v.shape)}: leading axes do not broadcast "
+                          "(fewer K/V heads than query heads? give num_kv_heads)")
         self.T, self.S, self.H = T, S, self.q.shape[-1]
         self.shape = lead + (T, H)
         mask = self.arrays.get("mask")
@@ -169,10 +184,16 @@ class Problem:
             if mask.dtype != bool:
                 _refuse(path, f"'mask' is {mask.dtype}; it must be bool, True where a key is hidden")
             try:
-                np.broadcast_shapes(mask.shape, lead + (T, S))
+                fits = np.broadcast_shapes(mask.shape, lead + (T, S)) == lead + (T, S)
             except ValueError:
+                fits = False
+            if not fits:
                 _refuse(path, f"'mask' {list(mask.shape)} does not broadcast to [..., T, S] = {list(lead + (T, S))}")
         self.mask = mask
+        elements = int(np.prod(lead + (T, S)))
+        if elements > MAX_SCORES:
+            _refuse(path, f"[..., T, S] = {list(lead + (T, S))} is {elements} scores; explain computes in float64 and "
+                          f"handles up to {MAX_SCORES} (a few heads or a slice of the batch show the same)")
         self.hidden = judge.hidden_keys(T, S, mask, self.causal)
         for name, want in (("out", lead + (T, H)), ("scores", lead + (T, S)), ("weights", lead + (T, S))):
             if name in self.arrays and tuple(self.arrays[name].shape) != tuple(want):
@@ -206,13 +227,14 @@ def _conventions(p):
                       dict(hidden=top_left if p.mask is None else top_left | p.mask)))
     if p.mask is not None:
         found.append(("inverted mask polarity", "your mask is read as True = attend (Keras, JAX and torch's SDPA bool "
-                      "masks); this file says True = hidden (torch's attn_mask and key_padding_mask)",
+                      "masks); this file says True = hidden (nn.MultiheadAttention's attn_mask and key_padding_mask)",
                       dict(hidden=judge.hidden_keys(p.T, p.S, ~p.mask, p.causal))))
     given = p.scale if p.scale is not None else 1.0 / np.sqrt(p.H)
     for name, value in (("1/H", 1.0 / p.H), ("1 (no scaling)", 1.0),
                         ("1/sqrt(d_in)", None if p.d_model is None else 1.0 / np.sqrt(p.d_model)),
                         ("1/sqrt(N x H)", 1.0 / np.sqrt(p.q.shape[-3] * p.H) if p.headed else None)):
-        if value is not None and not np.isclose(value, given, rtol=1e-12):
+        if value is not None and not np.isclose(value, given, rtol=1e-12) and all(
+                not np.isclose(value, other["scale"], rtol=1e-12) for *_, other in found if "scale" in other):
             found.append((f"scores scaled by {name}", "instead of " + ("1/sqrt(H), H the head size" if p.scale is None
                                                                        else f"the given scale {p.scale!r}"), dict(scale=value)))
     found.append(("softmax over the wrong axis", "normalised over queries (axis -2), not keys (axis -1)",
@@ -220,6 +242,9 @@ def _conventions(p):
     if p.form == "q/k/v":
         if p.k.shape == p.v.shape:
             found.append(("k and v swapped", "keys used as values and values as keys", dict(k=p.v, v=p.k)))
+        if p.headed and "num_kv_heads" in p.arrays and 1 < p.kv_heads < p.heads:
+            tiled = [np.tile(t, (1,) * (t.ndim - 3) + (p.heads // p.kv_heads, 1, 1)) for t in p.own_kv]
+            found.append(_TILED + (dict(k=tiled[0], v=tiled[1]),))
         return found
     w = p.weights_given
     for a, b in (("w_key", "w_value"), ("w_query", "w_key")):
@@ -231,10 +256,12 @@ def _conventions(p):
             found.append((f"{name} transposed", "the weight used as [out, in] (torch's nn.Linear layout) where x @ W "
                           "needs [in, out]", dict(zip("qkv", p._project(w | {name: t.T}, "repeat")))))
     if p.headed and 1 < p.kv_heads < p.heads:
-        found.append(("K/V heads tiled, not repeated", "query head n used K/V head n % K (tile) instead of n // (N/K) "
-                      "(repeat_interleave, as torch's enable_gqa and Llama's repeat_kv)",
-                      dict(zip("qkv", p._project(w, "tile")))))
+        found.append(_TILED + (dict(zip("qkv", p._project(w, "tile"))),))
     return found
+
+
+_TILED = ("K/V heads tiled, not repeated", "query head n used K/V head n % K (tile) instead of n // (N/K) "
+          "(repeat_interleave, as torch's enable_gqa and Llama's repeat_kv)")
 
 
 def _masked_rows(p, out):
@@ -266,13 +293,22 @@ def explain(path, out=print, err=print):
     for v in verdicts:
         out(f"  {v.name}: {'within' if v.within else 'BEYOND'} (margin {v.margin:.3g}); worst {v.describe()}")
     final = verdicts[-1]
-    if final.within:
+    diverged = next((v for v in verdicts if not v.within), None)
+    if diverged is None:
         out(f"verdict: within the expected error of {p.dtype} attention at this shape (margin {final.margin:.3g} of the "
             "model's allowance): rounding, not a bug")
         return 0
-    diverged = next(v for v in verdicts if not v.within)
     if diverged.name != "out":
         out(f"first intermediate that diverges: {diverged.name}")
+    if diverged.name == "scores":
+        factor = 1.0 / np.sqrt(p.H) if p.scale is None else p.scale
+        scaled = judge.judge("scores", p.dtype, p.arrays["scores"], exact["scores"] * factor, plain["scores"] * factor, k, ulps)
+        if scaled.within:
+            out(f"  your scores are q k^T already scaled (x {factor:.6g}); explain's scores are q k^T before scaling")
+    if final.within:
+        err(f"verdict: out is within (margin {final.margin:.3g}), but {diverged.name} is beyond: the intermediate you gave "
+            "is not the one this attention computes")
+        return 1
     got = np.asarray(p.arrays["out"], dtype=np.float64)
     limit = judge.allowed(p.dtype, exact["out"], plain["out"], k, ulps)
     named = []

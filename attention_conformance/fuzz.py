@@ -29,6 +29,7 @@ import io
 import math
 import random
 import sys
+import tempfile
 import textwrap
 import warnings
 from pathlib import Path
@@ -192,15 +193,17 @@ def _features(op, inputs):
             features["fully_masked"] = bool(np.asarray(value, dtype=bool).all(axis=-1).any())
         elif name == "num_kv_heads":  # one K/V head shared by several query heads; one head alone is plain attention
             features["multi_query"] = value == 1 and inputs.get("num_heads", 1) > 1
+        elif name == "x" and isinstance(value, dict) and len(value.get("shape", ())) >= 2:
+            features["one_token"] = value["shape"][-2] == 1
     return features
 
 
 # The features that tell an op's spec cases apart where an adapter's NOT_APPLICABLE key or known
 # divergence names one of them; an op not listed: every spec case of the op stands for every generated one.
 _DECIDING = {"attention_module": ("layer",), "decode_attention": ("offset",), "causal_flag": ("offset",),
-             "masked_attention": ("fully_masked",), "mask_conventions": ("api", "fully_masked"),
+             "masked_attention": ("fully_masked",), "mask_conventions": ("api", "fill", "fully_masked"),
              "layer_mask": ("fully_masked",), "layer_key_padding": ("fully_masked",),
-             **{op: ("multi_query",) for op in ("grouped_attention", "grouped_fused_attention", "grouped_attention_layer")}}
+             **{op: ("multi_query", "one_token") for op in ("grouped_attention", "grouped_fused_attention", "grouped_attention_layer")}}
 
 
 def _twins(spec, op, inputs):
@@ -295,11 +298,13 @@ class Fuzzer:
         """A Finding if the adapter's outputs break the tolerance model on this case, else None."""
         self.calls += 1
         names = contract.OPS[op][1]
-        judged = [o for o in names if not self.excuse(op, inputs, o)]
+        judged = []
         for o in names:
             reason = self.excuse(op, inputs, o)
             if reason:
                 self.excused[reason] = self.excused.get(reason, 0) + 1
+            else:
+                judged.append(o)
         if not judged:
             return None
         kwargs = self.arrays(inputs)
@@ -341,7 +346,7 @@ class Fuzzer:
 
     def run(self, examples, seed, shrink=SHRINK_CALLS):
         """The shrunk Finding of a run of `examples` generated cases, or None."""
-        from hypothesis import HealthCheck, Phase, errors, find, settings
+        from hypothesis import HealthCheck, Phase, configuration, errors, find, settings
 
         if not self.ops:
             return None
@@ -362,9 +367,16 @@ class Fuzzer:
         config = settings(max_examples=examples, database=None, deadline=None, derandomize=False, phases=phases,
                           suppress_health_check=list(HealthCheck), print_blob=False)
         try:
-            with warnings.catch_warnings():  # a drawn mask's repr is large; hypothesis's note about it is noise here
-                warnings.simplefilter("ignore", errors.HypothesisWarning)
-                op, inputs = find(_strategy(self.ops), condition, settings=config, random=random.Random(seed))
+            # hypothesis keeps what it learns under ./.hypothesis unless told otherwise: nothing of a
+            # run may land in the user's directory but --out
+            with tempfile.TemporaryDirectory() as scratch, warnings.catch_warnings():
+                previous = configuration.storage_directory(intent_to_write=False).home_directory
+                configuration.set_hypothesis_home_dir(scratch)
+                warnings.simplefilter("ignore", errors.HypothesisWarning)  # a drawn mask's repr is large: noise here
+                try:
+                    op, inputs = find(_strategy(self.ops), condition, settings=config, random=random.Random(seed))
+                finally:
+                    configuration.set_hypothesis_home_dir(previous)
         except errors.NoSuchExample:
             return None
         return self.evaluate(op, inputs)
@@ -394,8 +406,6 @@ def case_yaml(spec, finding, adapter_name):
     raw = {"id": case_id, "family": family}
     if len(conventions) == 1 and None not in conventions:
         raw["convention"] = conventions.pop()
-    if finding.dtype not in spec.dtypes["sweep"] and finding.dtype != "float32":
-        pass
     note = (f"Found by attention-conformance fuzz on {adapter_name} in {finding.dtype}: "
             + "; ".join(f"{o}: {m}" for o, m in sorted(finding.messages.items())))
     raw |= {"note": note[:600], "op": op, "inputs": inputs,
@@ -655,10 +665,21 @@ def main(adapter_name, examples=100, seed=0, dtype=None, out=DEFAULT_OUT, ops=No
     if unknown:
         print(f"error: --op {unknown[0]} is not a forward op the fuzzer covers ({', '.join(COVERED)})", file=sys.stderr)
         return 2
+    if Path(out).exists() and not Path(out).is_dir():
+        print(f"error: --out {out}: not a directory (a finding's files go into it)", file=sys.stderr)
+        return 2
+    from attention_conformance import judge
+
     try:
         adapter = contract.load(adapter_name)
-    except contract.AdapterError as exc:
+        judge.model()
+    except (contract.AdapterError, judge.BadInput) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    unmatched = plan.unmatched_not_applicable(loader.load(), adapter)
+    if unmatched:  # as `run` refuses it: a typo would silently excuse nothing, or the wrong thing
+        print(f"error: {adapter_name}'s NOT_APPLICABLE key {unmatched[0]!r} names no dtype, op, case, output or "
+              "parameter value of the spec (`attention-conformance check` says more)", file=sys.stderr)
         return 2
     dtype = dtype or adapter.DTYPES[0]
     if dtype not in adapter.DTYPES:
@@ -670,7 +691,7 @@ def main(adapter_name, examples=100, seed=0, dtype=None, out=DEFAULT_OUT, ops=No
         return 2
     finding = fuzzer.run(examples, seed)
     excused = sum(fuzzer.excused.values())
-    summary = (f"{adapter_name} {dtype}: {fuzzer.calls} cases over {len(fuzzer.ops)} ops, seed {seed}"
+    summary = (f"{adapter_name} {dtype}: {fuzzer.calls} distinct cases of {examples} drawn, over {len(fuzzer.ops)} ops, seed {seed}"
                + (f", {excused} outputs excused (not applicable or known divergences)" if excused else ""))
     if finding is None:
         print(f"ok: {summary}: no finding")

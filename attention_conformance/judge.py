@@ -97,8 +97,11 @@ def allowed(dtype, exact, plain, k, ulps):
     finite = np.isfinite(exact) & np.isfinite(plain)
     baseline = np.abs(plain - exact)[finite].max(initial=0.0) * factor
     row_scale = np.abs(np.where(np.isfinite(exact), exact, 0.0)).max(axis=-1, keepdims=True, initial=0.0)
-    row_scale = np.minimum(row_scale, float(ml_dtypes.finfo(np_dtype(dtype)).max))  # beyond float16's 65504: its largest ULP
-    unit = np.spacing(row_scale.astype(np_dtype(dtype))).astype(np.float64)
+    largest = ml_dtypes.finfo(np_dtype(dtype)).max
+    last_ulp = float(largest) - float(np.nextafter(largest, np_dtype(dtype).type(0)))
+    # At or beyond the dtype's largest number (float16's 65504) spacing is inf: the largest finite ULP
+    with np.errstate(over="ignore"):
+        unit = np.where(row_scale >= float(largest), last_ulp, np.spacing(np.minimum(row_scale, float(largest)).astype(np_dtype(dtype))))
     return k * baseline + ulps * unit
 
 

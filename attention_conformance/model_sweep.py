@@ -209,8 +209,11 @@ def declared(name, divergences, spec, op, output, dtype, inputs):
         given = {n: v for n, v in case.inputs.items() if n == "api" or (n == "fill" and case.inputs.get("api") == "additive")}
         if any(inputs.get(n) != v for n, v in given.items()):
             continue
-        if case.inputs.get("num_kv_heads") == 1 and inputs.get("num_kv_heads") != 1:
-            continue  # said of multi-query attention only
+        multi_query = [i.get("num_kv_heads") == 1 and i.get("num_heads", 1) > 1 for i in (case.inputs, inputs)]
+        if multi_query[0] and not multi_query[1]:
+            continue  # said of multi-query attention only (one K/V head for several query heads)
+        if isinstance(case.inputs.get("x"), dict) and case.inputs["x"].get("shape", [0, 0])[-2] == 1 and np.shape(inputs["x"])[-2] != 1:
+            continue  # said of one token only
         reason = loader.divergence_reason(plan.test_id(output, name, dtype, case.id), divergences)
         if reason:
             return case.id, reason

@@ -37,12 +37,14 @@ def test_each_example_gets_its_verdict_from_the_installed_command_run_elsewhere(
     explain_examples.write(tmp_path)
     done = subprocess.run([COMMAND, "explain", f"{name}.npz"], cwd=tmp_path, capture_output=True, text=True,
                           env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
-    code, what = explain_examples.EXAMPLES[name]
+    code, difference = explain_examples.EXAMPLES[name]
     assert done.returncode == code, done.stdout + done.stderr
     verdict = (done.stderr if code else done.stdout).strip().splitlines()[-1]
     assert verdict.startswith("verdict: " + ("beyond" if code else "within")), verdict
-    if code:
-        assert "matches a known difference" in done.stdout, f"{what}: not named\n{done.stdout}"
+    named = [line for line in done.stdout.splitlines() if line.startswith("matches a known difference")]
+    assert named == ([] if difference is None else named[:1]) and len(named) == (difference is not None), done.stdout
+    if difference:
+        assert named[0].startswith(f"matches a known difference: {difference}"), named
 
 
 @pytest.mark.parametrize("dtype", judge.DTYPES)
@@ -162,3 +164,79 @@ def test_the_readme_walks_through_every_example():
     section = readme.split("## Is my difference a bug?", 1)[1].split("\n## ", 1)[0]
     for name in explain_examples.EXAMPLES:
         assert f"{name}.npz" in section, f"README's 'Is my difference a bug?' does not mention {name}.npz"
+
+
+def test_more_known_differences_are_named(tmp_path, qkv):
+    q, k, v = qkv
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((5, 12)).astype(np.float32)
+    w = {n: rng.standard_normal((12, 8)).astype(np.float32) for n in ("w_query", "w_key", "w_value")}
+    Q, K, V = (x @ w[n] for n in ("w_query", "w_key", "w_value"))
+    hidden = np.zeros((5, 5), dtype=bool)
+    hidden[1] = True
+    cases = {
+        "scores scaled by 1/sqrt(d_in)": dict(out=_attention(Q, K, V, "float32", scale=1 / np.sqrt(12))),
+        "w_query and w_key swapped": dict(out=_attention(K, Q, V, "float32")),
+        "uniform weights on fully masked rows": dict(mask=hidden, out=_attention(Q, K, V, "float32", hidden=hidden, fill=-1e9)),
+    }
+    for name, arrays in cases.items():
+        code, text = _explain(tmp_path, x=x, **w, **arrays)
+        assert code == 1 and f"matches a known difference: {name}" in text, f"{name}:\n{text}"
+    heads = np.stack(np.split(Q, 2, axis=-1)), np.stack(np.split(K, 2, axis=-1)), np.stack(np.split(V, 2, axis=-1))
+    code, text = _explain(tmp_path, q=heads[0], k=heads[1], v=heads[2], num_kv_heads=np.array(2),
+                          out=_attention(*heads, "float32", scale=1 / np.sqrt(8)))
+    assert code == 1 and "matches a known difference: scores scaled by 1/sqrt(N x H)" in text, text
+    qg = rng.standard_normal((4, 6, 8)).astype(np.float32)
+    kg, vg = (rng.standard_normal((2, 6, 8)).astype(np.float32) for _ in range(2))
+    tiled = _attention(qg, np.tile(kg, (2, 1, 1)), np.tile(vg, (2, 1, 1)), "float32")
+    code, text = _explain(tmp_path, q=qg, k=kg, v=vg, num_kv_heads=np.array(2), out=tiled)
+    assert code == 1 and "matches a known difference: K/V heads tiled, not repeated" in text, text
+
+
+def test_an_intermediate_beyond_makes_the_verdict_beyond_and_scaled_scores_are_recognised(tmp_path, qkv):
+    q, k, v = qkv
+    out = _attention(q, k, v, "float32")
+    scaled = (q @ np.swapaxes(k, -1, -2) / np.float32(np.sqrt(8))).astype(np.float32)
+    code, text = _explain(tmp_path, q=q, k=k, v=v, out=out, scores=scaled)
+    assert code == 1 and "first intermediate that diverges: scores" in text and "already scaled" in text, text
+    assert "out is within" in text.splitlines()[-1], text
+
+
+def test_a_row_at_float16s_largest_number_still_has_a_finite_allowance(tmp_path):
+    q, k = np.zeros((3, 4), np.float16), np.zeros((3, 4), np.float16)
+    v = np.full((3, 4), 1000.0, np.float16)
+    v[:, 0] = 65504
+    out = _attention(q, k, v, "float16", "float32")
+    code, _ = _explain(tmp_path, q=q, k=k, v=v, out=out)
+    assert code == 0
+    wrong = out.copy()
+    wrong[1, 2] = 1100.0
+    code, text = _explain(tmp_path, q=q, k=k, v=v, out=wrong)
+    assert code == 1 and "worst out[1, 2]" in text, text
+
+
+@pytest.mark.parametrize("arrays, says", [
+    (dict(q=np.array([np.nan, 1.0])[None].repeat(2, 0), k=np.ones((3, 2)), v=np.ones((3, 2)), out=np.ones((2, 2))),
+     "'q' holds NaN or inf (at [0, 0])"),
+    (dict(q=np.ones((2, 4)), k=np.ones((3, 4)), v=np.ones((3, 4)), out=np.ones((2, 4)), scale=np.array(0.0)), "'scale' is 0.0"),
+    (dict(q=np.ones((2, 4)), k=np.ones((3, 4)), v=np.ones((3, 4)), out=np.ones((2, 4)), mask=np.zeros((5, 2, 3), bool)),
+     "'mask' [5, 2, 3] does not broadcast"),
+    (dict(q=np.ones((2, 4)), k=np.ones((3, 4)), v=np.ones((3, 4)), out=np.ones((2, 4)), dtype=np.array(["float32"])),
+     "'dtype' must be a single string"),
+    (dict(q=np.ones((4, 3, 4)), k=np.ones((2, 3, 4)), v=np.ones((2, 3, 4)), out=np.ones((4, 3, 4))), "give num_kv_heads"),
+])
+def test_more_bad_input_is_refused_in_one_line(tmp_path, arrays, says):
+    np.savez(tmp_path / "bad.npz", **arrays)
+    with pytest.raises(explain.BadInput, match=None) as refused:
+        explain.explain(tmp_path / "bad.npz", out=lambda line: None, err=lambda line: None)
+    assert says in str(refused.value) and "\n" not in str(refused.value), str(refused.value)
+
+
+def test_an_npy_file_and_a_huge_problem_are_refused(tmp_path, monkeypatch):
+    np.save(tmp_path / "one.npy", np.ones((2, 2)))
+    with pytest.raises(explain.BadInput, match="np.save's .npy"):
+        explain.load(tmp_path / "one.npy")
+    monkeypatch.setattr(explain, "MAX_SCORES", 8)
+    np.savez(tmp_path / "big.npz", q=np.ones((3, 4)), k=np.ones((3, 4)), v=np.ones((3, 4)), out=np.ones((3, 4)))
+    with pytest.raises(explain.BadInput, match="9 scores"):
+        explain.explain(tmp_path / "big.npz", out=lambda line: None, err=lambda line: None)
