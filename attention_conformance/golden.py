@@ -199,10 +199,11 @@ class Goldens:
         file_name, tensor, row = match.groups()
         tensors = self.file(file_name)
         if tensor not in tensors:
-            raise GoldenError(f"golden reference {ref!r}: {file_name} has no tensor {tensor!r}")
+            raise GoldenError(f"golden reference {ref!r}: {self.directory / file_name} has no tensor {tensor!r}")
         array = tensors[tensor]
         if row is not None:
             if not array.ndim or int(row) >= array.shape[0]:
-                raise GoldenError(f"golden reference {ref!r}: row {row} is outside shape {list(array.shape)}")
+                raise GoldenError(f"golden reference {ref!r}: row {row} is outside {self.directory / file_name}'s "
+                                  f"{tensor!r} of shape {list(array.shape)}")
             array = array[int(row)]
         return array
