@@ -185,6 +185,8 @@ def _features(op, inputs):
     fully masked, whether it is multi-query."""
     features = {}
     for name, value in inputs.items():
+        if name == "fill" and inputs.get("api") != "additive":
+            continue  # a boolean mask has no fill: the word is not read
         if isinstance(value, (bool, str)) and "#" not in str(value):
             features[name] = value
         elif name == "start":
