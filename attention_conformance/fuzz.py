@@ -208,12 +208,18 @@ _DECIDING = {"attention_module": ("layer",), "decode_attention": ("offset",), "c
              **{op: ("multi_query", "one_token") for op in ("grouped_attention", "grouped_fused_attention", "grouped_attention_layer")}}
 
 
+_NARROWING = ("one_token",)  # a spec case on one token speaks for one-token cases only; others speak for those too
+
+
 def _twins(spec, op, inputs):
     """The spec cases a generated case of `op` stands with: same op, same deciding features."""
     deciding = _DECIDING.get(op, ())
     mine = _features(op, inputs)
-    return [c for c in spec.cases.values() if c.op == op
-            and all(_features(op, c.inputs).get(f) == mine.get(f) for f in deciding)]
+
+    def same(theirs, f):
+        return theirs.get(f) == mine.get(f) or (f in _NARROWING and not theirs.get(f))
+
+    return [c for c in spec.cases.values() if c.op == op and all(same(_features(op, c.inputs), f) for f in deciding)]
 
 
 @dataclasses.dataclass
