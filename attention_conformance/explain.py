@@ -46,6 +46,8 @@ def load(path):
             _refuse(path, "holds one array (np.save's .npy), not named arrays: save them with np.savez(path, q=q, ...)")
         with stored:
             arrays = {name: stored[name] for name in stored.files}
+    except BadInput:
+        raise
     except FileNotFoundError:
         _refuse(path, "no such file")
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
@@ -284,8 +286,8 @@ def explain(path, out=print, err=print):
     """Print the verdict on FILE.npz; return the exit code (0 within, 1 beyond)."""
     p = Problem(path, load(path))
     k, ulps = judge.model()[p.dtype]
+    out(f"explain {path}: {p.describe()}")  # before the float64 computation: a large file takes a while
     exact, plain = p.compute(), p.compute(rounding=judge.plain_dtype(p.dtype))
-    out(f"explain {path}: {p.describe()}")
     out(f"model: |error| <= {k:g} x max|plain - exact| + {ulps:g} ULP of the row's largest |exact| (plain = every "
         f"step rounded to {judge.plain_dtype(p.dtype)}{', scaled to float64' if p.dtype == 'float64' else ''})")
     verdicts = [judge.judge(name, p.dtype, p.arrays[name], exact[name], plain[name], k, ulps)
@@ -327,6 +329,9 @@ def explain(path, out=print, err=print):
                     named.append(f"{name}: {meaning}")
     for convention in named:
         out(f"matches a known difference: {convention}")
+    if not named and p.dtype in ("float32", "float16") and "dtype" not in p.arrays and np.array_equal(
+            got.astype(np_dtype("bfloat16")).astype(np.float64), got, equal_nan=True):
+        out("every value of out is a bfloat16 number: if it was computed in bfloat16, save it with dtype='bfloat16'")
     err(f"verdict: beyond the expected error of {p.dtype} attention at this shape (margin {final.margin:.3g}): "
         + ("a known difference, not rounding" if named else "not rounding"))
     return 1

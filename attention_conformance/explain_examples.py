@@ -85,8 +85,10 @@ def main(argv=None):
                                      description="Write one FILE.npz per example into DIR, for attention-conformance explain.")
     parser.add_argument("directory", metavar="DIR", help="a directory (made if absent, its parent must exist)")
     directory = Path(parser.parse_args(argv).directory)
-    if directory.exists() and not directory.is_dir() or not directory.parent.is_dir():
-        parser.error(f"{directory}: not a directory, nor one whose parent exists")
+    if directory.exists() and not directory.is_dir():
+        parser.error(f"{directory}: exists and is not a directory")
+    if not directory.parent.is_dir():
+        parser.error(f"{directory.parent}: no such directory (DIR is made, its parent must exist)")
     write(directory)
     return 0
 

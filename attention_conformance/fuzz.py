@@ -695,7 +695,8 @@ def main(adapter_name, examples=100, seed=0, dtype=None, out=DEFAULT_OUT, ops=No
         return 2
     fuzzer = Fuzzer(adapter_name, adapter, dtype, ops, _base_name(adapter_name))
     if not fuzzer.ops:
-        print(f"error: {adapter_name} defines none of the ops asked for", file=sys.stderr)
+        print(f"error: {adapter_name} defines none of the ops asked for, or declares them not applicable in {dtype}",
+              file=sys.stderr)
         return 2
     finding = fuzzer.run(examples, seed)
     excused = sum(fuzzer.excused.values())

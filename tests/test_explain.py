@@ -240,3 +240,12 @@ def test_an_npy_file_and_a_huge_problem_are_refused(tmp_path, monkeypatch):
     np.savez(tmp_path / "big.npz", q=np.ones((3, 4)), k=np.ones((3, 4)), v=np.ones((3, 4)), out=np.ones((3, 4)))
     with pytest.raises(explain.BadInput, match="9 scores"):
         explain.explain(tmp_path / "big.npz", out=lambda line: None, err=lambda line: None)
+
+
+def test_a_bfloat16_result_saved_without_its_dtype_gets_a_hint(tmp_path, qkv):
+    q, k, v = (t.astype(explain.np_dtype("bfloat16")).astype(np.float32) for t in qkv)
+    out = _attention(q, k, v, "bfloat16", "float32").astype(np.float32)
+    code, text = _explain(tmp_path, q=q, k=k, v=v, out=out)
+    assert code == 1 and "save it with dtype='bfloat16'" in text, text
+    code, text = _explain(tmp_path, q=q, k=k, v=v, out=out, dtype=np.array("bfloat16"))
+    assert code == 0, text
