@@ -264,9 +264,7 @@ class Fuzzer:
         if (op, output) not in self.planned:
             return f"the spec does not check {op}/{output} in {self.dtype}"
         twins = _twins(self.spec, op, inputs)
-        keys = [self.dtype, op, f"{op}/{output}"] + [plan.parameter_key(n, v) for n, v in inputs.items()
-                                                      if isinstance(v, (str, int)) and "#" not in str(v)]
-        keys += [k for twin in twins for k in (twin.id, f"{twin.id}/{output}")]
+        keys = plan.keys_of(op, [twin.id for twin in twins], inputs, self.dtype, output)
         reason = next((reasons[k] for k in keys if k in reasons), None)
         if reason:
             return f"not applicable: {reason}"

@@ -183,9 +183,7 @@ def not_applicable(adapter, op, dtype, inputs, output=None):
     if dtype not in adapter.DTYPES:
         return f"{dtype} is not in the adapter's DTYPES"
     reasons = getattr(adapter, "NOT_APPLICABLE", {})
-    keys = [dtype, op] + ([f"{op}/{output}"] if output else [])
-    keys += [plan.parameter_key(name, value) for name, value in _params(inputs).items()]
-    return next((reasons[k] for k in keys if k in reasons), None)
+    return next((reasons[k] for k in plan.keys_of(op, [], _params(inputs), dtype, output) if k in reasons), None)
 
 
 def declared_divergences(name, adapter):

@@ -106,8 +106,14 @@ def parameter_key(name, value):
 
 def _keys(case, dtype, output=None):
     """Every NOT_APPLICABLE key that covers this case in this dtype (and this output, if given)."""
-    keys = [dtype, case.op, case.id] + ([f"{case.op}/{output}", f"{case.id}/{output}"] if output else [])
-    return keys + [parameter_key(name, value) for name, value in case.inputs.items()
+    return keys_of(case.op, [case.id], case.inputs, dtype, output)
+
+
+def keys_of(op, case_ids, inputs, dtype, output=None):
+    """Every NOT_APPLICABLE key that covers a case of `op` with these inputs, known by these spec case
+    ids (none for a generated case, or the spec cases it stands with), in this dtype and output."""
+    keys = [dtype, op, *case_ids] + ([f"{op}/{output}"] + [f"{i}/{output}" for i in case_ids] if output else [])
+    return keys + [parameter_key(name, value) for name, value in inputs.items()
                    if isinstance(value, (str, int)) and "#" not in str(value)]  # words, switches, counts; not golden refs
 
 
