@@ -62,7 +62,7 @@ def check(name):
     return 1 if problems else 0
 
 
-def run(adapters, pytest_args):
+def run(adapters, pytest_args, plugins=()):
     """pytest on the packaged conformance tests, isolated from the caller's pytest configuration
     (-c devnull): warnings are errors and known divergences strict wherever it runs."""
     import pytest
@@ -79,9 +79,15 @@ def run(adapters, pytest_args):
 
     nodes = [as_node(a, p) for a, p in zip(pytest_args, [None] + list(pytest_args))]
     given = [node or arg for node, arg in zip(nodes, pytest_args)]
+    # Three plugins that do nothing for the spec cost a framework's run more than two seconds (measured
+    # with torch, attention-conformance benchmark): hypothesis's imports hypothesis at the summary (1.7 s,
+    # its modules assertion-rewritten); log capture attaches a handler to each of torch's ~45
+    # non-propagating loggers in every test phase (0.8 s); the unraisable-exception hook runs a full
+    # garbage collection twice at the end (0.3 s). Log lines and unraisable exceptions still reach
+    # stderr (the framework's own handler, or Python's last resort), which pytest captures per test.
     args = ["-c", os.devnull, "--rootdir", os.getcwd(), "-p", "attention_conformance.plugin", "-p", "no:cacheprovider",
-            "-W", "error"] + ([] if any(nodes) else [str(CONFORMANCE_TESTS)])
-    return int(pytest.main(args + [f"--adapter={name}" for name in adapters] + given))
+            "-p", "no:hypothesispytest", "-p", "no:logging", "-p", "no:unraisableexception", "-W", "error"] + ([] if any(nodes) else [str(CONFORMANCE_TESTS)])
+    return int(pytest.main(args + [f"--adapter={name}" for name in adapters] + given, plugins=list(plugins)))
 
 
 _TAKES_A_VALUE = {"--deselect", "-k", "-m", "--junitxml", "--junit-xml", "-o", "--override-ini"}
@@ -122,7 +128,10 @@ def main(argv=None):
     bench_parser = commands.add_parser("benchmark", help="the suite's own speed and memory")
     bench_parser.add_argument("--adapter", metavar="NAME")
     bench_parser.add_argument("--envs", help="tox's work folder: measure every framework in its own environment")
-    bench_parser.add_argument("--scratch", help="with --adapter: where the whole-spec run's report goes (for the main job's summary)")
+    bench_parser.add_argument("--scratch", help="with --adapter: where the whole-spec run's report goes")
+    bench_parser.add_argument("--tox-ini", metavar="FILE", help="with --envs: also time the main job, `tox -m conformance -p auto`, "
+                              "against its floor (needs tox in this environment)")
+    bench_parser.add_argument("--readme", metavar="FILE", help="put the tables of reports/benchmark.json between FILE's benchmark markers")
     port_parser = commands.add_parser("portability", help="the spec rerun under the switches that change kernels; "
                                       "other arguments go to pytest",
                                       usage="attention-conformance portability (--adapter NAME | --envs DIR) [pytest args]",
@@ -179,7 +188,7 @@ def main(argv=None):
         return portability.main(args.adapter, args.envs, rest)
     from attention_conformance import benchmark
 
-    return benchmark.main(args.adapter, args.envs, args.scratch)
+    return benchmark.main(args.adapter, args.envs, args.scratch, args.tox_ini, args.readme)
 
 
 if __name__ == "__main__":
