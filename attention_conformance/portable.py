@@ -39,11 +39,14 @@ def _slices(a, axis, bits, count):
     largest = np.max(np.abs(a), axis=axis, keepdims=True)
     _, e = np.frexp(largest)  # largest < 2**e (e = 0 for a zero row: its slices are zero)
     rest, q = np.ldexp(a, -e), []  # |rest| < 1: a power-of-two scaling, exact
-    for _ in range(count):
-        rest = rest * 2.0**bits  # exact, a power of two
+    for n in range(count):
+        rest *= 2.0**bits  # exact, a power of two; in place (a GPT-2-sized operand is 100 MB)
         whole = np.trunc(rest)
         q.append(whole if whole.any() else None)
         rest -= whole  # exact: the fraction left
+        if n + 1 < count and not rest.any():  # half-precision inputs end after the first slice
+            q += [None] * (count - n - 1)
+            break
     return q, e
 
 
