@@ -1,22 +1,39 @@
-"""Benchmarks of the suite itself, per framework, each in that framework's own environment.
+"""The suite's own cost per framework, against the floor the framework sets, measured in the same run.
 
-    tox -m conformance && tox -e benchmark                 # every framework, a table, reports/benchmark.json
-    attention-conformance benchmark --adapter torch       # one framework, in an environment that has it
+    tox -m conformance -p auto && tox -e benchmark      # every framework and the main job: tables, reports/benchmark.json
+    attention-conformance benchmark --adapter torch      # one framework, in an environment that has it (JSON)
+    attention-conformance benchmark --readme README.md   # put reports/benchmark.json's tables in the README
 
-Measures (1) the suite's overhead: the document spec (document values, mapping-table rows,
-module forms, in every dtype) run in-process after the framework is imported, and the whole
-spec's pytest run minus a bare import of the adapter; (2) the GPT-2-small-shaped case through the
-textbook multi-head path and the framework's fused kernel (float32, median of 3 after a warm-up),
-and the same as T grows (64 ... 1024 at GPT-2 small's width and heads); (3) peak memory of the
-whole-spec pytest process against a bare import's; (4) the main job: every framework's whole-spec
-run one after another, then the summary. Each figure is written with its target and the ratio.
-Run after the main job, as the README says: the expectation and XLA caches are then warm.
+Per framework, in its own environment, after the main job (expectation and XLA caches warm):
+
+floor     the adapter's import, timed inside the whole-spec pytest run, plus the seconds spent inside
+          the adapter's own functions in that run (checks.inside_s: the framework's compute, JAX's
+          tracing and compiling included), plus starting and exiting a Python that holds the framework
+          (a separate process that only imports it).
+overhead  the whole-spec run's wall time less its floor: Python and pytest, collection, the oracle's
+          cache, comparisons, reports. Targets: at most 10% of the run and 3 ms a test.
+cold      the same run on an empty expectation (and XLA) cache, as a first run is, less the framework's own
+          first-run work (its extra time inside the adapter: XLA compiling, ONNX exporting); target 1.5x warm.
+memory    peak RSS over a bare import, against the largest working set a case needs (from its shapes,
+          in float64: inputs, projections, scores and weights, context, output) and the framework's
+          allocator baseline (a trivial case's RSS over the bare import); target 2x the working set
+          plus the baseline.
+findings  where the framework's own time goes (op and dtype), with what was measured about it: its float32
+          matmul against NumPy's, its half precision against its float32, its seconds a call.
+main job  `tox -m conformance -p auto`, warm, against its floor: the larger of (the frameworks' floors in
+          CPU seconds, every thread counted, summed over the cores) and the longest one, plus tox's own
+          fixed cost (the same command with every command replaced by `python -c pass`); target 1.3x.
+A framework's own time is never a miss: it is the floor, reported with what a user should know.
+Figures move 10-30% between runs on a shared machine; each table says which CPU it came from.
 """
 
 import contextlib
 import dataclasses
 import io
 import json
+import math
+import os
+import re
 import statistics
 import subprocess
 import sys
@@ -24,22 +41,22 @@ import tempfile
 import time
 from pathlib import Path
 
-from attention_conformance import CONFORMANCE_TESTS, SPEC_DIR, checks, contract, golden, loader, machine, reports
+from attention_conformance import SPEC_DIR, checks, contract, golden, loader, machine, reports
 
-DOCUMENT_FAMILIES = ("document values", "mapping table rows", "module forms")
-# Issue 16's targets, per framework unless said; a ratio above 1 is a miss.
-TARGETS = {
-    "document_spec_s": 1.0,
-    "whole_spec_minus_import_s": 10.0,
-    "memory_over_bare_mib": 300,
-    "gpt2_textbook_s": 2.0,
-    "gpt2_layer_s": 2.0,  # issue 17: the framework's own attention layer at GPT-2 small's shape
+TARGETS = {  # a ratio above 1 is a miss
+    "overhead_share": 0.10,  # of the whole-spec run
+    "overhead_ms_per_test": 3.0,
+    "cold_over_warm": 1.5,
+    "memory_over_allowed": 1.0,  # peak over bare import / (2 x working set + allocator baseline)
+    "main_job_over_floor": 1.3,
 }
-MAIN_JOB_TARGET_S = 60.0
 SCALING_T = (64, 128, 256, 512, 1024)
 # A hostile spec is refused within this wall time and memory (issue 13): measured here, not asserted
 # by a test, since a test with a wall-clock bound fails on a busier machine.
 REFUSAL_TARGETS = {"s": 2.0, "peak_mib": 300}
+MATMUL = (1024, 768, 768)  # GPT-2 small's projection: (T, d_in) @ (d_in, d_out)
+README_BEGIN = "<!-- benchmark tables: written by `attention-conformance benchmark --readme README.md`; do not edit by hand -->"
+README_END = "<!-- end of benchmark tables -->"
 
 
 def alias_bomb(levels=9, width=9):
@@ -76,30 +93,99 @@ def refusals():
     return {label: row | {"ratios": {k: row[k] / REFUSAL_TARGETS[k] for k in REFUSAL_TARGETS}} for label, row in rows.items()}
 
 
-def _child(code):
-    """Run Python code in a fresh process in this environment; return its last stdout line as JSON."""
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])
+# --- in a child process: what a run costs, and where -------------------------------------------------
+
+def _rss_mib():
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _bare_import(name):
-    return _child(
-        "import json, resource, time\n"
-        "t = time.perf_counter()\n"
-        f"from attention_conformance import contract; contract.load({name!r})\n"
-        "print(json.dumps({'s': time.perf_counter() - t, 'rss_mib': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))\n"
-    )
+def child_bare(name):
+    """Import the adapter; then one trivial case through the suite (the allocator's baseline)."""
+    t = time.perf_counter()
+    adapter = contract.load(name)
+    row = {"import_s": time.perf_counter() - t, "rss_mib": _rss_mib()}
+    spec = loader.load()
+    first = next(c for c in spec.cases.values() if c.family == "document values")
+    checks.run_all(dataclasses.replace(spec, cases={first.id: first}), name, adapter, golden.Goldens(), adapter.DTYPES[:1])
+    print(json.dumps(row | {"trivial_rss_mib": _rss_mib()}))
 
 
-def _whole_spec(name, scratch):
-    return _child(
-        "import json, resource, time, pytest\n"
-        "t = time.perf_counter()\n"
-        f"code = pytest.main(['-q', '-p', 'no:cacheprovider', '--adapter', {name!r}, {str(CONFORMANCE_TESTS)!r},"
-        f" '--reports', {str(scratch)!r}])\n"
-        "print(json.dumps({'s': time.perf_counter() - t, 'exit': int(code),"
-        " 'rss_mib': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))\n"
-    )
+class _PerTest:
+    """Wall seconds of each test and the part of them inside the adapter."""
+
+    def __init__(self):
+        self.rows = []
+
+    def pytest_runtest_protocol(self, item):
+        self.started = (time.perf_counter(), sum(checks.inside_s.values()))
+
+    def pytest_runtest_logfinish(self, nodeid):
+        t, inside = self.started
+        self.rows.append((nodeid, time.perf_counter() - t, sum(checks.inside_s.values()) - inside))
+
+
+def child_whole(name, reports_dir):
+    """The whole-spec run as `attention-conformance run` (and so tox) does it, the import timed apart."""
+    from attention_conformance import cli
+
+    t, cpu = time.perf_counter(), time.process_time()
+    contract.load(name)
+    import_s, import_cpu_s = time.perf_counter() - t, time.process_time() - cpu
+    per_test = _PerTest()
+    with contextlib.redirect_stdout(io.StringIO()):
+        exit_code = cli.run([name], ["-q", "--reports", reports_dir], plugins=[per_test])
+    inside = [{"op": op, "dtype": dtype, "s": s, "calls": checks.inside_calls[op, dtype]}
+              for (op, dtype), s in checks.inside_s.most_common()]
+    slowest = sorted(per_test.rows, key=lambda r: r[2] - r[1])[:5]
+    print(json.dumps({"import_s": import_s, "import_cpu_s": import_cpu_s, "inside_cpu_s": checks.inside_cpu_s[0], "exit": exit_code, "tests": len(per_test.rows), "inside_s": sum(checks.inside_s.values()),
+                      "inside": inside, "rss_mib": _rss_mib(), "in_tests_s": sum(wall for _, wall, _ in per_test.rows),
+                      "most_overhead": [{"test": n, "s": w - i} for n, w, i in slowest]}))
+
+
+def _child(function, *args, env=None):
+    """(wall seconds, the JSON it printed) of benchmark.<function>(*args) in a fresh Python of this environment."""
+    code = f"from attention_conformance import benchmark; benchmark.{function}(*{args!r})"
+    t = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - t
+    if done.returncode:
+        raise RuntimeError(f"benchmark.{function}{args} failed:\n{done.stderr[-3000:]}")
+    return wall, json.loads(done.stdout.strip().splitlines()[-1])
+
+
+# --- in the framework's environment: the row for one framework ----------------------------------------
+
+def _shape(value, goldens):
+    if isinstance(value, str) and "#" in value:
+        return goldens.tensor(value).shape
+    if isinstance(value, dict):
+        return tuple(value["shape"])
+    if isinstance(value, list):
+        import numpy as np
+
+        return np.shape(value)
+    return None
+
+
+def working_set(case, goldens):
+    """Bytes the textbook computation of a case holds at once, in float64, from its shapes: the inputs,
+    then for attention over x the projections, scores and weights, context and output; for scores
+    over q and k those and the output; otherwise the inputs and an output of their size."""
+    shapes = {k: s for k, v in case.inputs.items() if (s := _shape(v, goldens)) is not None}
+    inputs = sum(math.prod(s) for s in shapes.values())
+    if "x" in shapes and "w_query" in shapes:
+        x = shapes["x"]
+        rows, tokens, width = math.prod(x[:-1]), x[-2] if len(x) > 1 else 1, shapes["w_query"][-1]
+        heads = case.inputs.get("num_heads", 1)
+        batch = math.prod(x[:-2]) if len(x) > 2 else 1
+        out = shapes["w_out"][-1] if "w_out" in shapes else width
+        return 8 * (inputs + 3 * rows * width + 2 * batch * heads * tokens * tokens + rows * width + rows * out)
+    if "q" in shapes and "k" in shapes:
+        scores = math.prod(shapes["q"][:-1]) * shapes["k"][-2]
+        return 8 * (inputs + 2 * scores + math.prod(shapes["q"]))
+    return 8 * 2 * inputs
 
 
 def _timed(fn, kwargs, forget=lambda: None):
@@ -114,89 +200,213 @@ def _timed(fn, kwargs, forget=lambda: None):
 
 
 def _in_process(name):
-    adapter, loaded, goldens = contract.load(name), loader.load(), golden.Goldens()
-    document = dataclasses.replace(loaded, cases={k: c for k, c in loaded.cases.items() if c.family in DOCUMENT_FAMILIES})
-    t = time.perf_counter()
-    results = checks.run_all(document, name, adapter, goldens)
-    document_s = time.perf_counter() - t
+    """The framework's own speed on fixed work: its matmul against NumPy's, half precision against
+    float32, and GPT-2-small-shaped attention as T grows."""
+    import numpy as np
+
+    adapter, spec, goldens = contract.load(name), loader.load(), golden.Goldens()
+    forget = getattr(adapter, "_REMEMBERED", {}).clear
+    rng = np.random.default_rng(0)
+    T, D, H = MATMUL
+    x, w = rng.uniform(-1, 1, (T, D)).astype(np.float32), rng.uniform(-0.05, 0.05, (D, H)).astype(np.float32)
+    numpy_s = _timed(lambda x, w: x @ w, {"x": x, "w": w})
+    matmul = {}
+    if "project" not in getattr(adapter, "NOT_APPLICABLE", {}):
+        for dtype in adapter.DTYPES:
+            as_dtype = checks.np_dtype(dtype)
+            matmul[dtype] = _timed(adapter.project, {"x": x.astype(as_dtype), "w": w.astype(as_dtype)}, forget)
     has_fused = "fused_attention" not in getattr(adapter, "NOT_APPLICABLE", {})
-    has_layer = hasattr(adapter, "attention_module") and "attention_module" not in getattr(adapter, "NOT_APPLICABLE", {})
-    layers = dataclasses.replace(loaded, cases={k: c for k, c in loaded.cases.items() if c.family == "framework layers"})
-    t = time.perf_counter()
-    checks.run_all(layers, name, adapter, goldens)
-    layers_s = time.perf_counter() - t
 
-    def call(case_id, fn, T=None):
-        kwargs = {k: checks._resolve(v, "float32", goldens) for k, v in loaded.cases[case_id].inputs.items()}
-        if T is not None:
-            kwargs["x"] = kwargs["x"][..., :T, :]  # the first T tokens, at GPT-2 small's width and heads
-        return _timed(fn, {k: v for k, v in kwargs.items() if k in contract.CONTRACT[fn.__name__]},
-                      getattr(adapter, "_REMEMBERED", {}).clear)
+    def call(case_id, fn, tokens):
+        kwargs = {k: checks._resolve(v, "float32", goldens) for k, v in spec.cases[case_id].inputs.items()}
+        kwargs["x"] = kwargs["x"][..., :tokens, :]  # the first T tokens, at GPT-2 small's width and heads
+        return _timed(fn, {k: v for k, v in kwargs.items() if k in contract.CONTRACT[fn.__name__]}, forget)
 
-    scaling = [{"T": T,
-                "textbook_s": call("gpt2_small_heads_causal", adapter.multi_head_attention, T),
-                "fused_s": call("fused_gpt2_small_heads_causal", adapter.fused_attention, T) if has_fused else None}
-               for T in SCALING_T]
-    return {
-        "document_spec_s": document_s,
-        "document_spec_tests": len(results),
-        "gpt2_textbook_s": scaling[-1]["textbook_s"],
-        "gpt2_fused_s": scaling[-1]["fused_s"],
-        "gpt2_layer_s": call("layer_mha_gpt2_small_heads_causal", adapter.attention_module) if has_layer else None,
-        "layers_family_s": layers_s if has_layer else None,
-        "scaling": scaling,
-    }
+    scaling = [{"T": t, "textbook_s": call("gpt2_small_heads_causal", adapter.multi_head_attention, t),
+                "fused_s": call("fused_gpt2_small_heads_causal", adapter.fused_attention, t) if has_fused else None}
+               for t in SCALING_T]
+    largest = max(spec.cases.values(), key=lambda c: working_set(c, goldens))
+    return {"version": adapter.version() if hasattr(adapter, "version") else "?", "numpy_matmul_s": numpy_s,
+            "matmul_s": matmul, "scaling": scaling, "working_set_case": largest.id,
+            "working_set_mib": working_set(largest, goldens) / 2**20}
 
 
 def measure(name, scratch=None):
+    """One framework's row: floor, overhead, cold run, memory, where its time goes."""
     with contextlib.ExitStack() as stack:
         scratch = scratch or stack.enter_context(tempfile.TemporaryDirectory())
-        bare, whole = _bare_import(name), _whole_spec(name, scratch)
+        empty = stack.enter_context(tempfile.TemporaryDirectory())
+        bare_wall, bare = _child("child_bare", name)
+        whole_wall, whole = _child("child_whole", name, str(scratch))
+        cold_wall, cold = _child("child_whole", name, str(Path(empty) / "reports"),
+                                 env=os.environ | {"ATTENTION_CONFORMANCE_CACHE": str(Path(empty) / "cache")})
+    lifecycle = max(bare_wall - bare["import_s"], 0.0)  # a Python holding the framework starts and exits
+    floor = whole["import_s"] + whole["inside_s"] + lifecycle
+    overhead = whole_wall - floor
+    baseline = max(bare["trivial_rss_mib"] - bare["rss_mib"], 0.0)
     row = {
-        "adapter": name,
-        "bare_import_s": bare["s"],
-        "bare_import_rss_mib": bare["rss_mib"],
-        "whole_spec_s": whole["s"],
-        "whole_spec_exit": whole["exit"],
-        "whole_spec_minus_import_s": whole["s"] - bare["s"],
-        "peak_rss_mib": whole["rss_mib"],
-        "memory_over_bare_mib": whole["rss_mib"] - bare["rss_mib"],
+        "adapter": name, "tests": whole["tests"], "exit": whole["exit"], "cold_exit": cold["exit"],
+        "whole_s": whole_wall, "import_s": whole["import_s"], "inside_s": whole["inside_s"], "start_and_exit_s": lifecycle,
+        "floor_s": floor, "floor_cpu_s": whole["import_cpu_s"] + whole["inside_cpu_s"] + lifecycle, "overhead_s": overhead, "overhead_share": overhead / whole_wall,
+        "overhead_ms_per_test": 1000 * overhead / max(whole["tests"], 1), "whole_over_floor": whole_wall / floor,
+        # A framework's own first-run work (XLA compiling, ONNX exporting into the cache) is its floor, as
+        # warm; what the target weighs is the suite's: the oracle computing the expectations.
+        "cold_s": cold_wall, "cold_framework_extra_s": max(cold["inside_s"] - whole["inside_s"], 0.0),
+        "bare_rss_mib": bare["rss_mib"], "peak_rss_mib": whole["rss_mib"], "over_bare_mib": whole["rss_mib"] - bare["rss_mib"],
+        "allocator_baseline_mib": baseline, "inside": whole["inside"], "most_overhead": whole["most_overhead"],
+        # where the overhead is: in the tests (the oracle's cache, comparisons) or around them (start, collection, exit)
+        "overhead_in_tests_s": whole["in_tests_s"] - whole["inside_s"],
     } | _in_process(name)
-    row["targets"] = TARGETS
-    row["ratios"] = {key: row[key] / target for key, target in TARGETS.items() if row[key] is not None}
+    row["cold_over_warm"] = (cold_wall - row["cold_framework_extra_s"]) / whole_wall
+    row["memory_allowed_mib"] = 2 * row["working_set_mib"] + baseline
+    row["memory_over_allowed"] = row["over_bare_mib"] / row["memory_allowed_mib"]
+    row["ratios"] = {key: row[key] / target for key, target in TARGETS.items() if key in row}
     return row
+
+
+# --- the main job, from tox ---------------------------------------------------------------------------
+
+def _tox(ini, workdir, *extra):
+    """Wall seconds of `tox -m conformance -p auto` (tox's exit status with it), run as a user runs it:
+    outside any tox environment this benchmark may itself be running in."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOX_") and k not in ("VIRTUAL_ENV", "PYTHONHOME")}
+    inside = str(Path(sys.prefix) / "bin")
+    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if p != inside)
+    command = [sys.executable, "-m", "tox", "-c", str(ini), "--workdir", str(workdir), "-m", "conformance", "-p", "auto", *extra]
+    t = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=Path(ini).parent)
+    return time.perf_counter() - t, done.returncode
+
+
+def job_floor(cpu_floors, wall_floors, cores, fixed_s):
+    """No schedule of the environments beats their work spread over the cores, nor the longest one. The
+    work is CPU seconds: a framework computing on two threads for 10 s holds both cores, and a second
+    environment beside it gets none of them."""
+    return max(sum(cpu_floors) / cores, max(wall_floors)) + fixed_s
+
+
+def main_job(rows, ini, workdir):
+    """The warm main job against its floor (see the module's docstring)."""
+    empty = ["-x", "testenv.commands=python -c pass", "-x", "testenv:summary.commands=python -c pass"]
+    fixed_s, fixed_exit = _tox(ini, workdir, *empty)
+    warm_s, warm_exit = _tox(ini, workdir)
+    cores = machine.describe()["threads"]
+    floor = job_floor([r["floor_cpu_s"] for r in rows], [r["floor_s"] for r in rows], cores, fixed_s)
+    return {"s": warm_s, "exit": warm_exit, "tox_fixed_s": fixed_s, "tox_fixed_exit": fixed_exit, "cores": cores,
+            "frameworks_floor_cpu_s": sum(r["floor_cpu_s"] for r in rows), "floor_s": floor, "main_job_over_floor": warm_s / floor,
+            "ratios": {"main_job_over_floor": warm_s / floor / TARGETS["main_job_over_floor"]}}
+
+
+# --- what a user should know ----------------------------------------------------------------------------
+
+# Why a measured slowness is what it is, where we know (the figure beside it is measured in the run).
+REASONS = {
+    "mlx": "the mlx-cpu wheel for Linux links the reference (netlib) BLAS",
+    "jax": "each function x shape x dtype is one XLA program, traced and looked up even with the cache warm",
+}
+
+
+def findings(rows, top=2):
+    """The frameworks' own time, largest (op, dtype) first, each with what was measured about it."""
+    out = []
+    for r in rows:
+        f32 = r["matmul_s"].get("float32")
+        for item in r["inside"][:top]:
+            notes = []
+            half = r["matmul_s"].get(item["dtype"]) if item["dtype"] in ("float16", "bfloat16") else None
+            if half and f32 and half / f32 >= 4:
+                notes.append(f"its {item['dtype']} matmul takes {half / f32:.0f}x its float32's on this CPU"
+                             f"{'' if machine.describe()['half'] else ' (no native half precision)'}")
+            if f32 and f32 / r["numpy_matmul_s"] >= 4:
+                notes.append(f"its float32 matmul takes {f32 / r['numpy_matmul_s']:.0f}x NumPy's"
+                             + (f": {REASONS[r['adapter']]}" if r["adapter"] in REASONS else ""))
+            per_call = 1000 * item["s"] / max(item["calls"], 1)
+            if r["adapter"] in REASONS and not notes:
+                notes.append(f"{per_call:.0f} ms a call: {REASONS[r['adapter']]}")
+            out.append({"framework": r["adapter"], "op": item["op"], "dtype": item["dtype"], "s": item["s"],
+                        "calls": item["calls"], "share_of_floor": item["s"] / r["floor_s"],
+                        "note": "; ".join(notes) or "the framework's own compute"})
+    return out
+
+
+# --- tables ------------------------------------------------------------------------------------------------
+
+HEADERS = {
+    "frameworks": ("framework", "tests", "whole spec s", "import s", "inside adapter s", "start+exit s", "floor s",
+                   "overhead s", "overhead % (<= 10)", "ms/test (<= 3)", "cold s", "framework's first-run work s",
+                   "cold/warm, less that work (<= 1.5)"),
+    "memory": ("framework", "over bare import MiB", "largest working set MiB", "allocator baseline MiB",
+               "allowed MiB (2 x set + baseline)", "used/allowed (<= 1)"),
+    "findings": ("framework", "op", "dtype", "seconds", "calls", "share of floor", "what a user should know"),
+    "scaling": ("framework", "path") + tuple(f"T={t}" for t in SCALING_T),
+}
 
 
 def _f(v, digits=2):
     return "-" if v is None else f"{v:.{digits}f}"
 
 
-def _vs(row, key, digits=2):
-    """A figure with its target, marked where it misses."""
-    return f"{_f(row[key], digits)}{' MISS' if row['ratios'].get(key, 0) > 1 else ''}"
+def _vs(row, key, value, digits):
+    """A figure with ' MISS' where its ratio to the target is above 1."""
+    return f"{_f(value, digits)}{' MISS' if row['ratios'].get(key, 0) > 1 else ''}"
 
 
-def table(rows, main_job=None):
-    head = ("| framework | bare import s | document spec s (target <= 1) | whole spec s | whole spec - import s (target <= 10) | "
-            "GPT-2 textbook s (target <= 2) | GPT-2 fused s | GPT-2 layer s (target <= 2) | layers family s | bare import MiB | peak MiB | over bare MiB (target <= 300) |")
-    lines = [head, "|" + "---|" * (head.count("|") - 1)]
-    for r in rows:
-        lines.append(f"| {r['adapter']} | {_f(r['bare_import_s'])} | {_vs(r, 'document_spec_s')} ({r['document_spec_tests']} tests) | "
-                     f"{_f(r['whole_spec_s'])} | {_vs(r, 'whole_spec_minus_import_s')} | {_vs(r, 'gpt2_textbook_s', 3)} | "
-                     f"{_f(r['gpt2_fused_s'], 3)} | {_vs(r, 'gpt2_layer_s', 3)} | {_f(r['layers_family_s'])} | {_f(r['bare_import_rss_mib'], 0)} | {_f(r['peak_rss_mib'], 0)} | "
-                     f"{_vs(r, 'memory_over_bare_mib', 0)} |")
-    if main_job:
-        lines += ["", f"Main job (every framework's whole spec one after another, then the summary; tox's own set-up "
-                      f"not included): {main_job['s']:.1f} s, target <= {main_job['target']:.0f} s"
-                      f"{' MISS' if main_job['ratio'] > 1 else ''}"]
-    lines += ["", "Attention cost as T grows (GPT-2 small's width 768, 12 heads, causal, float32; seconds, median of 3):", ""]
-    ts = [s["T"] for s in rows[0]["scaling"]] if rows else []
-    lines += ["| framework | path | " + " | ".join(f"T={t}" for t in ts) + " |", "|---|---|" + "---|" * len(ts)]
-    for r in rows:
-        for path in ("textbook", "fused"):
-            if any(s[f"{path}_s"] is not None for s in r["scaling"]):
-                lines.append(f"| {r['adapter']} | {path} | " + " | ".join(_f(s[f'{path}_s'], 3) for s in r["scaling"]) + " |")
+def _table(kind, rows):
+    head = HEADERS[kind]
+    return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(map(str, r)) + " |" for r in rows]
+
+
+_TARGET_WORDS = {"overhead_share": "overhead <= 10% of the run", "overhead_ms_per_test": "<= 3 ms a test",
+                 "cold_over_warm": "cold <= 1.5x warm", "memory_over_allowed": "memory <= 2x working set + baseline",
+                 "main_job_over_floor": "main job <= 1.3x its floor"}
+
+
+def _held(doc, key):
+    """'<target>: holds' or '<target>: missed by jax, mlx'."""
+    rows = [doc["main_job"]] if key == "main_job_over_floor" and doc.get("main_job") else doc["frameworks"]
+    if key == "main_job_over_floor" and not doc.get("main_job"):
+        return f"{_TARGET_WORDS[key]}: not measured"
+    missed = [r.get("adapter", "the main job") for r in rows if r["ratios"].get(key, 0) > 1]
+    return f"{_TARGET_WORDS[key]}: " + (f"missed by {', '.join(missed)}" if missed else "holds")
+
+
+def tables(doc):
+    """The benchmark's Markdown, from the JSON it wrote: the text the README carries."""
+    rows = doc["frameworks"]
+    lines = [f"Measured on {machine.one_line(doc['machine'])}, {doc['date']}, caches warm after the main job.", ""]
+    lines += _table("frameworks", [
+        (r["adapter"], r["tests"], _f(r["whole_s"]), _f(r["import_s"]), _f(r["inside_s"]), _f(r["start_and_exit_s"]),
+         _f(r["floor_s"]), _f(r["overhead_s"]), _vs(r, "overhead_share", 100 * r["overhead_share"], 1),
+         _vs(r, "overhead_ms_per_test", r["overhead_ms_per_test"], 1), _f(r["cold_s"]), _f(r["cold_framework_extra_s"]),
+         _vs(r, "cold_over_warm", r["cold_over_warm"], 2)) for r in rows])
+    job = doc.get("main_job")
+    lines += ["", "Main job, `tox -m conformance -p auto`, warm: " + (
+        "not measured (no tox.ini given, or an environment missing)" if not job else
+        f"{job['s']:.1f} s against a floor of {job['floor_s']:.1f} s (the frameworks' floors, {job['frameworks_floor_cpu_s']:.1f} "
+        f"CPU seconds, over {job['cores']} cores, or the longest, + tox's own {job['tox_fixed_s']:.1f} s): "
+        f"{job['main_job_over_floor']:.2f}x (<= 1.3){' MISS' if job['ratios']['main_job_over_floor'] > 1 else ''}"), ""]
+    lines += _table("memory", [
+        (r["adapter"], _f(r["over_bare_mib"], 0), f"{_f(r['working_set_mib'], 0)} ({r['working_set_case']})",
+         _f(r["allocator_baseline_mib"], 0), _f(r["memory_allowed_mib"], 0),
+         _vs(r, "memory_over_allowed", r["memory_over_allowed"], 2)) for r in rows])
+    lines += ["", "Targets: " + "; ".join(_held(doc, key) for key in TARGETS) + "."]
+    lines += ["", "Where the frameworks' own time goes (seconds inside the adapter in the whole-spec run, the two largest per framework):", ""]
+    lines += _table("findings", [(f["framework"], f["op"], f["dtype"], _f(f["s"]), f["calls"], f"{100 * f['share_of_floor']:.0f}%",
+                                  f["note"]) for f in doc["findings"]])
+    lines += ["", "Attention as T grows (GPT-2 small's width 768, 12 heads, causal, float32; seconds a call, median of 3):", ""]
+    lines += _table("scaling", [(r["adapter"], path, *(_f(s[f"{path}_s"], 3) for s in r["scaling"]))
+                                for r in rows for path in ("textbook", "fused") if any(s[f"{path}_s"] is not None for s in r["scaling"])])
     return "\n".join(lines)
+
+
+def put_in_readme(readme, text):
+    """Replace what stands between the README's markers with `text`; an error if the markers are missing."""
+    readme = Path(readme)
+    old = readme.read_text()
+    pattern = re.compile(re.escape(README_BEGIN) + r"\n.*?\n" + re.escape(README_END), re.S)
+    if not pattern.search(old):
+        raise SystemExit(f"error: {readme} has no benchmark markers ({README_BEGIN!r} ... {README_END!r})")
+    readme.write_text(pattern.sub(lambda _: f"{README_BEGIN}\n{text}\n{README_END}", old, count=1))
 
 
 def plot(rows, path):
@@ -226,52 +436,53 @@ def plot(rows, path):
     return path
 
 
-def main(adapter=None, envs=None, scratch=None):
-    """One adapter here (its JSON on stdout), or every built-in adapter in its own tox environment."""
-    if adapter:
-        print(json.dumps(measure(adapter, scratch)))
+def _document(rows, job):
+    return {"machine": machine.describe(), "date": time.strftime("%Y-%m-%d"), "targets": TARGETS | {"refusal": REFUSAL_TARGETS},
+            "main_job": job, "frameworks": rows, "findings": findings(rows)}
+
+
+def main(adapter=None, envs=None, scratch=None, tox_ini=None, readme=None):
+    """One adapter here (its JSON on stdout); every built-in adapter in its own tox environment, then the
+    main job; or, with `readme`, the last run's tables put in the README."""
+    out = reports.DEFAULT_DIR / "benchmark.json"
+    if readme:
+        if not out.exists():
+            raise SystemExit(f"error: {out} does not exist: run `tox -e benchmark` first")
+        put_in_readme(readme, tables(json.loads(out.read_text())))
+        print(f"{readme}: benchmark tables from {out}")
         return 0
+    if adapter:  # the tables to read on stderr; the JSON, for `tox -e benchmark`, as stdout's last line
+        row = measure(adapter, scratch)
+        print(tables(_document([row], None)), file=sys.stderr)
+        print(json.dumps(row))
+        return 0 if row["exit"] == 0 else 1
     envs = Path(envs or ".tox")
     rows, missing = [], []
-    with tempfile.TemporaryDirectory() as shared:
-        for name in contract.NAMES:
-            python = envs / name / "bin" / "python"
-            if not python.exists():
-                missing.append(name)
-                continue
-            command = [str(python), "-m", "attention_conformance", "benchmark", "--adapter", name, "--scratch", shared]
-            done = subprocess.run(command, capture_output=True, text=True)
-            if done.returncode:
-                print(done.stdout[-2000:], done.stderr[-2000:], file=sys.stderr)
-                missing.append(name)
-                continue
-            rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
-        from attention_conformance import summary
-
-        t = time.perf_counter()
-        with contextlib.redirect_stdout(io.StringIO()):
-            summary.main([shared], out=shared)
-        summary_s = time.perf_counter() - t
-    main_job = None if missing else {
-        "s": sum(r["whole_spec_s"] for r in rows) + summary_s, "target": MAIN_JOB_TARGET_S,
-        "how": "each framework's whole-spec pytest run (interpreter start and framework import included), one "
-               "after another, then the summary; tox's own per-environment set-up is not included"}
-    if main_job:
-        main_job["ratio"] = main_job["s"] / MAIN_JOB_TARGET_S
-    refused = refusals()
+    for name in contract.NAMES:
+        python = envs / name / "bin" / "python"
+        if not python.exists():
+            missing.append(name)
+            continue
+        done = subprocess.run([str(python), "-m", "attention_conformance", "benchmark", "--adapter", name], capture_output=True, text=True)
+        if done.returncode:
+            print(done.stdout[-2000:], done.stderr[-2000:], file=sys.stderr)
+            missing.append(name)
+            continue
+        rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        print(f"{name}: measured", file=sys.stderr)
+    job = main_job(rows, tox_ini, envs) if tox_ini and not missing else None
+    doc = _document(rows, job) | {"refusals": refusals()}
     reports.DEFAULT_DIR.mkdir(exist_ok=True)
-    (reports.DEFAULT_DIR / "benchmark.json").write_text(json.dumps(
-        {"machine": machine.describe(), "targets": TARGETS | {"main_job_s": MAIN_JOB_TARGET_S, "refusal": REFUSAL_TARGETS},
-         "main_job": main_job, "frameworks": rows, "refusals": refused}, indent=1) + "\n")
-    print(f"Measured on {machine.one_line()}\n")
-    print(table(rows, main_job))
+    out.write_text(json.dumps(doc, indent=1) + "\n")
+    text = tables(doc)
+    (reports.DEFAULT_DIR / "benchmark.md").write_text(text + "\n")
+    print(text)
     print("\nSpec validation and refusal (wall seconds, median of 3; peak MiB traced; target "
           f"<= {REFUSAL_TARGETS['s']:.0f} s and <= {REFUSAL_TARGETS['peak_mib']} MiB):")
-    for label, r in refused.items():
-        miss = " MISS" if max(r["ratios"].values()) > 1 else ""
-        print(f"  {label}: {r['s']:.3f} s, {r['peak_mib']:.1f} MiB{miss}")
+    for label, r in doc["refusals"].items():
+        print(f"  {label}: {r['s']:.3f} s, {r['peak_mib']:.1f} MiB{' MISS' if max(r['ratios'].values()) > 1 else ''}")
     plotted = plot(rows, reports.DEFAULT_DIR / "scaling.png") if rows else None
-    print(f"\n{plotted or 'no plot: matplotlib is not installed'}; figures in {reports.DEFAULT_DIR / 'benchmark.json'}")
+    print(f"\n{plotted or 'no plot: matplotlib is not installed'}; figures in {out}, tables in {out.with_suffix('.md')}")
     if missing:
         print(f"\nnot measured (no environment under {envs}, or it failed): {', '.join(missing)}; run `tox -m conformance` first")
-    return 1 if missing else 0
+    return 1 if missing or any(r["exit"] not in (0,) for r in rows) else 0

@@ -3,6 +3,7 @@
 import collections
 import decimal
 import functools
+import time
 import warnings
 
 import numpy as np
@@ -25,6 +26,12 @@ class AdapterRaised(Nonconformance):
 # four dtypes would otherwise stay in memory for the whole session.
 _outputs = collections.OrderedDict()
 _KEEP = 8
+
+# Seconds spent inside the adapter's own functions, per (op, dtype), for outputs under test only (the
+# oracle's time is the suite's): the framework's floor, which the benchmark tells apart from the suite's
+# overhead. An adapter that raises has its time counted too; it was the framework computing.
+inside_s, inside_calls = collections.Counter(), collections.Counter()
+inside_cpu_s = [0.0]  # the process's CPU seconds (every thread) in those calls: what parallel runs share
 
 
 def _resolve(value, dtype, goldens):
@@ -63,6 +70,7 @@ def outputs(adapter_name, adapter, case, dtype, goldens, input_dtype=None, round
         kwargs = {name: _resolve(value, input_dtype or dtype, goldens) for name, value in case.inputs.items()}
 
         def call():
+            started, cpu = time.perf_counter(), time.process_time()
             try:
                 result = getattr(adapter, case.op)(**kwargs)
             except Exception as exc:  # noqa: BLE001 - whatever the adapter raises is its result for this case
@@ -72,6 +80,11 @@ def outputs(adapter_name, adapter, case, dtype, goldens, input_dtype=None, round
                 if expectation:  # the oracle's failure is the suite's, never the adapter under test's
                     raise RuntimeError(f"{said} (the oracle: a bug in attention-conformance, please report it)") from exc
                 raise AdapterRaised(said) from exc
+            finally:
+                if not expectation:
+                    inside_s[case.op, input_dtype or dtype] += time.perf_counter() - started
+                    inside_calls[case.op, input_dtype or dtype] += 1
+                    inside_cpu_s[0] += time.process_time() - cpu
             names = OPS[case.op][1]
             if len(names) == 1:
                 return {names[0]: result}

@@ -155,7 +155,7 @@ def main(argv=None):
     args, rest = parser.parse_known_args(argv)
     if rest and args.command not in ("run", "portability"):
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
-    if args.command in ("run", "check", "portability", "fuzz") and os.getcwd() not in sys.path:
+    if args.command in ("run", "check", "portability", "fuzz", "benchmark") and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # as `python -m` would: an adapter beside you imports by its name
     if args.command == "run":
         return run(args.adapter, rest)

@@ -1,0 +1,126 @@
+"""The benchmark's arithmetic and the README's generated tables, without a framework or a clock:
+what the figures mean is tested here; the figures themselves come from `tox -e benchmark`."""
+
+import copy
+import dataclasses
+import re
+from pathlib import Path
+
+import pytest
+
+from attention_conformance import benchmark, checks, contract, golden, loader
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def _row(name, **figures):
+    row = {"adapter": name, "tests": 500, "whole_s": 10.0, "import_s": 1.0, "inside_s": 7.0, "start_and_exit_s": 0.5,
+           "floor_s": 8.5, "overhead_s": 1.5, "overhead_share": 0.15, "overhead_ms_per_test": 3.0, "cold_s": 14.0,
+           "cold_framework_extra_s": 0.0, "cold_over_warm": 1.4, "over_bare_mib": 300.0, "working_set_mib": 246.0, "working_set_case": "gpt2",
+           "allocator_baseline_mib": 10.0, "memory_allowed_mib": 502.0, "memory_over_allowed": 0.6,
+           "numpy_matmul_s": 0.005, "matmul_s": {"float32": 0.01, "float16": 0.7},
+           "inside": [{"op": "multi_head_attention", "dtype": "float16", "s": 4.0, "calls": 4},
+                      {"op": "sgd_step", "dtype": "float32", "s": 2.0, "calls": 2}],
+           "scaling": [{"T": t, "textbook_s": 0.1, "fused_s": None} for t in benchmark.SCALING_T]} | figures
+    row["ratios"] = {key: row[key] / target for key, target in benchmark.TARGETS.items() if key in row}
+    return row
+
+
+def _doc(rows):
+    machine = {"host": "h", "cpu": "Some CPU", "isa": "AVX2", "half": [], "threads": 2, "switches": {}}
+    job = {"s": 60.0, "floor_s": 40.0, "frameworks_floor_cpu_s": 70.0, "cores": 2, "tox_fixed_s": 5.0,
+           "main_job_over_floor": 1.5, "ratios": {"main_job_over_floor": 1.5 / 1.3}}
+    return {"machine": machine, "date": "2026-11-30", "main_job": job, "frameworks": rows, "findings": benchmark.findings(rows)}
+
+
+def test_a_figure_over_its_target_is_marked_and_named_in_the_targets_line():
+    text = benchmark.tables(_doc([_row("torch"), _row("jax", overhead_ms_per_test=30.0, overhead_share=0.5)]))
+    jax = next(line for line in text.splitlines() if line.startswith("| jax | 500"))
+    assert "50.0 MISS" in jax and "30.0 MISS" in jax
+    torch = next(line for line in text.splitlines() if line.startswith("| torch | 500"))
+    assert "MISS" not in torch.split("|")[10], "3.0 ms a test is the target itself: it holds"
+    targets = next(line for line in text.splitlines() if line.startswith("Targets:"))
+    assert "overhead <= 10% of the run: missed by torch, jax" in targets
+    assert "cold <= 1.5x warm: holds" in targets and "main job <= 1.3x its floor: missed by the main job" in targets
+
+
+def test_the_main_jobs_floor_is_the_work_over_the_cores_or_the_longest_environment():
+    assert benchmark.job_floor([10.0] * 4, [10.0] * 4, 2, 5.0) == 25.0
+    assert benchmark.job_floor([20.0] * 4, [10.0] * 4, 2, 5.0) == 45.0, "two threads busy for 10 s are 20 s of work"
+    assert benchmark.job_floor([30.0, 2.0, 2.0], [30.0, 2.0, 2.0], 2, 5.0) == 35.0, "one long environment: no schedule beats it"
+
+
+def test_findings_say_what_was_measured_about_the_frameworks_time():
+    rows = [_row("torch"), _row("mlx", matmul_s={"float32": 0.27}, inside=[{"op": "attention_module", "dtype": "float32",
+                                                                            "s": 5.0, "calls": 10}])]
+    found = {(f["framework"], f["op"], f["dtype"]): f["note"] for f in benchmark.findings(rows)}
+    assert "float16 matmul takes 70x its float32's" in found["torch", "multi_head_attention", "float16"]
+    assert found["torch", "sgd_step", "float32"] == "the framework's own compute"
+    assert "float32 matmul takes 54x NumPy's: the mlx-cpu wheel for Linux links the reference (netlib) BLAS" in found[
+        "mlx", "attention_module", "float32"]
+
+
+def test_the_largest_working_set_is_gpt2_small_from_its_shapes():
+    spec, goldens = loader.load(), golden.Goldens()
+    # x (1, 1024, 768) and four 768 x 768 weights; q, k, v; 12 heads of 1024 x 1024 scores and weights;
+    # context and output: 32,243,712 float64 numbers.
+    assert benchmark.working_set(spec.cases["gpt2_small_heads_causal"], goldens) == 8 * 32_243_712
+    largest = max(spec.cases.values(), key=lambda c: benchmark.working_set(c, goldens))
+    assert "gpt2" in largest.id
+
+
+def test_time_inside_the_adapter_counts_its_calls_and_never_the_oracles(monkeypatch):
+    monkeypatch.setenv("ATTENTION_CONFORMANCE_CACHE", "off")  # the oracle computes: its calls must not count
+    spec = loader.load()
+    case = spec.cases["sat"]
+    before = copy.copy(checks.inside_calls)
+    checks._outputs.clear()
+    results = checks.run_all(dataclasses.replace(spec, cases={case.id: case}), "reference", contract.load("reference"),
+                             golden.Goldens(), ["float64"])
+    assert results and all(outcome == "passed" for outcome, _ in results.values())
+    counted = checks.inside_calls - before
+    assert counted == {(case.op, "float64"): 1}, counted
+
+
+def _readme_block():
+    text = README.read_text()
+    assert benchmark.README_BEGIN in text and benchmark.README_END in text, "the README's speed section lost its markers"
+    return text.split(benchmark.README_BEGIN, 1)[1].split(benchmark.README_END, 1)[0].strip("\n")
+
+
+def _shape_of(text):
+    """Each table as (header cells, cells a row), and the leading words of each sentence line."""
+    tables, prose, header = [], [], None
+    for line in text.splitlines():
+        if line.startswith("|---"):
+            continue
+        if line.startswith("| "):
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            if header is None:
+                header = tuple(cells)
+                tables.append(header)
+            else:
+                assert len(cells) == len(header), f"a row of the {header[0]!r} table has {len(cells)} cells, not {len(header)}: {line}"
+        else:
+            header = None
+            if line:
+                prose.append(" ".join(line.split()[:2]))
+    return tables, prose
+
+
+def test_the_readmes_tables_are_in_the_format_the_benchmark_writes():
+    """Regenerate with `attention-conformance benchmark --readme README.md` after `tox -e benchmark`."""
+    written = _shape_of(benchmark.tables(_doc([_row("torch")])))
+    assert _shape_of(_readme_block()) == written
+    assert re.match(r"Measured on .+, \d+ threads.*, \d{4}-\d\d-\d\d, caches warm", _readme_block())
+
+
+def test_putting_tables_in_a_readme_replaces_only_the_block(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text(f"before\n{benchmark.README_BEGIN}\nold\n{benchmark.README_END}\nafter\n")
+    benchmark.put_in_readme(readme, "new table")
+    assert readme.read_text() == f"before\n{benchmark.README_BEGIN}\nnew table\n{benchmark.README_END}\nafter\n"
+    readme.write_text("no markers\n")
+    with pytest.raises(SystemExit, match="no benchmark markers"):
+        benchmark.put_in_readme(readme, "new table")
+    assert readme.read_text() == "no markers\n"
