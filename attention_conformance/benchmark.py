@@ -299,30 +299,34 @@ def main_job(rows, ini, workdir):
 
 # --- what a user should know ----------------------------------------------------------------------------
 
-# Why a measured slowness is what it is, where we know (the figure beside it is measured in the run).
+# Why a measured slowness is what it is, where we know, by (framework, dtype or None for any); the
+# figure beside it is measured in the run.
 REASONS = {
-    "mlx": "the mlx-cpu wheel for Linux links the reference (netlib) BLAS",
-    "jax": "each function x shape x dtype is one XLA program, traced and looked up even with the cache warm",
+    ("mlx", None): "the mlx-cpu wheel for Linux links the reference (netlib) BLAS",
+    ("jax", "float16"): "float16 attention runs op by op: under jax.jit, XLA rejects the F16_F16_F32 dot that "
+                        "jax.nn.dot_product_attention asks for (jax 0.10.2)",
+    ("jax", None): "each function x shape x dtype is one XLA program, traced and looked up even with the cache warm",
 }
 
 
-def findings(rows, top=2):
-    """The frameworks' own time, largest (op, dtype) first, each with what was measured about it."""
+def findings(rows, measured_on, top=2):
+    """The frameworks' own time, largest (op, dtype) first, each with what was measured about it
+    (`measured_on`: machine.describe() of the machine that ran them)."""
     out = []
     for r in rows:
         f32 = r["matmul_s"].get("float32")
         for item in r["inside"][:top]:
             notes = []
+            reason = REASONS.get((r["adapter"], item["dtype"])) or REASONS.get((r["adapter"], None))
             half = r["matmul_s"].get(item["dtype"]) if item["dtype"] in ("float16", "bfloat16") else None
             if half and f32 and half / f32 >= 4:
                 notes.append(f"its {item['dtype']} matmul takes {half / f32:.0f}x its float32's on this CPU"
-                             f"{'' if machine.describe()['half'] else ' (no native half precision)'}")
+                             f"{'' if measured_on['half'] else ' (no native half precision)'}")
             if f32 and f32 / r["numpy_matmul_s"] >= 4:
-                notes.append(f"its float32 matmul takes {f32 / r['numpy_matmul_s']:.0f}x NumPy's"
-                             + (f": {REASONS[r['adapter']]}" if r["adapter"] in REASONS else ""))
+                notes.append(f"its float32 matmul takes {f32 / r['numpy_matmul_s']:.0f}x NumPy's" + (f": {reason}" if reason else ""))
             per_call = 1000 * item["s"] / max(item["calls"], 1)
-            if r["adapter"] in REASONS and not notes:
-                notes.append(f"{per_call:.0f} ms a call: {REASONS[r['adapter']]}")
+            if reason and not notes:
+                notes.append(f"{per_call:.0f} ms a call: {reason}")
             out.append({"framework": r["adapter"], "op": item["op"], "dtype": item["dtype"], "s": item["s"],
                         "calls": item["calls"], "share_of_floor": item["s"] / r["floor_s"],
                         "note": "; ".join(notes) or "the framework's own compute"})
@@ -392,7 +396,7 @@ def tables(doc):
     lines += ["", "Targets: " + "; ".join(_held(doc, key) for key in TARGETS) + "."]
     lines += ["", "Where the frameworks' own time goes (seconds inside the adapter in the whole-spec run, the two largest per framework):", ""]
     lines += _table("findings", [(f["framework"], f["op"], f["dtype"], _f(f["s"]), f["calls"], f"{100 * f['share_of_floor']:.0f}%",
-                                  f["note"]) for f in doc["findings"]])
+                                  f["note"]) for f in findings(rows, doc["machine"])])
     lines += ["", "Attention as T grows (GPT-2 small's width 768, 12 heads, causal, float32; seconds a call, median of 3):", ""]
     lines += _table("scaling", [(r["adapter"], path, *(_f(s[f"{path}_s"], 3) for s in r["scaling"]))
                                 for r in rows for path in ("textbook", "fused") if any(s[f"{path}_s"] is not None for s in r["scaling"])])
@@ -438,7 +442,7 @@ def plot(rows, path):
 
 def _document(rows, job):
     return {"machine": machine.describe(), "date": time.strftime("%Y-%m-%d"), "targets": TARGETS | {"refusal": REFUSAL_TARGETS},
-            "main_job": job, "frameworks": rows, "findings": findings(rows)}
+            "main_job": job, "frameworks": rows, "findings": findings(rows, machine.describe())}
 
 
 def main(adapter=None, envs=None, scratch=None, tox_ini=None, readme=None):
