@@ -41,7 +41,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from attention_conformance import SPEC_DIR, checks, contract, golden, loader, machine, reports
+from attention_conformance import SPEC_DIR, checks, contract, golden, loader, machine, plan, reports
 
 TARGETS = {  # a ratio above 1 is a miss
     "overhead_share": 0.10,  # of the whole-spec run
@@ -120,10 +120,14 @@ class _PerTest:
 
     def pytest_runtest_protocol(self, item):
         self.started = (time.perf_counter(), sum(checks.inside_s.values()))
+        self.skipped = False
+
+    def pytest_runtest_logreport(self, report):
+        self.skipped |= report.skipped and not hasattr(report, "wasxfail")  # not applicable: never called
 
     def pytest_runtest_logfinish(self, nodeid):
         t, inside = self.started
-        self.rows.append((nodeid, time.perf_counter() - t, sum(checks.inside_s.values()) - inside))
+        self.rows.append((nodeid, time.perf_counter() - t, sum(checks.inside_s.values()) - inside, not self.skipped))
 
 
 def child_whole(name, reports_dir):
@@ -139,9 +143,11 @@ def child_whole(name, reports_dir):
     inside = [{"op": op, "dtype": dtype, "s": s, "calls": checks.inside_calls[op, dtype]}
               for (op, dtype), s in checks.inside_s.most_common()]
     slowest = sorted(per_test.rows, key=lambda r: r[2] - r[1])[:5]
-    print(json.dumps({"import_s": import_s, "import_cpu_s": import_cpu_s, "inside_cpu_s": checks.inside_cpu_s[0], "exit": exit_code, "tests": len(per_test.rows), "inside_s": sum(checks.inside_s.values()),
-                      "inside": inside, "rss_mib": _rss_mib(), "in_tests_s": sum(wall for _, wall, _ in per_test.rows),
-                      "most_overhead": [{"test": n, "s": w - i} for n, w, i in slowest]}))
+    print(json.dumps({"import_s": import_s, "import_cpu_s": import_cpu_s, "inside_cpu_s": checks.inside_cpu_s[0], "exit": exit_code,
+                      "tests": len(per_test.rows), "tests_run": sum(ran for *_, ran in per_test.rows),
+                      "inside_s": sum(checks.inside_s.values()), "inside": inside, "rss_mib": _rss_mib(),
+                      "in_tests_s": sum(wall for _, wall, *_ in per_test.rows),
+                      "most_overhead": [{"test": n, "s": w - i} for n, w, i, _ in slowest]}))
 
 
 def _child(function, *args, env=None):
@@ -225,7 +231,8 @@ def _in_process(name):
     scaling = [{"T": t, "textbook_s": call("gpt2_small_heads_causal", adapter.multi_head_attention, t),
                 "fused_s": call("fused_gpt2_small_heads_causal", adapter.fused_attention, t) if has_fused else None}
                for t in SCALING_T]
-    largest = max(spec.cases.values(), key=lambda c: working_set(c, goldens))
+    runs = {t.case.id for t in plan.tests(spec, {name: adapter}) if not t.not_applicable}
+    largest = max((c for c in spec.cases.values() if c.id in runs), key=lambda c: working_set(c, goldens))
     return {"version": adapter.version() if hasattr(adapter, "version") else "?", "numpy_matmul_s": numpy_s,
             "matmul_s": matmul, "scaling": scaling, "working_set_case": largest.id,
             "working_set_mib": working_set(largest, goldens) / 2**20}
@@ -245,10 +252,11 @@ def measure(name, scratch=None):
     overhead = whole_wall - floor
     baseline = max(bare["trivial_rss_mib"] - bare["rss_mib"], 0.0)
     row = {
-        "adapter": name, "tests": whole["tests"], "exit": whole["exit"], "cold_exit": cold["exit"],
+        "adapter": name, "tests": whole["tests"], "tests_run": whole["tests_run"], "exit": whole["exit"], "cold_exit": cold["exit"],
         "whole_s": whole_wall, "import_s": whole["import_s"], "inside_s": whole["inside_s"], "start_and_exit_s": lifecycle,
         "floor_s": floor, "floor_cpu_s": whole["import_cpu_s"] + whole["inside_cpu_s"] + lifecycle, "overhead_s": overhead, "overhead_share": overhead / whole_wall,
-        "overhead_ms_per_test": 1000 * overhead / max(whole["tests"], 1), "whole_over_floor": whole_wall / floor,
+        # per test that ran: a not-applicable test costs next to nothing and would dilute the figure
+        "overhead_ms_per_test": 1000 * overhead / max(whole["tests_run"], 1), "whole_over_floor": whole_wall / floor,
         # A framework's own first-run work (XLA compiling, ONNX exporting into the cache) is its floor, as
         # warm; what the target weighs is the suite's: the oracle computing the expectations.
         "cold_s": cold_wall, "cold_framework_extra_s": max(cold["inside_s"] - whole["inside_s"], 0.0),
@@ -336,7 +344,7 @@ def findings(rows, measured_on, top=2):
 # --- tables ------------------------------------------------------------------------------------------------
 
 HEADERS = {
-    "frameworks": ("framework", "tests", "whole spec s", "import s", "inside adapter s", "start+exit s", "floor s",
+    "frameworks": ("framework", "tests run (of all)", "whole spec s", "import s", "inside adapter s", "start+exit s", "floor s",
                    "overhead s", "overhead % (<= 10)", "ms/test (<= 3)", "cold s", "framework's first-run work s",
                    "cold/warm, less that work (<= 1.5)"),
     "memory": ("framework", "over bare import MiB", "largest working set MiB", "allocator baseline MiB",
@@ -370,6 +378,8 @@ def _held(doc, key):
     rows = [doc["main_job"]] if key == "main_job_over_floor" and doc.get("main_job") else doc["frameworks"]
     if key == "main_job_over_floor" and not doc.get("main_job"):
         return f"{_TARGET_WORDS[key]}: not measured"
+    if not rows:
+        return f"{_TARGET_WORDS[key]}: not measured"
     missed = [r.get("adapter", "the main job") for r in rows if r["ratios"].get(key, 0) > 1]
     return f"{_TARGET_WORDS[key]}: " + (f"missed by {', '.join(missed)}" if missed else "holds")
 
@@ -377,15 +387,16 @@ def _held(doc, key):
 def tables(doc):
     """The benchmark's Markdown, from the JSON it wrote: the text the README carries."""
     rows = doc["frameworks"]
-    lines = [f"Measured on {machine.one_line(doc['machine'])}, {doc['date']}, caches warm after the main job.", ""]
+    warm = "caches warm after the main job" if doc.get("main_job") else "the warm run with the expectation cache as found"
+    lines = [f"Measured on {machine.one_line(doc['machine'])}, {doc['date']}, {warm}.", ""]
     lines += _table("frameworks", [
-        (r["adapter"], r["tests"], _f(r["whole_s"]), _f(r["import_s"]), _f(r["inside_s"]), _f(r["start_and_exit_s"]),
+        (r["adapter"], f"{r['tests_run']} ({r['tests']})", _f(r["whole_s"]), _f(r["import_s"]), _f(r["inside_s"]), _f(r["start_and_exit_s"]),
          _f(r["floor_s"]), _f(r["overhead_s"]), _vs(r, "overhead_share", 100 * r["overhead_share"], 1),
          _vs(r, "overhead_ms_per_test", r["overhead_ms_per_test"], 1), _f(r["cold_s"]), _f(r["cold_framework_extra_s"]),
          _vs(r, "cold_over_warm", r["cold_over_warm"], 2)) for r in rows])
     job = doc.get("main_job")
     lines += ["", "Main job, `tox -m conformance -p auto`, warm: " + (
-        "not measured (no tox.ini given, or an environment missing)" if not job else
+        "not measured here (`tox -e benchmark` measures it)" if not job else
         f"{job['s']:.1f} s against a floor of {job['floor_s']:.1f} s (the frameworks' floors, {job['frameworks_floor_cpu_s']:.1f} "
         f"CPU seconds, over {job['cores']} cores, or the longest, + tox's own {job['tox_fixed_s']:.1f} s): "
         f"{job['main_job_over_floor']:.2f}x (<= 1.3){' MISS' if job['ratios']['main_job_over_floor'] > 1 else ''}"), ""]
@@ -452,10 +463,23 @@ def main(adapter=None, envs=None, scratch=None, tox_ini=None, readme=None):
     if readme:
         if not out.exists():
             raise SystemExit(f"error: {out} does not exist: run `tox -e benchmark` first")
-        put_in_readme(readme, tables(json.loads(out.read_text())))
+        try:
+            doc = json.loads(out.read_text())
+            text = tables(doc) if doc.get("frameworks") else None
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise SystemExit(f"error: {out} is not a report of `tox -e benchmark` ({type(exc).__name__}: {exc}): rerun it") from None
+        if text is None:
+            raise SystemExit(f"error: {out} measured no framework: rerun `tox -e benchmark` after the main job")
+        if not Path(readme).is_file():
+            raise SystemExit(f"error: {readme} is not a file")
+        put_in_readme(readme, text)
         print(f"{readme}: benchmark tables from {out}")
         return 0
-    if adapter:  # the tables to read on stderr; the JSON, for `tox -e benchmark`, as stdout's last line
+    if adapter:
+        try:
+            contract.load(adapter)  # one line for an adapter that cannot run, before any child starts
+        except contract.AdapterError as exc:
+            raise SystemExit(f"error: {exc}") from None  # the tables to read on stderr; the JSON, for `tox -e benchmark`, as stdout's last line
         row = measure(adapter, scratch)
         print(tables(_document([row], None)), file=sys.stderr)
         print(json.dumps(row))
@@ -474,6 +498,10 @@ def main(adapter=None, envs=None, scratch=None, tox_ini=None, readme=None):
             continue
         rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
         print(f"{name}: measured", file=sys.stderr)
+    if not rows:
+        print(f"error: no framework measured (no environment under {envs}, or each failed): run `tox -m conformance` "
+              "first, or give --adapter NAME in an environment that has it", file=sys.stderr)
+        return 1
     job = main_job(rows, tox_ini, envs) if tox_ini and not missing else None
     doc = _document(rows, job) | {"refusals": refusals()}
     reports.DEFAULT_DIR.mkdir(exist_ok=True)

@@ -125,8 +125,11 @@ def main(argv=None):
     validate_parser.add_argument("--golden-dir", default=golden.GOLDEN_DIR)
     commands.add_parser("template", help="print the adapter template, or a built-in adapter's source to start from").add_argument(
         "adapter", nargs="?", choices=contract.NAMES, metavar="NAME", help=f"a built-in adapter: {', '.join(contract.NAMES)}")
-    bench_parser = commands.add_parser("benchmark", help="the suite's own speed and memory")
-    bench_parser.add_argument("--adapter", metavar="NAME")
+    bench_parser = commands.add_parser("benchmark", help="the suite's own cost against the framework's floor",
+                                       description="Time the whole spec against the framework's own import and compute "
+                                                   "(README, Speed and memory). With --adapter: the tables on stderr, "
+                                                   "the figures as JSON on stdout's last line.")
+    bench_parser.add_argument("--adapter", metavar="NAME", help="this adapter (yours too), in this environment")
     bench_parser.add_argument("--envs", help="tox's work folder: measure every framework in its own environment")
     bench_parser.add_argument("--scratch", help="with --adapter: where the whole-spec run's report goes")
     bench_parser.add_argument("--tox-ini", metavar="FILE", help="with --envs: also time the main job, `tox -m conformance -p auto`, "

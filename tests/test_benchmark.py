@@ -14,7 +14,7 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 
 
 def _row(name, **figures):
-    row = {"adapter": name, "tests": 500, "whole_s": 10.0, "import_s": 1.0, "inside_s": 7.0, "start_and_exit_s": 0.5,
+    row = {"adapter": name, "tests": 507, "tests_run": 500, "whole_s": 10.0, "import_s": 1.0, "inside_s": 7.0, "start_and_exit_s": 0.5,
            "floor_s": 8.5, "overhead_s": 1.5, "overhead_share": 0.15, "overhead_ms_per_test": 3.0, "cold_s": 14.0,
            "cold_framework_extra_s": 0.0, "cold_over_warm": 1.4, "over_bare_mib": 300.0, "working_set_mib": 246.0, "working_set_case": "gpt2",
            "allocator_baseline_mib": 10.0, "memory_allowed_mib": 502.0, "memory_over_allowed": 0.6,
@@ -35,9 +35,9 @@ def _doc(rows):
 
 def test_a_figure_over_its_target_is_marked_and_named_in_the_targets_line():
     text = benchmark.tables(_doc([_row("torch"), _row("jax", overhead_ms_per_test=30.0, overhead_share=0.5)]))
-    jax = next(line for line in text.splitlines() if line.startswith("| jax | 500"))
+    jax = next(line for line in text.splitlines() if line.startswith("| jax | 500 (507)"))
     assert "50.0 MISS" in jax and "30.0 MISS" in jax
-    torch = next(line for line in text.splitlines() if line.startswith("| torch | 500"))
+    torch = next(line for line in text.splitlines() if line.startswith("| torch | 500 (507)"))
     assert "MISS" not in torch.split("|")[10], "3.0 ms a test is the target itself: it holds"
     targets = next(line for line in text.splitlines() if line.startswith("Targets:"))
     assert "overhead <= 10% of the run: missed by torch, jax" in targets
@@ -125,3 +125,20 @@ def test_putting_tables_in_a_readme_replaces_only_the_block(tmp_path):
     with pytest.raises(SystemExit, match="no benchmark markers"):
         benchmark.put_in_readme(readme, "new table")
     assert readme.read_text() == "no markers\n"
+
+
+def test_the_benchmark_refuses_in_one_line_and_writes_nothing_it_did_not_measure(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert benchmark.main(envs=tmp_path / "no-tox-here") == 1
+    assert "no framework measured" in capsys.readouterr().err
+    assert not (tmp_path / "reports" / "benchmark.json").exists(), "an empty report would say every target holds"
+    with pytest.raises(SystemExit, match=r"^error: adapter 'no_such_adapter_module' was requested but does not import"):
+        benchmark.main(adapter="no_such_adapter_module")
+    (tmp_path / "README.md").write_text(f"{benchmark.README_BEGIN}\nold\n{benchmark.README_END}\n")
+    (tmp_path / "reports").mkdir()
+    for text, said in (("{not json", "is not a report"), ('{"tests": 3}', "measured no framework"),
+                       ('{"frameworks": [{"adapter": "x"}]}', "is not a report")):
+        (tmp_path / "reports" / "benchmark.json").write_text(text)
+        with pytest.raises(SystemExit, match=said):
+            benchmark.main(readme=tmp_path / "README.md")
+    assert "old" in (tmp_path / "README.md").read_text()
