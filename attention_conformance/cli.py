@@ -79,14 +79,13 @@ def run(adapters, pytest_args, plugins=()):
 
     nodes = [as_node(a, p) for a, p in zip(pytest_args, [None] + list(pytest_args))]
     given = [node or arg for node, arg in zip(nodes, pytest_args)]
-    # Three plugins that do nothing for the spec cost a framework's run more than two seconds (measured
-    # with torch, attention-conformance benchmark): hypothesis's imports hypothesis at the summary (1.7 s,
-    # its modules assertion-rewritten); log capture attaches a handler to each of torch's ~45
-    # non-propagating loggers in every test phase (0.8 s); the unraisable-exception hook runs a full
-    # garbage collection twice at the end (0.3 s). Log lines and unraisable exceptions still reach
-    # stderr (the framework's own handler, or Python's last resort), which pytest captures per test.
+    # Two plugins that do nothing for the spec cost a framework's run 2.5 s (measured with torch,
+    # attention-conformance benchmark): hypothesis's imports hypothesis at the summary (1.7 s, its modules
+    # assertion-rewritten); log capture attaches a handler to each of torch's ~45 non-propagating loggers
+    # in every test phase (0.8 s). A framework's log lines still reach stderr (its own handler, or
+    # Python's last resort), which pytest captures per test; --log-* options are not taken.
     args = ["-c", os.devnull, "--rootdir", os.getcwd(), "-p", "attention_conformance.plugin", "-p", "no:cacheprovider",
-            "-p", "no:hypothesispytest", "-p", "no:logging", "-p", "no:unraisableexception", "-W", "error"] + ([] if any(nodes) else [str(CONFORMANCE_TESTS)])
+            "-p", "no:hypothesispytest", "-p", "no:logging", "-W", "error"] + ([] if any(nodes) else [str(CONFORMANCE_TESTS)])
     return int(pytest.main(args + [f"--adapter={name}" for name in adapters] + given, plugins=list(plugins)))
 
 
