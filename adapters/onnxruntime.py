@@ -23,7 +23,7 @@ import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper
 
-from attention_conformance import expectations
+from attention_conformance import oracle_cache
 
 DTYPES = ("float32", "float64", "float16")
 _NO_TRAINING = ("onnxruntime is an inference runtime: it computes no gradients, and onnxruntime-training (the training "
@@ -197,7 +197,7 @@ def _exported(form, dtype, shapes):
     programs are): an export is a build step, and its graph depends only on the key and the versions."""
     versions = [importlib.metadata.version(p) for p in ("torch", "onnx", "onnxscript")]  # without importing torch (1.7 s)
     key = hashlib.sha256(repr((form, dtype, shapes, versions, inspect.getsource(_export))).encode()).hexdigest()[:32]
-    folder = expectations.directory()
+    folder = oracle_cache.directory()
     path = folder / "onnx-export" / f"{key}.onnx" if folder is not None else None
     if path is not None and path.exists():
         model = onnx.ModelProto.FromString(path.read_bytes())

@@ -3,7 +3,7 @@ float64 reference? The engine: load the spec, plan the tests, run them through p
 report. Importing it imports no framework; `contract.load(name)` imports one adapter's.
 
 PYTEST_DONT_REWRITE: the console script imports this package before pytest starts, and the
-checks raise their own messages, so pytest's assertion rewriting has nothing to do here.
+verifiers raise their own messages, so pytest's assertion rewriting has nothing to do here.
 """
 
 from pathlib import Path

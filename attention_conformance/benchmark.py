@@ -2,12 +2,12 @@
 
     tox -m conformance -p auto && tox -e benchmark      # every framework and the main job: tables, reports/benchmark.json
     attention-conformance benchmark --adapter torch      # one framework, in an environment that has it (JSON)
-    attention-conformance benchmark --readme README.md   # put reports/benchmark.json's tables in the README
+    attention-conformance publish                        # put reports/benchmark.json's tables in docs/speed.md
 
-Per framework, in its own environment, after the main job (expectation and XLA caches warm):
+Per framework, in its own environment, after the main job (oracle and XLA caches warm):
 
 floor     the adapter's import, timed inside the whole-spec pytest run, plus the seconds spent inside
-          the adapter's own functions in that run (checks.inside_s: the framework's compute, JAX's
+          the adapter's own functions in that run (calls.inside_s: the framework's compute, JAX's
           tracing and compiling included), plus starting and exiting a Python that holds the framework
           (a separate process that only imports it).
 overhead  the whole-spec run's wall time less its floor: Python and pytest, collection, the oracle's
@@ -33,7 +33,6 @@ import io
 import json
 import math
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -41,7 +40,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from attention_conformance import SPEC_DIR, checks, contract, golden, loader, machine, plan, reports
+from attention_conformance import SPEC_DIR, calls, contract, golden, inputs, loader, machine, plan, reports, verify
 
 TARGETS = {  # a ratio above 1 is a miss
     "overhead_share": 0.10,  # of the whole-spec run
@@ -55,8 +54,6 @@ SCALING_T = (64, 128, 256, 512, 1024)
 # by a test, since a test with a wall-clock bound fails on a busier machine.
 REFUSAL_TARGETS = {"s": 2.0, "peak_mib": 300}
 MATMUL = (1024, 768, 768)  # GPT-2 small's projection: (T, d_in) @ (d_in, d_out)
-README_BEGIN = "<!-- benchmark tables: written by `attention-conformance benchmark --readme README.md`; do not edit by hand -->"
-README_END = "<!-- end of benchmark tables -->"
 
 
 def alias_bomb(levels=9, width=9):
@@ -114,7 +111,7 @@ def child_bare(name):
     row = {"rss_mib": _rss_mib()}
     spec = loader.load()
     first = next(c for c in spec.cases.values() if c.family == "document values")
-    checks.run_all(dataclasses.replace(spec, cases={first.id: first}), name, adapter, golden.Goldens(), adapter.DTYPES[:1])
+    verify.verify_all(dataclasses.replace(spec, cases={first.id: first}), name, adapter, golden.Goldens(), adapter.DTYPES[:1])
     print(json.dumps(row | {"trivial_rss_mib": _rss_mib()}))
 
 
@@ -125,7 +122,7 @@ class _PerTest:
         self.rows = []
 
     def pytest_runtest_protocol(self, item):
-        self.started = (time.perf_counter(), sum(checks.inside_s.values()))
+        self.started = (time.perf_counter(), sum(calls.inside_s.values()))
         self.skipped = False
 
     def pytest_runtest_logreport(self, report):
@@ -133,7 +130,7 @@ class _PerTest:
 
     def pytest_runtest_logfinish(self, nodeid):
         t, inside = self.started
-        self.rows.append((nodeid, time.perf_counter() - t, sum(checks.inside_s.values()) - inside, not self.skipped))
+        self.rows.append((nodeid, time.perf_counter() - t, sum(calls.inside_s.values()) - inside, not self.skipped))
 
 
 def child_whole(name, reports_dir):
@@ -146,12 +143,12 @@ def child_whole(name, reports_dir):
     per_test = _PerTest()
     with contextlib.redirect_stdout(io.StringIO()):
         exit_code = cli.run([name], ["-q", "--reports", reports_dir], plugins=[per_test])
-    inside = [{"op": op, "dtype": dtype, "s": s, "calls": checks.inside_calls[op, dtype]}
-              for (op, dtype), s in checks.inside_s.most_common()]
+    inside = [{"op": op, "dtype": dtype, "s": s, "calls": calls.inside_calls[op, dtype]}
+              for (op, dtype), s in calls.inside_s.most_common()]
     slowest = sorted(per_test.rows, key=lambda r: r[2] - r[1])[:5]
-    print(json.dumps({"import_s": import_s, "import_cpu_s": import_cpu_s, "inside_cpu_s": checks.inside_cpu_s[0], "exit": exit_code,
+    print(json.dumps({"import_s": import_s, "import_cpu_s": import_cpu_s, "inside_cpu_s": calls.inside_cpu_s[0], "exit": exit_code,
                       "tests": len(per_test.rows), "tests_run": sum(ran for *_, ran in per_test.rows),
-                      "inside_s": sum(checks.inside_s.values()), "inside": inside, "rss_mib": _rss_mib(),
+                      "inside_s": sum(calls.inside_s.values()), "inside": inside, "rss_mib": _rss_mib(),
                       "in_tests_s": sum(wall for _, wall, *_ in per_test.rows),
                       "most_overhead": [{"test": n, "s": w - i} for n, w, i, _ in slowest]}))
 
@@ -232,12 +229,12 @@ def _in_process(name):
         except Exception:  # noqa: BLE001 - whatever it raises, this figure is not measured
             return None
 
-    matmul = {dtype: attempt("project", {"x": x.astype(checks.np_dtype(dtype)), "w": w.astype(checks.np_dtype(dtype))})
+    matmul = {dtype: attempt("project", {"x": x.astype(contract.np_dtype(dtype)), "w": w.astype(contract.np_dtype(dtype))})
               for dtype in adapter.DTYPES}
     matmul = {dtype: s for dtype, s in matmul.items() if s is not None}
 
     def call(case_id, op, tokens):
-        kwargs = {k: checks._resolve(v, "float32", goldens) for k, v in spec.cases[case_id].inputs.items()}
+        kwargs = inputs.resolve_all(spec.cases[case_id], "float32", goldens)
         kwargs["x"] = kwargs["x"][..., :tokens, :]  # the first T tokens, at GPT-2 small's width and heads
         return attempt(op, {k: v for k, v in kwargs.items() if k in contract.CONTRACT[op]})
 
@@ -274,7 +271,7 @@ def measure(name, scratch=None):
         # per test that ran: a not-applicable test costs next to nothing and would dilute the figure
         "overhead_ms_per_test": 1000 * overhead / max(whole["tests_run"], 1), "whole_over_floor": whole_wall / floor,
         # A framework's own first-run work (XLA compiling, ONNX exporting into the cache) is its floor, as
-        # warm; what the target weighs is the suite's: the oracle computing the expectations.
+        # warm; what the target weighs is the suite's: the oracle computing its answers.
         "cold_s": cold_wall, "cold_framework_extra_s": max(cold["inside_s"] - whole["inside_s"], 0.0),
         "bare_rss_mib": bare["rss_mib"], "peak_rss_mib": whole["rss_mib"], "over_bare_mib": whole["rss_mib"] - bare["rss_mib"],
         "allocator_baseline_mib": baseline, "inside": whole["inside"], "most_overhead": whole["most_overhead"],
@@ -405,9 +402,9 @@ def _held(doc, key):
 
 
 def tables(doc):
-    """The benchmark's Markdown, from the JSON it wrote: the text the README carries."""
+    """The benchmark's Markdown, from the JSON it wrote: the text docs/speed.md carries (publish.py)."""
     rows = doc["frameworks"]
-    warm = "caches warm after the main job" if doc.get("main_job") else "the warm run with the expectation cache as found"
+    warm = "caches warm after the main job" if doc.get("main_job") else "the warm run with the oracle cache as found"
     lines = [f"Measured on {machine.one_line(doc['machine'])}, {doc['date']}, {warm}.", ""]
     lines += _table("frameworks", [
         (r["adapter"], f"{r['tests_run']} ({r['tests']})", _f(r["whole_s"]), _f(r["import_s"]), _f(r["inside_s"]), _f(r["start_and_exit_s"]),
@@ -434,16 +431,6 @@ def tables(doc):
     lines += _table("scaling", [(r["adapter"], path, *(_f(s[f"{path}_s"], 3) for s in r["scaling"]))
                                 for r in rows for path in ("textbook", "fused") if any(s[f"{path}_s"] is not None for s in r["scaling"])])
     return "\n".join(lines)
-
-
-def put_in_readme(readme, text):
-    """Replace what stands between the README's markers with `text`; an error if the markers are missing."""
-    readme = Path(readme)
-    old = readme.read_text()
-    pattern = re.compile(re.escape(README_BEGIN) + r"\n.*?\n" + re.escape(README_END), re.S)
-    if not pattern.search(old):
-        raise SystemExit(f"error: {readme} has no benchmark markers ({README_BEGIN!r} ... {README_END!r})")
-    readme.write_text(pattern.sub(lambda _: f"{README_BEGIN}\n{text}\n{README_END}", old, count=1))
 
 
 def plot(rows, path):
@@ -478,25 +465,10 @@ def _document(rows, job):
             "main_job": job, "frameworks": rows, "findings": findings(rows, machine.describe())}
 
 
-def main(adapter=None, envs=None, scratch=None, tox_ini=None, readme=None):
-    """One adapter here (its JSON on stdout); every built-in adapter in its own tox environment, then the
-    main job; or, with `readme`, the last run's tables put in the README."""
+def main(adapter=None, envs=None, scratch=None, tox_ini=None):
+    """One adapter here (its JSON on stdout); or every built-in adapter in its own tox environment, then the
+    main job (`attention-conformance publish` puts the tables in docs/speed.md)."""
     out = reports.DEFAULT_DIR / "benchmark.json"
-    if readme:
-        if not out.exists():
-            raise SystemExit(f"error: {out} does not exist: run `tox -e benchmark` first")
-        try:
-            doc = json.loads(out.read_text())
-            text = tables(doc) if doc.get("frameworks") else None
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise SystemExit(f"error: {out} is not a report of `tox -e benchmark` ({type(exc).__name__}: {exc}): rerun it") from None
-        if text is None:
-            raise SystemExit(f"error: {out} measured no framework: rerun `tox -e benchmark` after the main job")
-        if not Path(readme).is_file():
-            raise SystemExit(f"error: {readme} is not a file")
-        put_in_readme(readme, text)
-        print(f"{readme}: benchmark tables from {out}")
-        return 0
     if os.environ.get("ATTENTION_CONFORMANCE_CACHE") == "off":
         raise SystemExit("error: ATTENTION_CONFORMANCE_CACHE=off makes every run cold: the benchmark needs the cache")
     if adapter:

@@ -1,13 +1,15 @@
 """The front door: `attention-conformance COMMAND`, from any directory.
 
     attention-conformance run --adapter NAME [pytest args]   the spec against an adapter, writing reports/
-    attention-conformance check MODULE                       the adapter self-check, before a run
+    attention-conformance check MODULE                       an adapter against the contract, before a run
     attention-conformance summary [--reports DIR ...]        the per-framework table, kill rate and matrix,
                                                              merged from one reports folder per machine
     attention-conformance validate [SPEC] [--golden-dir D]   a spec and every golden it uses, no adapter run
     attention-conformance template [NAME]                    print the adapter template (or a built-in
                                                              adapter's source) to start from
     attention-conformance benchmark --adapter NAME           the suite's own speed and memory, as JSON
+    attention-conformance publish [--reports DIR]            in the checkout: the README's and docs' tables
+                                                             from the reports
     attention-conformance portability --adapter NAME         the spec rerun under switches that change
                                                              kernels and threads: the same outcomes?
     attention-conformance fuzz --adapter NAME [--seed S]     generated cases judged by the tolerance model
@@ -42,14 +44,14 @@ def validate(path, golden_dir):
 
 def check(name):
     """Import the module, check its signatures, call every function once on tiny inputs."""
-    from attention_conformance import selfcheck
+    from attention_conformance import check
 
     try:
         module = importlib.import_module(contract.module_path(name))
     except Exception as exc:  # noqa: BLE001 - whatever stops the import is the author's first problem
         print(f"{name}: does not import: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
-    problems = selfcheck.problems(module)
+    problems = check.problems(module)
     for problem in problems:
         print(f"{name}: {problem}", file=sys.stderr)
     if not problems:
@@ -109,7 +111,7 @@ def main(argv=None):
                     "<adapter>.json goes, default ./reports), --device, --golden-dir, --spec, --known-divergences "
                     "(`pytest --help` lists them under attention-conformance).")
     run_parser.add_argument("--adapter", action="append", required=True, metavar="NAME")
-    commands.add_parser("check", help="the adapter self-check").add_argument("module")
+    commands.add_parser("check", help="an adapter against the contract (signatures, then each function once on tiny inputs)").add_argument("module")
     summary_parser = commands.add_parser("summary", help="the table, the kill rate and the matrix from the reports")
     summary_parser.add_argument("--reports", action="append", metavar="DIR",
                                 help="a reports folder (repeatable: one per machine, merged into one table and matrix; "
@@ -126,14 +128,17 @@ def main(argv=None):
         "adapter", nargs="?", choices=contract.NAMES, metavar="NAME", help=f"a built-in adapter: {', '.join(contract.NAMES)}")
     bench_parser = commands.add_parser("benchmark", help="the suite's own cost against the framework's floor",
                                        description="Time the whole spec against the framework's own import and compute "
-                                                   "(README, Speed and memory). With --adapter: the tables on stderr, "
+                                                   "(docs/speed.md). With --adapter: the tables on stderr, "
                                                    "the figures as JSON on stdout's last line.")
     bench_parser.add_argument("--adapter", metavar="NAME", help="this adapter (yours too), in this environment")
     bench_parser.add_argument("--envs", help="tox's work folder: measure every framework in its own environment")
     bench_parser.add_argument("--scratch", help="with --adapter: where the whole-spec run's report goes")
     bench_parser.add_argument("--tox-ini", metavar="FILE", help="with --envs: also time the main job, `tox -m conformance -p auto`, "
                               "against its floor (needs tox in this environment)")
-    bench_parser.add_argument("--readme", metavar="FILE", help="put the tables of reports/benchmark.json between FILE's benchmark markers")
+    publish_parser = commands.add_parser("publish", help="in the checkout: the summary table into README.md and the benchmark's "
+                                         "into docs/speed.md, from the reports (their data kept in docs/results/)")
+    publish_parser.add_argument("--reports", default=reports.DEFAULT_DIR, metavar="DIR",
+                                help="a complete, conforming run of every built-in adapter, and benchmark.json if any (default ./reports)")
     port_parser = commands.add_parser("portability", help="the spec rerun under the switches that change kernels; "
                                       "other arguments go to pytest",
                                       usage="attention-conformance portability (--adapter NAME | --envs DIR) [pytest args]",
@@ -188,9 +193,13 @@ def main(argv=None):
         from attention_conformance import portability
 
         return portability.main(args.adapter, args.envs, rest)
+    if args.command == "publish":
+        from attention_conformance import publish
+
+        return publish.main(args.reports)
     from attention_conformance import benchmark
 
-    return benchmark.main(args.adapter, args.envs, args.scratch, args.tox_ini, args.readme)
+    return benchmark.main(args.adapter, args.envs, args.scratch, args.tox_ini)
 
 
 if __name__ == "__main__":

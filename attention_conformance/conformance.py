@@ -5,9 +5,9 @@ from attention_conformance.contract import OUTPUTS
 
 
 def _test_of(output):
-    def test(check):
+    def test(conformance_test):
         __tracebackhide__ = True
-        check()
+        conformance_test()
 
     test.__name__ = test.__qualname__ = f"test_{output}"
     test.conformance_output = output

@@ -9,7 +9,10 @@ the group `attention_conformance.adapters`, works too. Importing this module imp
 import importlib
 import inspect
 
+import numpy as np
+
 from attention_conformance import ADAPTERS_DIR, numerics, plan, ports
+
 
 # op -> (parameter names, output names). A single output is returned bare, several as a dict.
 # The first group mirrors the rows of the PyTorch-to-TF mapping table in 004_616018589080e108.txt;
@@ -114,6 +117,17 @@ CONTRACT = {"version": ()} | {op: params for op, (params, _) in OPS.items()}  # 
 OUTPUTS = tuple(sorted({out for _, outs in OPS.values() for out in outs}))
 DTYPES = ("float64", "float32", "float16", "bfloat16")  # every dtype the suite knows
 LOW_PRECISION = ("float16", "bfloat16")
+
+
+def np_dtype(name):
+    """NumPy's dtype for a spec dtype name; bfloat16 comes from ml_dtypes, as in JAX and TF."""
+    if name == "bfloat16":
+        import ml_dtypes
+
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(name)
+
+
 NAMES = tuple(sorted(p.stem for p in ADAPTERS_DIR.glob("*.py") if not p.stem.startswith("_")))
 ENTRY_POINT_GROUP = "attention_conformance.adapters"
 

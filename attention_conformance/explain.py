@@ -14,7 +14,7 @@ import numpy as np
 
 from attention_conformance import judge, safe_io
 from attention_conformance.adapters import reference
-from attention_conformance.checks import np_dtype
+from attention_conformance.contract import np_dtype
 
 INPUTS = ("q", "k", "v", "x", "w_query", "w_key", "w_value", "mask", "causal", "scale", "num_heads", "num_kv_heads",
           "out", "scores", "weights", "dtype")

@@ -275,14 +275,14 @@ class Fuzzer:
         return None
 
     def arrays(self, inputs):
-        from attention_conformance.checks import _resolve
+        from attention_conformance.inputs import resolve
 
-        return {n: _resolve(v, self.dtype, None) for n, v in inputs.items()}
+        return {n: resolve(v, self.dtype, None) for n, v in inputs.items()}
 
     def expected(self, op, kwargs):
         """(exact, plain) outputs of the reference on the inputs as the adapter received them."""
         from attention_conformance.adapters import reference
-        from attention_conformance.checks import np_dtype
+        from attention_conformance.contract import np_dtype
 
         as64 = {n: np.asarray(v, dtype=np.float64) if isinstance(v, np.ndarray) and v.dtype != bool else v
                 for n, v in kwargs.items()}

@@ -26,7 +26,8 @@ import numpy as np
 
 from attention_conformance import SPEC_DIR, safe_io
 from attention_conformance.adapters import reference
-from attention_conformance.checks import compare, np_dtype
+from attention_conformance.compare import compare
+from attention_conformance.contract import np_dtype
 
 DTYPES = ("float64", "float32", "float16", "bfloat16")
 MODEL_FILE = SPEC_DIR / "model.yaml"

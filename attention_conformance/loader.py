@@ -3,6 +3,7 @@
 Every error names the file, the case and the field in one line.
 """
 
+import dataclasses
 import fnmatch
 import functools
 import math
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import yaml
 
-from attention_conformance import SPEC_DIR, checks, safe_io, values
+from attention_conformance import SPEC_DIR, fields, safe_io, values
 from attention_conformance.contract import CHOICES, DTYPES, LOW_PRECISION, OPS
 
 MAX_SPEC_BYTES = 1_000_000
@@ -37,16 +38,10 @@ class Tolerance:
         return self.by_dtype[dtype]
 
 
-@dataclass(frozen=True)
-class Expectation:
-    output: str
-    checks: dict  # field -> value, only the fields given
-    source: dict = field(default_factory=dict)
-
-    def __getattr__(self, name):
-        if name in checks.VALIDATE:
-            return self.checks.get(name)
-        raise AttributeError(name)
+# What the spec says about one output of a case: one attribute per field that fields.py declares (None
+# where not given), and `given`, the names of the fields given.
+Expectation = dataclasses.make_dataclass(
+    "Expectation", [("output", str), ("given", tuple)] + [(name, object, None) for name in fields.FIELDS], frozen=True)
 
 
 @dataclass(frozen=True)
@@ -125,20 +120,20 @@ def _expectation(at, output, raw, ctx):
         fail("", f"this op returns {list(ctx.outputs)}, not {output!r}")
     if not isinstance(raw, dict):
         fail("", "must be a mapping")
-    unknown = set(raw) - set(checks.VALIDATE)
+    unknown = set(raw) - set(fields.FIELDS)
     if unknown:
-        fail(sorted(unknown, key=str)[0], f"unknown key (allowed: {sorted(checks.VALIDATE)})")
-    given = {k: v for k, v in raw.items() if k not in ("source", "note")}
-    if not set(given) - {"row", "tolerance", "decimals"}:
-        fail("", "checks nothing (give printed, golden, reference, same_as, equals, shape, row_sums, ...)")
-    problem = checks.validate(raw, ctx)
+        fail(sorted(unknown, key=str)[0], f"unknown key (allowed: {sorted(fields.FIELDS)})")
+    if not any(fields.FIELDS[name].verify for name in raw):
+        fail("", f"expects nothing (give one of {', '.join(name for name, f in fields.FIELDS.items() if f.verify)})")
+    problem = fields.validate(raw, ctx)
     if problem:
         fail(*problem)
-    if "tolerance" not in raw and checks.TOLERANCED & set(raw):
+    given = dict(raw)
+    if "tolerance" not in raw and any(fields.FIELDS[name].toleranced for name in raw):
         given["tolerance"] = "golden"
         if "golden" not in ctx.tolerances:
             fail("tolerance", "'golden' is not defined under 'tolerances'")
-    return Expectation(output, given, raw.get("source") or {})
+    return Expectation(output, tuple(given), **given)
 
 
 GENERATED = {"fill": {"fill", "shape"}, "uniform": {"uniform", "shape", "seed"}}
@@ -284,7 +279,7 @@ def load_file(path):
         inputs = {name: _input(at, name, value) for name, value in raw["inputs"].items()}
         _heads_divide(at, inputs)
         if not isinstance(raw["expect"], dict) or not raw["expect"]:
-            raise SpecError(f"{at}: field 'expect': must be a non-empty mapping of output name -> checks")
+            raise SpecError(f"{at}: field 'expect': must be a non-empty mapping of output name -> expectation")
         ctx = types.SimpleNamespace(outputs=outputs, documents=documents, tolerances=tolerances)
         expect = {out: _expectation(at, out, chk, ctx) for out, chk in raw["expect"].items()}
         erratum = raw.get("erratum")

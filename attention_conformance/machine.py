@@ -10,7 +10,7 @@ import platform
 from pathlib import Path
 
 # Environment variables that change which kernels run, or how many threads: each is read by a
-# framework at import (README, "The same verdict on every machine").
+# framework at import (docs/portability.md).
 SWITCHES = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
             "MKL_NUM_THREADS", "NPY_DISABLE_CPU_FEATURES", "XLA_FLAGS", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS",
             "TF_ENABLE_ONEDNN_OPTS")

@@ -8,15 +8,16 @@ content) and matrix.png (a heatmap) in the reports folder.
 import json
 from pathlib import Path
 
-from attention_conformance import loader, plan
+from attention_conformance import plan
 
 RANK = {"failed": 4, "error": 4, "stale divergence": 4, "diverged": 3, "passed": 2, "not applicable": 1}
 
 
-def build(found, names, loaded=None):
+def build(found, names):
     """{"columns": [...], "rows": [{"family", "case", "cells": {column: cell}}]} from {column prefix: report}
-    (reports.merge); an adapter in `names` with no report is a MISSING column."""
-    loaded = loaded or loader.load()
+    (reports.merge: every report made from one spec); an adapter in `names` with no report is a MISSING
+    column. The rows are the cases of the spec the reports were made from, in its order."""
+    outline = next(iter(found.values()))["outline"] if found else {"families": [], "cases": []}
     columns, cells = [], {}
     for key in sorted(found):
         report = found[key]
@@ -36,20 +37,20 @@ def build(found, names, loaded=None):
     reported = {r["adapter"] for r in found.values()}
     columns += [{"column": name, "adapter": name, "dtype": None, "missing": True} for name in names if name not in reported]
     rows = []
-    for fam in loaded.families:
-        for case in loaded.cases.values():
-            if case.family != fam:
+    for fam in outline["families"]:
+        for case_id, family, convention in outline["cases"]:
+            if family != fam:
                 continue
             row = {}
             for col in columns:  # a divergence where the case states a convention is another convention, not an error
                 if col["missing"]:
                     row[col["column"]] = {"status": "missing"}
                 else:
-                    cell = dict(cells.get((case.id, col["column"]), {"status": "not run in this dtype"}))
-                    if case.convention and cell["status"] == "diverged":
+                    cell = dict(cells.get((case_id, col["column"]), {"status": "not run in this dtype"}))
+                    if convention and cell["status"] == "diverged":
                         cell["status"] = "other convention"
                     row[col["column"]] = cell
-            rows.append({"family": fam, "case": case.id, "cells": row})
+            rows.append({"family": fam, "case": case_id, "cells": row})
     return {"columns": [c["column"] for c in columns], "rows": rows}
 
 

@@ -33,7 +33,7 @@ import numpy as np
 
 from attention_conformance import SPEC_DIR, judge, loader, machine, plan
 from attention_conformance.adapters import reference
-from attention_conformance.checks import np_dtype
+from attention_conformance.contract import np_dtype
 from attention_conformance.contract import DTYPES, NAMES, OPS
 
 SWEEP_OPS = ("masked_attention", "causal_attention", "decode_attention", "grouped_attention",

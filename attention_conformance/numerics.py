@@ -9,7 +9,7 @@ Only frameworks already imported are touched: pinning never imports one.
 
 import sys
 
-from attention_conformance import expectations
+from attention_conformance import oracle_cache
 
 
 def _torch(torch):
@@ -34,9 +34,9 @@ def _tensorflow(tf):
 def _jax(jax):
     jax.config.update("jax_default_matmul_precision", "highest")
     jax.config.update("jax_enable_x64", True)  # else float64 arrays silently become float32
-    # Not numeric, and so not recorded: XLA executables kept on disk beside the expectations, so a
+    # Not numeric, and so not recorded: XLA executables kept on disk beside the oracle cache, so a
     # rerun loads what an earlier run compiled (a user's own JAX_COMPILATION_CACHE_DIR wins).
-    cache = expectations.directory()
+    cache = oracle_cache.directory()
     if cache is not None and not jax.config.jax_compilation_cache_dir:
         jax.config.update("jax_compilation_cache_dir", str(cache / "xla"))
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)  # the spec's compiles are small and many

@@ -73,12 +73,15 @@ def declared_dtypes(spec, adapter):
 
 
 def applies(spec, case, exp, dtype, primary):
-    """Every check runs in an adapter's first dtype; the sweep repeats the forward ops' computed
-    checks (golden, reference, agreement, row sums) in the other dtypes. Printed numbers and exact
-    facts are float32 statements and stay there. A case with `sweep: false` stays in the first dtype."""
+    """Every expectation is verified in an adapter's first dtype; the sweep repeats those of the forward
+    ops that compare with computed values (fields.py: golden, reference, agreement, row sums) in the other
+    dtypes. Printed numbers and exact facts are float32 statements and stay there. A case with
+    `sweep: false` stays in the first dtype."""
     if dtype == primary:
         return True
-    computed = exp.golden is not None or exp.reference or exp.same_as is not None or exp.row_sums is not None
+    from attention_conformance.fields import FIELDS
+
+    computed = any(FIELDS[name].computed for name in exp.given)
     return case.op in spec.dtypes["ops"] and case.sweep and computed
 
 

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from attention_conformance import CONFORMANCE_TESTS, SPEC_DIR, checks, contract, golden, loader, machine, numerics, plan, reports
+from attention_conformance import CONFORMANCE_TESTS, SPEC_DIR, calls, contract, golden, loader, machine, numerics, plan, reports, verify
+from attention_conformance.compare import Nonconformance
 
 
 def pytest_addoption(parser):
@@ -37,7 +38,7 @@ def pytest_addoption(parser):
 DECLARED_BY_ADAPTER = " (declared by the adapter)"
 
 
-class Check:
+class ConformanceTest:
     """One conformance test, called by the generated test function."""
 
     def __init__(self, test):
@@ -48,18 +49,18 @@ class Check:
         __tracebackhide__ = True
         t = self.test
         try:
-            self.margin, self.ulp = checks.evaluate(state.spec, t.adapter, state.loaded[t.adapter], t.case, t.output, t.dtype,
-                                                    state.goldens)
-        except checks.AdapterRaised as exc:
+            self.margin, self.ulp = verify.verify(state.spec, t.adapter, state.loaded[t.adapter], t.case, t.output, t.dtype,
+                                                  state.goldens)
+        except calls.AdapterRaised as exc:
             if state.divergence_of.get(t.id) is None:
                 raise  # the adapter's own traceback, then the line that names the case
             # A declared divergence: its report shows the reason and this line, never a traceback, which
             # pytest would still format through the framework's frames (0.46 s for one of Keras's, measured).
-            raise checks.AdapterRaised(str(exc)) from None
-        except checks.Nonconformance as exc:
+            raise calls.AdapterRaised(str(exc)) from None
+        except Nonconformance as exc:
             # The message locates the worst element; the suite's own frames add nothing for the reader,
             # and pytest formatting their source cost 20 ms a frame (0.9 s over JAX's expected failures).
-            raise checks.Nonconformance(str(exc)) from None
+            raise Nonconformance(str(exc)) from None
 
 
 class State:
@@ -180,9 +181,9 @@ def pytest_generate_tests(metafunc):
         return
     if not state.active:
         raise pytest.UsageError("the conformance tests need an adapter: pytest --adapter NAME (or attention-conformance run --adapter NAME)")
-    params = [pytest.param(Check(t), id=t.param_id, marks=[pytest.mark.skip(reason=f"not applicable: {t.not_applicable}")]
+    params = [pytest.param(ConformanceTest(t), id=t.param_id, marks=[pytest.mark.skip(reason=f"not applicable: {t.not_applicable}")]
                            if t.not_applicable else []) for t in state.planned if t.output == output]
-    metafunc.parametrize("check", params)
+    metafunc.parametrize("conformance_test", params)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -208,8 +209,8 @@ def pytest_collection_modifyitems(items):
 
     # One case's tests together (adapter, dtype, case), so its outputs are computed once and dropped after.
     def case_order(item):
-        check = getattr(item, "callspec", None) and item.callspec.params.get("check")
-        return (0, check.test.adapter, check.test.dtype, check.test.case.id) if check else (1, "", "", "")
+        test = getattr(item, "callspec", None) and item.callspec.params.get("conformance_test")
+        return (0, test.test.adapter, test.test.dtype, test.test.case.id) if test else (1, "", "", "")
 
     items.sort(key=case_order)
 
@@ -247,16 +248,16 @@ def pytest_runtest_logreport(report):
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
     report = yield
-    check = getattr(item, "callspec", None) and item.callspec.params.get("check")
-    if not isinstance(check, Check):
+    test = getattr(item, "callspec", None) and item.callspec.params.get("conformance_test")
+    if not isinstance(test, ConformanceTest):
         return report
     if call.when == "call":
-        report.margin, report.ulp = check.margin, check.ulp
+        report.margin, report.ulp = test.margin, test.ulp
         if call.excinfo is not None:  # the report's message: the suite's own are read as they are, others with their type
             error = call.excinfo.value
-            report.failure = str(error) if isinstance(error, checks.Nonconformance) else f"{type(error).__name__}: {error}"
-    if check.test.not_applicable:
-        report.reason = check.test.not_applicable
+            report.failure = str(error) if isinstance(error, Nonconformance) else f"{type(error).__name__}: {error}"
+    if test.test.not_applicable:
+        report.reason = test.test.not_applicable
         if report.skipped and isinstance(report.longrepr, tuple):  # -rs names the test, not the file it was generated in
             report.longrepr = (str(item.config.invocation_params.dir / item.nodeid), None, report.longrepr[2])
     divergence = state.divergence_of.get(item.name)
@@ -288,7 +289,7 @@ def pytest_sessionfinish(session, exitstatus):
             state.reports, name, version=state.versions[name], dtypes=plan.declared_dtypes(state.spec, state.loaded[name]),
             devices={d: "ran" if d == config.getoption("device") else
                      ("unavailable" if d not in state.devices[name] else "available, not run") for d in ("cpu", "gpu")},
-            spec_sha256=state.spec_sha256, numerics=state.numerics, complete=complete, expected=sum(t.adapter == name for t in state.planned),
+            spec=state.spec, spec_sha256=state.spec_sha256, numerics=state.numerics, complete=complete, expected=sum(t.adapter == name for t in state.planned),
             tests=state.results.get(name, {}))
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     for name in state.loaded if state.conformance_collected else ():

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attention_conformance import contract, expectations, machine, reports
+from attention_conformance import contract, machine, oracle_cache, reports
 
 # Each applies to every framework: a switch for a framework not loaded is ignored. XLA's floor is
 # AVX: below it XLA cannot compile float16 at all (LLVM: "Symbols not found: __truncsfhf2", jax
@@ -59,7 +59,7 @@ def environment(name, setting):
 
 
 WATCH = 0.7  # a margin above this anywhere is listed: another CPU could take it past 1
-# Under this setting the oracle's expectations are recomputed into a cache of their own, then
+# Under this setting the oracle's answers are recomputed into a cache of their own, then
 # compared byte for byte with the ones the as-is runs used: every op, dtype and rounding the spec
 # runs, not only the goldens tests/test_portable.py regenerates.
 ORACLE_RECOMPUTED_UNDER = "no SIMD dispatch"
@@ -68,7 +68,7 @@ ORACLE_RECOMPUTED_UNDER = "no SIMD dispatch"
 # Adapters not rerun, each because a measurement showed every setting gives it the same bits (no
 # margin moved in any of the four runs; Intel Xeon 2.8 GHz, AVX-512, 2 threads, 2026-11-30).
 UNSWITCHED = {
-    "reference": "the oracle is the same bytes under every setting: its expectations are recomputed under "
+    "reference": "the oracle is the same bytes under every setting: its answers are recomputed under "
                  f"{ORACLE_RECOMPUTED_UNDER!r} and compared byte for byte, and tests/test_portable.py regenerates the goldens",
     "tfjs": "TensorFlow.js's WebAssembly backend has one code path: no margin moved under any setting (measured)",
     "mlx": "the mlx-cpu wheel's kernels and reference BLAS are fixed when it is built: no margin moved under any "
@@ -113,10 +113,10 @@ def compare(runs):
 
 
 def oracle_drift(recomputed, shared):
-    """(entries compared, [keys whose arrays differ]) between two expectation caches."""
+    """(entries compared, [keys whose arrays differ]) between two oracle caches."""
     compared, differ = 0, []
-    for path in sorted(Path(recomputed).glob("expectations/*.npz")):
-        ours, theirs = expectations.read(path), expectations.read(Path(shared) / "expectations" / path.name)
+    for path in sorted(Path(recomputed).glob("oracle/*.npz")):
+        ours, theirs = oracle_cache.read(path), oracle_cache.read(Path(shared) / "oracle" / path.name)
         if ours is None or theirs is None:
             continue
         compared += 1
@@ -126,15 +126,15 @@ def oracle_drift(recomputed, shared):
     return compared, differ
 
 
-def measure(name, python=sys.executable, pytest_args=(), oracle_cache=None):
+def measure(name, python=sys.executable, pytest_args=(), recomputed=None):
     """Every setting's run of one adapter, compared; the runs' machine and switch records kept.
-    `oracle_cache`: where ORACLE_RECOMPUTED_UNDER's run keeps the expectations it recomputes."""
+    `recomputed`: the oracle cache where ORACLE_RECOMPUTED_UNDER's run keeps the answers it recomputes."""
     with tempfile.TemporaryDirectory() as scratch:
         runs, problems, seconds = {}, [], {}
         for label, setting in SETTINGS.items():
             start = time.perf_counter()
-            if label == ORACLE_RECOMPUTED_UNDER and oracle_cache is not None:
-                setting = setting | {"ATTENTION_CONFORMANCE_CACHE": str(oracle_cache)}
+            if label == ORACLE_RECOMPUTED_UNDER and recomputed is not None:
+                setting = setting | {"ATTENTION_CONFORMANCE_CACHE": str(recomputed)}
             report, problem = _run(name, setting, Path(scratch) / label.replace(" ", "_"), python, pytest_args)
             seconds[label] = round(time.perf_counter() - start, 1)
             if report is None:
@@ -173,11 +173,11 @@ def main(adapter=None, envs=None, pytest_args=()):
         print(f"error: no tox work folder at {envs or '.tox'}: use --adapter NAME for an adapter in this environment, "
               "or --envs DIR for tox's work folder", file=sys.stderr)
         return 2
-    shared = expectations.directory()
-    with tempfile.TemporaryDirectory() as oracle_cache:
-        recompute = Path(oracle_cache) if shared is not None else None
+    shared = oracle_cache.directory()
+    with tempfile.TemporaryDirectory() as scratch:
+        recompute = Path(scratch) if shared is not None else None
         if adapter:
-            results = [measure(adapter, pytest_args=pytest_args, oracle_cache=recompute)]
+            results = [measure(adapter, pytest_args=pytest_args, recomputed=recompute)]
         else:
             results = []
             for name in contract.NAMES:
@@ -195,7 +195,7 @@ def main(adapter=None, envs=None, pytest_args=()):
     for result in results:
         print("\n".join(_lines(result)))
     oracle = {"recomputed_under": ORACLE_RECOMPUTED_UNDER, "compared": compared, "differ": differ}
-    print(f"oracle: {compared} expectations recomputed under {ORACLE_RECOMPUTED_UNDER} and compared with the as-is ones: "
+    print(f"oracle: {compared} answers recomputed under {ORACLE_RECOMPUTED_UNDER} and compared with the as-is ones: "
           + (f"{len(differ)} DIFFER ({', '.join(d[:12] for d in differ[:5])})" if differ else
              "all byte-identical" if compared else "none to compare (the tests run read stored goldens only)")
           + ("" if shared is not None else " (not compared: ATTENTION_CONFORMANCE_CACHE=off keeps none)"))

@@ -1,8 +1,8 @@
 """The reports folder: one writer and the readers of what each run leaves behind.
 
     <adapter>.json          one adapter's run: {"schema", "adapter", "version", "dtypes", "devices",
-                            "host", "machine", "spec_sha256", "numerics", "complete", "expected",
-                            "tests": {test id: RESULT}, "finished"}
+                            "host", "machine", "spec_sha256", "outline", "numerics", "complete",
+                            "expected", "tests": {test id: RESULT}, "finished"}
                             RESULT = {"outcome": passed | failed | error | diverged | not applicable
                                                  | stale divergence,
                                       "margin", "ulp", "message", "reason"}
@@ -11,6 +11,9 @@
                             adapter's not-applicable reason, the known divergence's reason)
                             machine = {"host", "cpu", "isa", "half", "threads", "switches"}: where
                             the margins were measured (attention_conformance/machine.py)
+                            outline = {"families": [names], "cases": [[id, family, states a
+                            convention?]]}: the spec the run was made from, as the summary and the
+                            matrix show it (whichever spec is installed where they run)
                             While the tests run the file says only {"adapter", "started",
                             "complete": false, "tests": {}}: a run that dies leaves that behind,
                             never its last result. An adapter that does not import, or whose
@@ -30,7 +33,7 @@ from pathlib import Path
 
 from attention_conformance import machine
 
-SCHEMA = 2  # 2: RESULT's reason, the stale divergence outcome, the started marker
+SCHEMA = 3  # 2: RESULT's reason, the stale divergence outcome, the started marker; 3: the outline
 DEFAULT_DIR = Path("reports")  # relative to where the run starts: the checkout in tox, anywhere for a user
 
 
@@ -106,10 +109,16 @@ def forget_mutants(directory, adapter):
     (Path(directory) / f"mutants-{file_name(adapter)}").unlink(missing_ok=True)
 
 
-def write_run(directory, adapter, *, version, dtypes, devices, spec_sha256, numerics, complete, expected, tests):
+def outline(spec):
+    """The spec's families and cases in order, as a run report carries them."""
+    return {"families": list(spec.families),
+            "cases": [[case.id, case.family, bool(case.convention)] for case in spec.cases.values()]}
+
+
+def write_run(directory, adapter, *, version, dtypes, devices, spec, spec_sha256, numerics, complete, expected, tests):
     _write(directory, file_name(adapter), {
         "adapter": adapter, "version": version, "dtypes": dtypes, "devices": devices, "host": platform.node(),
-        "machine": machine.describe(), "spec_sha256": spec_sha256, "numerics": numerics,
+        "machine": machine.describe(), "spec_sha256": spec_sha256, "outline": outline(spec), "numerics": numerics,
         "complete": complete, "expected": expected, "tests": tests, "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
     })
 

@@ -12,7 +12,7 @@ is MISSING, never passing. The last line printed is the verdict and, on failure,
 import sys
 from pathlib import Path
 
-from attention_conformance import loader, machine, matrix, plan, reports
+from attention_conformance import machine, matrix, plan, reports
 
 
 def _failing(results):
@@ -115,7 +115,7 @@ def main(directories=(reports.DEFAULT_DIR,), names=None, out=reports.DEFAULT_DIR
     unfinished = [(adapter, why) for adapter, why in unfinished if not names or adapter in names]
     never = sorted(set(names or ()) - reported - {adapter for adapter, _ in unfinished})
     found = {key: report for key, report in found.items() if not names or report["adapter"] in names}
-    convention_cases = {case.id for case in loader.load().cases.values() if case.convention}
+    convention_cases = {case_id for report in found.values() for case_id, _, convention in report['outline']['cases'] if convention}
     rows, failures = [], []
     for key, report, missing in ([(k, found[k], None) for k in sorted(found)] + [(a, None, why) for a, why in unfinished]
                                  + [(a, None, None) for a in never]):
@@ -124,7 +124,7 @@ def main(directories=(reports.DEFAULT_DIR,), names=None, out=reports.DEFAULT_DIR
         if problem:
             failures.append(f"{key}: {problem}")
     print("\n".join(_table(rows)))
-    print("\nworst margin: largest |error| / tolerance over computed expectations (1.0 would use the whole budget);"
+    print("\nworst margin: largest |error| / tolerance over the computed expected values (1.0 would use the whole budget);"
           "\nworst ULP: largest distance from the float64 expectation, in units of the last place of the dtype")
     measured_on = sorted({machine.one_line(r["machine"]) for r in found.values() if "machine" in r})
     print("measured on: " + ("; ".join(measured_on) or "not recorded"))

@@ -21,7 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from attention_conformance import checks, golden, loader
+from attention_conformance import golden, loader, verify
+from attention_conformance.compare import Nonconformance
 from attention_conformance.adapters import reference
 
 DOC000_X = [  # 000_607594879886645b.txt, "X = torch.tensor([...])"
@@ -224,8 +225,8 @@ def printed_mismatches(built):
         for exp in case.expect.values():
             if exp.printed is not None:
                 try:
-                    checks.evaluate(spec, "reference", reference, case, exp.output, "float64", goldens)
-                except checks.Nonconformance as exc:
+                    verify.verify(spec, "reference", reference, case, exp.output, "float64", goldens)
+                except Nonconformance as exc:
                     problems.append(str(exc))
     return problems
 

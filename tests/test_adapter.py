@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from attention_conformance import contract, loader
-from attention_conformance.checks import run_all
+from attention_conformance.verify import verify_all
 
 ROOT = Path(__file__).resolve().parent.parent
 # Modules a built-in adapter imports (derived from the adapter files, so a new framework is covered
@@ -31,7 +31,7 @@ def test_importing_the_suite_imports_no_framework(requested_adapter):
     """Import the harness in a fresh process, then load the adapter: only then may a framework appear."""
     code = (
         "import json, sys\n"
-        "import attention_conformance.cli, attention_conformance.plugin, attention_conformance.checks\n"
+        "import attention_conformance.cli, attention_conformance.plugin, attention_conformance.verify\n"
         "from attention_conformance import contract\n"
         f"frameworks = {FRAMEWORKS!r}\n"
         "before = [m for m in frameworks if m in sys.modules]\n"
@@ -48,9 +48,9 @@ def test_importing_the_suite_imports_no_framework(requested_adapter):
 
 def test_the_adapter_passes_its_self_check(requested_adapter):
     """What `attention-conformance check` asks of an outsider's adapter, every built-in one meets."""
-    from attention_conformance import selfcheck
+    from attention_conformance import check
 
-    assert selfcheck.problems(contract.load(requested_adapter)) == []
+    assert check.problems(contract.load(requested_adapter)) == []
 
 
 def test_registry_is_what_tox_runs():
@@ -93,7 +93,7 @@ def test_wrong_adapter_is_caught(mutant, goldens, record_mutant, known_divergenc
     replaced = {op for op in contract.OPS if getattr(module, op, None) is not getattr(real, op, None)}
     spec = loader.load()
     spec = dataclasses.replace(spec, cases={k: c for k, c in spec.cases.items() if c.op in replaced})
-    results = {t: r for t, r in run_all(spec, name, module, goldens, dtypes).items()
+    results = {t: r for t, r in verify_all(spec, name, module, goldens, dtypes).items()
                if not loader.divergence_reason(t.replace(f"[{name}-", f"[{base}-"), known_divergences)}
     record_mutant(name, module.EXPECTED, results)
     caught = {t: msg for t, (outcome, msg) in results.items() if outcome in ("failed", "error")}
@@ -115,7 +115,7 @@ def test_two_runs_give_bit_identical_results(deterministic_adapter):
     code = (
         "import hashlib, numpy as np\n"
         "from attention_conformance import contract, golden, loader, plan\n"
-        "from attention_conformance.checks import outputs\n"
+        "from attention_conformance.calls import outputs\n"
         f"name = {deterministic_adapter!r}\n"
         "adapter, loaded, goldens = contract.load(name), loader.load(), golden.Goldens()\n"
         "digest = hashlib.sha256()\n"
@@ -173,17 +173,17 @@ def _cpu():
 
 
 def test_adding_a_framework_names_every_file_that_lists_the_frameworks():
-    """The README's "Adding a framework" list is the set of files a new built-in adapter must appear in:
-    every tracked file (outside adapters/, the README and docs) that names all the built-in adapters is
-    on it, and every file on it exists; each built-in adapter has its wrong variants."""
-    text = (ROOT / "README.md").read_text()
+    """CONTRIBUTING.md's "Adding a framework" list is the set of files a new built-in adapter must appear in:
+    every tracked file (outside adapters/, the README, CONTRIBUTING.md and docs) that names all the built-in
+    adapters is on it, and every file on it exists; each built-in adapter has its wrong variants."""
+    text = (ROOT / "CONTRIBUTING.md").read_text()
     section = text[text.index("**Adding a framework**"):text.index("The registry is the list of files")]
     listed = {line.split("`")[1] for line in section.splitlines() if line.startswith("- `")}
     assert listed == {"adapters/<name>.py", "tox.ini", ".github/workflows/conformance.yml", "pyproject.toml",
                       "tests/mutants/<name>__<bug>.py"}, listed
     tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True).stdout.split() or None
     files = tracked or [str(p.relative_to(ROOT)) for p in ROOT.rglob("*") if p.is_file() and ".tox" not in p.parts]
-    naming_all = {f for f in files if not f.startswith(("adapters/", "docs/", "README", "golden/", "spec/documents"))
+    naming_all = {f for f in files if not f.startswith(("adapters/", "docs/", "README", "CONTRIBUTING", "golden/", "spec/documents"))
                   and all(re.search(rf"\b{n}\b", (ROOT / f).read_text(errors="ignore")) for n in contract.NAMES)}
     concrete = {f.replace("<name>", "*") for f in listed}
     assert naming_all <= {f for f in concrete if "*" not in f}, sorted(naming_all)

@@ -1,4 +1,4 @@
-"""The benchmark's arithmetic and the README's generated tables, without a framework or a clock:
+"""The benchmark's arithmetic and the generated tables of docs/speed.md, without a framework or a clock:
 what the figures mean is tested here; the figures themselves come from `tox -e benchmark`."""
 
 import copy
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from attention_conformance import benchmark, checks, contract, golden, loader
+from attention_conformance import benchmark, calls, contract, golden, loader, publish, verify
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parent.parent  # the checkout: its docs/speed.md
 
 
 def _row(name, **figures):
@@ -74,19 +74,13 @@ def test_time_inside_the_adapter_counts_its_calls_and_never_the_oracles(monkeypa
     monkeypatch.setenv("ATTENTION_CONFORMANCE_CACHE", "off")  # the oracle computes: its calls must not count
     spec = loader.load()
     case = spec.cases["sat"]
-    before = copy.copy(checks.inside_calls)
-    checks._outputs.clear()
-    results = checks.run_all(dataclasses.replace(spec, cases={case.id: case}), "reference", contract.load("reference"),
+    before = copy.copy(calls.inside_calls)
+    calls.forget()
+    results = verify.verify_all(dataclasses.replace(spec, cases={case.id: case}), "reference", contract.load("reference"),
                              golden.Goldens(), ["float64"])
     assert results and all(outcome == "passed" for outcome, _ in results.values())
-    counted = checks.inside_calls - before
+    counted = calls.inside_calls - before
     assert counted == {(case.op, "float64"): 1}, counted
-
-
-def _readme_block():
-    text = README.read_text()
-    assert benchmark.README_BEGIN in text and benchmark.README_END in text, "the README's speed section lost its markers"
-    return text.split(benchmark.README_BEGIN, 1)[1].split(benchmark.README_END, 1)[0].strip("\n")
 
 
 def _shape_of(text):
@@ -109,22 +103,12 @@ def _shape_of(text):
     return tables, prose
 
 
-def test_the_readmes_tables_are_in_the_format_the_benchmark_writes():
-    """Regenerate with `attention-conformance benchmark --readme README.md` after `tox -e benchmark`."""
+def test_the_speed_pages_tables_are_in_the_format_the_benchmark_writes():
+    """Regenerate with `attention-conformance publish` after `tox -e benchmark` (tests/test_docs.py: not stale)."""
     written = _shape_of(benchmark.tables(_doc([_row("torch")])))
-    assert _shape_of(_readme_block()) == written
-    assert re.match(r"Measured on .+, \d+ threads.*, \d{4}-\d\d-\d\d, caches warm", _readme_block())
-
-
-def test_putting_tables_in_a_readme_replaces_only_the_block(tmp_path):
-    readme = tmp_path / "README.md"
-    readme.write_text(f"before\n{benchmark.README_BEGIN}\nold\n{benchmark.README_END}\nafter\n")
-    benchmark.put_in_readme(readme, "new table")
-    assert readme.read_text() == f"before\n{benchmark.README_BEGIN}\nnew table\n{benchmark.README_END}\nafter\n"
-    readme.write_text("no markers\n")
-    with pytest.raises(SystemExit, match="no benchmark markers"):
-        benchmark.put_in_readme(readme, "new table")
-    assert readme.read_text() == "no markers\n"
+    block = publish.block("benchmark", ROOT)
+    assert _shape_of(block) == written
+    assert re.match(r"Measured on .+, \d+ threads.*, \d{4}-\d\d-\d\d, caches warm", block)
 
 
 def test_the_benchmark_refuses_in_one_line_and_writes_nothing_it_did_not_measure(tmp_path, monkeypatch, capsys):
@@ -134,11 +118,9 @@ def test_the_benchmark_refuses_in_one_line_and_writes_nothing_it_did_not_measure
     assert not (tmp_path / "reports" / "benchmark.json").exists(), "an empty report would say every target holds"
     with pytest.raises(SystemExit, match=r"^error: adapter 'no_such_adapter_module' was requested but does not import"):
         benchmark.main(adapter="no_such_adapter_module")
-    (tmp_path / "README.md").write_text(f"{benchmark.README_BEGIN}\nold\n{benchmark.README_END}\n")
     (tmp_path / "reports").mkdir()
     for text, said in (("{not json", "is not a report"), ('{"tests": 3}', "measured no framework"),
                        ('{"frameworks": [{"adapter": "x"}]}', "is not a report")):
         (tmp_path / "reports" / "benchmark.json").write_text(text)
         with pytest.raises(SystemExit, match=said):
-            benchmark.main(readme=tmp_path / "README.md")
-    assert "old" in (tmp_path / "README.md").read_text()
+            publish.benchmark_data(tmp_path / "reports")

@@ -28,8 +28,9 @@ from hypothesis import strategies as st
 
 from attention_conformance import SPEC_DIR, cli, loader
 from attention_conformance.adapters import reference
-from attention_conformance import checks, golden, safe_io
-from attention_conformance.checks import Nonconformance, evaluate
+from attention_conformance import calls, golden, safe_io
+from attention_conformance.compare import Nonconformance
+from attention_conformance.verify import verify
 from golden_files import copy_goldens, resign
 from test_hostile import Garbage, alias_bomb
 
@@ -176,10 +177,10 @@ def _runs_cleanly(path):
     for case in loaded.cases.values():
         if _same_case(case):
             continue
-        checks._outputs.clear()  # outputs are cached by case id, and a mutant keeps the ids
+        calls.forget()  # outputs are cached by case id, and a mutant keeps the ids
         for output in case.expect:
             try:
-                evaluate(loaded, "reference", reference, case, output, "float64", goldens)
+                verify(loaded, "reference", reference, case, output, "float64", goldens)
             except Nonconformance:
                 pass
             except Exception as exc:  # noqa: BLE001 - only the adapter may raise
@@ -264,8 +265,8 @@ wrong_arrays = st.one_of(
 @given(case_output=st.sampled_from(SMALL_CASES), value=wrong_arrays, dtype=st.sampled_from(["float32", "float16", "float64"]))
 def test_wrong_outputs_are_nonconformance_never_a_crash(case_output, value, dtype):
     case, output = case_output
-    checks._outputs.clear()  # outputs are cached by adapter name and case id; every example is a new adapter
+    calls.forget()  # outputs are cached by adapter name and case id; every example is a new adapter
     try:
-        evaluate(_BASE, "fuzzed", Garbage(value), case, output, dtype, golden.Goldens())
+        verify(_BASE, "fuzzed", Garbage(value), case, output, dtype, golden.Goldens())
     except Nonconformance as exc:
         assert "\n" not in str(exc)

@@ -16,7 +16,8 @@ from attention_conformance import CONFORMANCE_TESTS, cli, contract, loader
 from attention_conformance.benchmark import alias_bomb
 from attention_conformance.adapters import reference
 from attention_conformance import golden
-from attention_conformance.checks import Nonconformance, evaluate
+from attention_conformance.compare import Nonconformance
+from attention_conformance.verify import verify
 from golden_files import resign
 from test_spec import VALID
 
@@ -278,7 +279,7 @@ def test_any_wrong_output_is_a_nonconformance_not_a_crash(name):
             continue
         for output in case.expect:
             try:
-                evaluate(loaded, f"garbage_{name}", adapter, case, output, "float32", goldens)
+                verify(loaded, f"garbage_{name}", adapter, case, output, "float32", goldens)
             except Nonconformance as exc:
                 assert "\n" not in str(exc)
             checked += 1
@@ -301,7 +302,7 @@ def test_an_error_at_an_exact_zero_reads_as_the_wrong_number():
             return out
 
     with pytest.raises(Nonconformance, match=r"worst element \[0, 0\]: got 0.1666.* but should be 0.0 .*ULP"):
-        evaluate(loaded, "uniform", Uniform, case, "weights", "float64", golden.Goldens())
+        verify(loaded, "uniform", Uniform, case, "weights", "float64", golden.Goldens())
 
 
 def test_safe_io_refuses_an_oversized_file_before_reading_it(tmp_path):

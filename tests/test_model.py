@@ -14,7 +14,7 @@ import pytest
 
 from attention_conformance import judge, model_sweep
 from attention_conformance.adapters import reference
-from attention_conformance.checks import np_dtype
+from attention_conformance.contract import np_dtype
 
 MODEL = judge.model()
 SEEDS = (0, 1, 2)

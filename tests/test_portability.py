@@ -84,13 +84,13 @@ def test_without_an_adapter_or_a_tox_folder_it_is_a_usage_error(tmp_path, monkey
 
 
 def test_an_oracle_that_differs_between_caches_is_named(tmp_path):
-    from attention_conformance import expectations
+    from attention_conformance import oracle_cache
 
     a, b = tmp_path / "a", tmp_path / "b"
-    expectations._write(a / "expectations" / "k1.npz", {"context": np.array([1.0, 2.0])})
-    expectations._write(b / "expectations" / "k1.npz", {"context": np.array([1.0, 2.0])})
+    oracle_cache._write(a / "oracle" / "k1.npz", {"context": np.array([1.0, 2.0])})
+    oracle_cache._write(b / "oracle" / "k1.npz", {"context": np.array([1.0, 2.0])})
     assert portability.oracle_drift(a, b) == (1, [])
-    expectations._write(b / "expectations" / "k1.npz", {"context": np.array([1.0, np.nextafter(2.0, 3.0)])})
+    oracle_cache._write(b / "oracle" / "k1.npz", {"context": np.array([1.0, np.nextafter(2.0, 3.0)])})
     assert portability.oracle_drift(a, b) == (1, ["k1"])
 
 

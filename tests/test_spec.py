@@ -61,7 +61,7 @@ MALFORMED = {
     "unknown_tolerance": ("        decimals: 4", "        decimals: 4\n        tolerance: loose", ["case 'sat'", "expect.weights.tolerance", "'loose'"]),
     "tolerance_without_reason": ("    reason: measured\n", "", ["tolerance 'golden'", "field 'reason'"]),
     "negative_tolerance": ("atol: 1.0e-7", "atol: -1.0e-7", ["tolerance 'golden'", "field 'float32'"]),
-    "checks_nothing": ("        printed: [0.2689, 0.7311]\n        decimals: 4\n", "        decimals: 4\n", ["case 'sat'", "checks nothing"]),
+    "checks_nothing": ("        printed: [0.2689, 0.7311]\n        decimals: 4\n", "        decimals: 4\n", ["case 'sat'", "expects nothing"]),
     "empty_file": (VALID, "", ["top level must be a mapping"]),
     "zero_sized_axis": ("inputs: {scores: [1.0, 2.0]}", "inputs: {scores: {uniform: [-1, 1], shape: [2, 0, 16], seed: 1}}",
                         ["case 'sat'", "field 'inputs.scores.shape'", "[2, 0, 16] has a zero-sized axis 1"]),
@@ -148,7 +148,7 @@ def test_spec_yaml_has_no_duplicate_keys_or_anchors_lost():
 
 
 def test_every_erratum_is_listed_in_the_readme():
-    readme = (SPEC_DIR.parent / "README.md").read_text()
+    readme = (SPEC_DIR.parent / "docs" / "cases.md").read_text()
     errata = readme[readme.index("## Errata"):readme.index("## Golden data")]
     missing = [c.id for c in loader.load().cases.values() if c.erratum and f"`{c.id}`" not in errata]
     assert missing == []
@@ -156,10 +156,11 @@ def test_every_erratum_is_listed_in_the_readme():
 
 def test_the_readme_contract_table_is_the_contract():
     """One row per op, with exactly the parameters of contract.OPS, and every output of a multi-output op named."""
-    readme = (SPEC_DIR.parent / "README.md").read_text() if (SPEC_DIR.parent / "README.md").exists() else None
+    page = SPEC_DIR.parent / "docs" / "contract.md"
+    readme = page.read_text() if page.exists() else None
     if readme is None:
-        pytest.skip("the README is not installed with the package")
-    table = readme[readme.index("## The adapter contract"):readme.index("Besides the functions")]
+        pytest.skip("docs/contract.md is not installed with the package")
+    table = readme[readme.index("# The adapter contract"):readme.index("Besides the functions")]
     rows = dict(re.findall(r"^\| `(\w+\([^`]*\))` \| ([^|]*)\|", table, re.M))
     expected = {f"{op}({', '.join(params)})": outputs for op, params in contract.CONTRACT.items() for outputs in
                 [contract.OPS[op][1] if op in contract.OPS else ()]}
@@ -205,7 +206,7 @@ def test_every_parameter_is_described_for_the_self_check():
 def test_the_contract_states_the_forms_the_spec_feeds_each_op():
     """contract.FORMS says, per op, whether token tensors come as one row, [T, D] or [B, T, D]: exactly
     the forms the spec's cases use, so an adapter written to the table takes every case's inputs."""
-    from attention_conformance import checks, golden
+    from attention_conformance import golden, inputs
 
     rank = {"tokens": 2, "square": 2, "mask": 2}  # a kind's rank unbatched; a row has one axis fewer, a batch one more
     goldens, fed = golden.Goldens(), {}
@@ -213,18 +214,18 @@ def test_the_contract_states_the_forms_the_spec_feeds_each_op():
         for name, value in case.inputs.items():
             kind = contract.PARAMETERS[name]
             if kind in rank:
-                ndim = checks._resolve(value, "float32", goldens).ndim
+                ndim = inputs.resolve(value, "float32", goldens).ndim
                 fed.setdefault(case.op, set()).add({1: "row", 2: "unbatched", 3: "batched"}[ndim - rank[kind] + 2])
     assert {op: set(forms) for op, forms in contract.FORMS.items()} == fed
 
 
 def test_a_new_parameter_unknown_to_the_contract_is_the_suites_fault_not_the_adapters(monkeypatch):
-    from attention_conformance import selfcheck
+    from attention_conformance import check
     from attention_conformance.adapters import reference
 
     monkeypatch.setitem(contract.OPS, "tempered_softmax", (("scores", "temperature"), ("weights",)))
     monkeypatch.setattr(reference, "tempered_softmax", lambda scores, temperature: reference.softmax(scores), raising=False)
-    problems = selfcheck.problems(reference)
+    problems = check.problems(reference)
     assert any("does not describe parameter(s) temperature" in p and "not in your adapter" in p for p in problems), problems
 
 
@@ -239,7 +240,7 @@ def test_not_applicable_keys_are_validated_like_known_divergence_keys():
 
 
 def test_the_readme_states_each_ops_forms_as_the_contract_does():
-    text = (SPEC_DIR.parent / "README.md").read_text()
+    text = (SPEC_DIR.parent / "docs" / "contract.md").read_text()
     section = text[text.index("**Shapes.**"):text.index("`check`'s tiny inputs")]
     words = {"one row (": {"row", "unbatched"}, "one row only": {"row"}, "unbatched ([T, D], scores [T, S]) only": {"unbatched"},
              "unbatched or batched": {"unbatched", "batched"}, "batched only": {"batched"}}

@@ -1,4 +1,4 @@
-"""The expectation cache: the same numbers as computing them, keyed on everything that computes
+"""The oracle cache: the same numbers as computing them, keyed on everything that computes
 them, a damaged entry never trusted, a write whole or absent. (Wrong adapters are still caught with
 the cache in use: tests/test_adapter.py runs them against it.) And what fills an empty cache is
 computed once, on the work it needs: the first run is nearly as fast as the second."""
@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attention_conformance import checks, expectations, golden, loader
+from attention_conformance import calls, contract, golden, loader, oracle_cache
 from attention_conformance.adapters import reference
 
 CASE = "cat"  # the first document's attention over "The cat sat on the mat"
@@ -20,18 +20,18 @@ CASE = "cat"  # the first document's attention over "The cat sat on the mat"
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
     monkeypatch.setenv("ATTENTION_CONFORMANCE_CACHE", str(tmp_path / "cache"))
-    checks._outputs.clear()
-    yield tmp_path / "cache" / "expectations"
-    checks._outputs.clear()
+    calls.forget()
+    yield tmp_path / "cache" / "oracle"
+    calls.forget()
 
 
 def _expected(case_id=CASE, dtype="float64"):
     spec, goldens = loader.load(), golden.Goldens()
-    checks._outputs.clear()  # the in-memory layer, so each call reads or writes the disk
-    return checks.outputs("reference", reference, spec.cases[case_id], "float64", goldens, input_dtype=dtype, expectation=True)
+    calls.forget()  # the in-memory layer, so each call reads or writes the disk
+    return calls.outputs("reference", reference, spec.cases[case_id], "float64", goldens, input_dtype=dtype, oracle=True)
 
 
-def test_a_cached_expectation_is_the_computed_one(cache, monkeypatch):
+def test_a_cached_answer_is_the_computed_one(cache, monkeypatch):
     first = _expected()
     assert len(list(cache.glob("*.npz"))) == 1
     monkeypatch.setattr(reference, "attention", lambda **kw: pytest.fail("computed again despite a cache entry"))
@@ -41,7 +41,7 @@ def test_a_cached_expectation_is_the_computed_one(cache, monkeypatch):
         assert np.asarray(again[name]).tobytes() == np.asarray(first[name]).tobytes(), name
 
 
-def test_an_expectation_holds_only_the_outputs_its_case_checks(cache):
+def test_a_cached_answer_holds_only_the_outputs_its_case_has_expectations_for(cache):
     """A GPT-2-shaped layer's attention weights, unchecked there, would be 96 MiB per entry."""
     assert sorted(_expected()) == sorted(loader.load().cases[CASE].expect)
 
@@ -50,18 +50,18 @@ def test_the_key_covers_inputs_dtype_rounding_and_the_oracle(tmp_path):
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     oracle = tmp_path / "oracle.py"
     oracle.write_text("# v1\n")
-    base = expectations.key("attention", {"x": x, "n": 2}, None, oracle)
-    assert base == expectations.key("attention", {"n": 2, "x": x.copy()}, None, oracle)
+    base = oracle_cache.key("attention", {"x": x, "n": 2}, None, oracle)
+    assert base == oracle_cache.key("attention", {"n": 2, "x": x.copy()}, None, oracle)
     changed = [
-        expectations.key("softmax", {"x": x, "n": 2}, None, oracle),
-        expectations.key("attention", {"x": x + np.float32(1e-6), "n": 2}, None, oracle),
-        expectations.key("attention", {"x": x.astype(np.float16), "n": 2}, None, oracle),
-        expectations.key("attention", {"x": x.reshape(3, 2), "n": 2}, None, oracle),
-        expectations.key("attention", {"x": x, "n": 3}, None, oracle),
-        expectations.key("attention", {"x": x, "n": 2}, "float16", oracle),
+        oracle_cache.key("softmax", {"x": x, "n": 2}, None, oracle),
+        oracle_cache.key("attention", {"x": x + np.float32(1e-6), "n": 2}, None, oracle),
+        oracle_cache.key("attention", {"x": x.astype(np.float16), "n": 2}, None, oracle),
+        oracle_cache.key("attention", {"x": x.reshape(3, 2), "n": 2}, None, oracle),
+        oracle_cache.key("attention", {"x": x, "n": 3}, None, oracle),
+        oracle_cache.key("attention", {"x": x, "n": 2}, "float16", oracle),
     ]
     oracle.write_text("# v2\n")
-    changed.append(expectations.key("attention", {"x": x, "n": 2}, None, oracle))
+    changed.append(oracle_cache.key("attention", {"x": x, "n": 2}, None, oracle))
     assert len({base, *changed}) == len(changed) + 1
 
 
@@ -73,9 +73,9 @@ def test_the_key_covers_the_arithmetic_the_oracle_computes_with(tmp_path, monkey
     monkeypatch.setattr(portable, "__file__", str(arithmetic))
     oracle = tmp_path / "oracle.py"
     oracle.write_text("# v1\n")
-    before = expectations.key("attention", {"n": 2}, None, oracle)
+    before = oracle_cache.key("attention", {"n": 2}, None, oracle)
     arithmetic.write_text(arithmetic.read_text() + "# a change to how products are summed\n")
-    assert expectations.key("attention", {"n": 2}, None, oracle) != before
+    assert oracle_cache.key("attention", {"n": 2}, None, oracle) != before
 
 
 @pytest.mark.parametrize("damage", ["truncate", "flip_a_value", "not_npz", "empty"])
@@ -96,7 +96,7 @@ def test_a_damaged_entry_is_recomputed_not_trusted(cache, damage):
         np.savez(entry, **arrays)
     again = _expected()
     assert all(np.array_equal(again[name], good[name]) for name in good)
-    assert expectations.read(entry) is not None, "the recomputed entry replaced the damaged one"
+    assert oracle_cache.read(entry) is not None, "the recomputed entry replaced the damaged one"
 
 
 def test_writes_are_whole_files_or_nothing(cache, monkeypatch):
@@ -113,7 +113,7 @@ def test_off_keeps_nothing_on_disk(tmp_path, monkeypatch):
     monkeypatch.setenv("ATTENTION_CONFORMANCE_CACHE", "off")
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
-    assert expectations.directory() is None
+    assert oracle_cache.directory() is None
     _expected()
     assert list(tmp_path.rglob("*.npz")) == []
 
@@ -121,28 +121,28 @@ def test_off_keeps_nothing_on_disk(tmp_path, monkeypatch):
 def test_half_precision_baselines_are_cached_apart_from_the_exact_answer(cache):
     spec, goldens = loader.load(), golden.Goldens()
     case = spec.cases["v1_seed123"]  # checks the context, where rounding every step shows
-    checks._outputs.clear()
-    exact = checks.outputs("reference", reference, case, "float64", goldens, input_dtype="float16", expectation=True)
-    with reference.rounding_to(checks.np_dtype("float16")):
-        plain = checks.outputs("reference", reference, case, "float64", goldens, input_dtype="float16", rounding="float16",
-                               expectation=True)
+    calls.forget()
+    exact = calls.outputs("reference", reference, case, "float64", goldens, input_dtype="float16", oracle=True)
+    with reference.rounding_to(contract.np_dtype("float16")):
+        plain = calls.outputs("reference", reference, case, "float64", goldens, input_dtype="float16", rounding="float16",
+                               oracle=True)
     assert len(list(cache.glob("*.npz"))) == 2
     assert not np.array_equal(exact["context"], plain["context"])
 
 
-def test_an_output_under_test_holds_only_what_its_checks_read():
+def test_an_output_under_test_holds_only_what_its_expectations_read():
     """Nor does an adapter's own result, kept for its case's checks: the outputs checked and those a
     check compares against (same_as, differs_from), nothing else (the reference's GPT-2-shaped layer
     weights, never checked, were 96 MiB held per entry)."""
     spec, goldens = loader.load(), golden.Goldens()
     case = spec.cases["identity"]  # attention(): seven outputs, three checked
     only_key = dataclasses.replace(case, id="identity_key_only", expect={"key": case.expect["key"]})  # key same_as query
-    checks._outputs.clear()
+    calls.forget()
     try:
-        assert sorted(checks.outputs("reference", reference, case, "float64", goldens)) == ["key", "query", "value"]
-        assert sorted(checks.outputs("reference", reference, only_key, "float64", goldens)) == ["key", "query"]
+        assert sorted(calls.outputs("reference", reference, case, "float64", goldens)) == ["key", "query", "value"]
+        assert sorted(calls.outputs("reference", reference, only_key, "float64", goldens)) == ["key", "query"]
     finally:
-        checks._outputs.clear()
+        calls.forget()
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
-"""The oracle's outputs, computed once per inputs and kept on disk outside the repository.
+"""The oracle cache: the oracle's outputs, computed once per inputs and kept on disk outside the repository.
 
-Every framework environment checks against the same expectations: adapters/reference.py on the
+Every framework environment is compared with the same answers: adapters/reference.py on the
 inputs as that framework received them, and in half precision the plain rounded-at-every-step
 baseline. Recomputing them was most of each environment's run (the GPT-2-sized cases in four
 dtypes), so each is stored under a key hashing everything it depends on: the op, the inputs'
@@ -11,7 +11,7 @@ writes go to a temporary file renamed into place, so parallel environments never
 
 Where: $ATTENTION_CONFORMANCE_CACHE, else $XDG_CACHE_HOME/attention-conformance, else
 ~/.cache/attention-conformance; ATTENTION_CONFORMANCE_CACHE=off keeps nothing on disk.
-Only expectations are cached: the output under test is always computed by the adapter.
+Only the oracle's answers are cached: the output under test is always computed by the adapter.
 """
 
 import hashlib
@@ -91,7 +91,7 @@ def _write(path, arrays):
 
 def cached(op, kwargs, rounding, oracle_file, compute, keep=None):
     """compute()'s dict of outputs as arrays, from the cache when an intact entry exists. `keep`
-    names the outputs a case checks: only those are stored and returned (a GPT-2-shaped layer's
+    names the outputs the case has expectations for: only those are stored and returned (a GPT-2-shaped layer's
     unchecked attention weights are 96 MiB in float64)."""
 
     def computed():
@@ -101,7 +101,7 @@ def cached(op, kwargs, rounding, oracle_file, compute, keep=None):
     where = directory()
     if where is None:
         return computed()
-    path = where / "expectations" / f"{key(op, kwargs, rounding, oracle_file, keep)}.npz"
+    path = where / "oracle" / f"{key(op, kwargs, rounding, oracle_file, keep)}.npz"
     found = read(path)
     if found is not None:
         return found

@@ -1,4 +1,4 @@
-"""The adapter self-check: the contract's signatures, then every function called once on tiny inputs.
+"""The `attention-conformance check` command: an adapter's contract signatures, then every function called once on tiny inputs.
 
     attention-conformance check my_adapter
 
@@ -10,7 +10,7 @@ verdict: numbers are compared by `attention-conformance run`.
 
 import numpy as np
 
-from attention_conformance import checks, contract, loader, plan
+from attention_conformance import contract, loader, plan
 
 T, D, HEADS = 3, 4, 2  # tokens, width (d_in = d_out, so both weight layouts have one shape), heads
 B = 1
@@ -22,13 +22,13 @@ def tiny_input(name, kind, form, dtype, rng, choose):
     """One parameter's tiny value for an op whose token tensors come in `form` (contract.FORMS);
     `choose` picks a word for a "choice" parameter."""
     def tensor(*shape):
-        return rng.uniform(-1, 1, shape).astype(np.float32).astype(checks.np_dtype(dtype))
+        return rng.uniform(-1, 1, shape).astype(np.float32).astype(contract.np_dtype(dtype))
 
     lead = {"row": (), "unbatched": (T,), "batched": (B, T)}[form]
     if kind == "tokens":
         return tensor(*lead, D)
     if kind == "square":
-        weights = np.full(lead + (T,), 1 / T, np.float32).astype(checks.np_dtype(dtype))
+        weights = np.full(lead + (T,), 1 / T, np.float32).astype(contract.np_dtype(dtype))
         return weights if name == "weights" else tensor(*lead, T)
     if kind == "mask":
         return np.broadcast_to(np.triu(np.ones((T, T), bool), k=1), lead[:-1] + (T, T)).copy()

@@ -1,0 +1,112 @@
+"""The tables the docs carry, generated from reports: `attention-conformance publish`.
+
+    tox -m conformance -p auto && attention-conformance publish      # the summary table in README.md
+    tox -e benchmark && attention-conformance publish                # and the benchmark's in docs/speed.md
+
+Run in the checkout. What a table is made from is kept in docs/results/ (summary.json: the summary
+table's rows, the spec's sha256 and the machine; benchmark.json: reports/benchmark.json as the benchmark
+wrote it), and each table is written between its markers. tests/test_docs.py renders them again from
+docs/results/ and fails when a committed table differs from its data, or its data was made from
+another spec or another list of frameworks than the repository's.
+"""
+
+import hashlib
+import json
+import re
+from pathlib import Path
+
+from attention_conformance import SPEC_DIR, benchmark, contract, machine, reports, summary
+
+RESULTS = Path("docs/results")
+# name -> (file the table is in, begin marker, end marker), relative to the checkout
+BLOCKS = {
+    "summary": ("README.md", "<!-- summary table: written by `attention-conformance publish`; do not edit by hand -->",
+                "<!-- end of summary table -->"),
+    "benchmark": ("docs/speed.md", "<!-- benchmark tables: written by `attention-conformance publish`; do not edit by hand -->",
+                  "<!-- end of benchmark tables -->"),
+}
+
+
+def spec_sha256():
+    return hashlib.sha256((SPEC_DIR / "attention.yaml").read_bytes()).hexdigest()
+
+
+def summary_data(directory):
+    """summary.json's content from a reports folder holding a complete, conforming run of every built-in adapter."""
+    try:
+        found, unfinished = reports.merge([directory])
+    except reports.ReportError as exc:
+        raise SystemExit(f"error: {exc}") from None
+    convention_cases = {case_id for r in found.values() for case_id, _, convention in r["outline"]["cases"] if convention}
+    rows, problems = [], [f"{name}: unfinished ({why})" for name, why in unfinished]
+    for name in contract.NAMES:
+        cells, problem = summary.row(name, found.get(name), convention_cases)
+        rows.append(cells)
+        problems += [f"{name}: {problem}"] * bool(problem)
+    if problems:
+        raise SystemExit(f"error: {directory} is not a complete, conforming run of every built-in adapter ({problems[0]}): "
+                         "run `tox -m conformance -p auto` first")
+    made_from = {r["spec_sha256"] for r in found.values()}
+    if made_from != {spec_sha256()}:
+        raise SystemExit(f"error: {directory} was made from another spec than {SPEC_DIR / 'attention.yaml'}: rerun the main job")
+    return {"spec_sha256": spec_sha256(), "adapters": list(contract.NAMES), "rows": rows,
+            "measured_on": sorted({machine.one_line(r["machine"]) for r in found.values()}),
+            "finished": max(r["finished"] for r in found.values())}
+
+
+def summary_table(data):
+    """The README's table, from summary.json."""
+    return "\n".join(summary._table(data["rows"]) + [
+        "", f"Measured on {'; '.join(data['measured_on'])}, {data['finished'][:10]}, spec {data['spec_sha256'][:12]}."])
+
+
+def benchmark_data(directory):
+    """reports/benchmark.json's content, or None where the benchmark has not been run."""
+    path = Path(directory) / "benchmark.json"
+    if not path.exists():
+        return None
+    try:
+        doc = json.loads(path.read_text())
+        if isinstance(doc, dict) and not doc.get("frameworks"):
+            raise SystemExit(f"error: {path} measured no framework: rerun `tox -e benchmark` after the main job")
+        benchmark.tables(doc)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise SystemExit(f"error: {path} is not a report of `tox -e benchmark` ({type(exc).__name__}: {exc}): rerun it") from None
+    return doc
+
+
+RENDER = {"summary": summary_table, "benchmark": benchmark.tables}
+
+
+def block(name, root="."):
+    """The text now between a table's markers, or a SystemExit naming the file that lost them."""
+    path, begin, end = BLOCKS[name]
+    text = (Path(root) / path).read_text()
+    found = re.search(re.escape(begin) + r"\n(.*?)\n" + re.escape(end), text, re.S)
+    if not found:
+        raise SystemExit(f"error: {Path(root) / path} has no {name} markers ({begin!r} ... {end!r})")
+    return found.group(1)
+
+
+def put(name, text, root="."):
+    """Replace what stands between a table's markers with `text`; nothing is written if they are missing."""
+    path, begin, end = BLOCKS[name]
+    block(name, root)
+    file = Path(root) / path
+    pattern = re.compile(re.escape(begin) + r"\n.*?\n" + re.escape(end), re.S)
+    reports._replace(file, pattern.sub(lambda _: f"{begin}\n{text}\n{end}", file.read_text(), count=1).encode())
+
+
+def main(directory=reports.DEFAULT_DIR, root="."):
+    made = {"summary": summary_data(directory), "benchmark": benchmark_data(directory)}
+    for name, data in made.items():
+        if data is None:
+            print(f"{name}: no {Path(directory) / 'benchmark.json'}, table left as it is (`tox -e benchmark` makes one)")
+            continue
+        block(name, root)  # every file is checked for its markers before any is written
+    for name, data in made.items():
+        if data is not None:
+            reports._replace(Path(root) / RESULTS / f"{name}.json", (json.dumps(data, indent=1) + "\n").encode())
+            put(name, RENDER[name](data), root)
+            print(f"{name}: {BLOCKS[name][0]} from {Path(directory)}, data in {RESULTS / (name + '.json')}")
+    return 0

@@ -1,0 +1,128 @@
+"""Verifying one test (one output of one case, on one adapter, in one dtype) against its expectation,
+and the whole spec on one adapter outside pytest."""
+
+import numpy as np
+
+from attention_conformance import calls, plan
+from attention_conformance.compare import Nonconformance, allowed_error, as_numbers, compare, max_ulps, ulps
+from attention_conformance.contract import LOW_PRECISION, np_dtype
+from attention_conformance.fields import FIELDS
+
+
+class Subject:
+    """The output under test, as each field's verifier sees it, and how to fail it."""
+
+    def __init__(self, spec, adapter_name, adapter, case, output, dtype, goldens):
+        self.spec, self.case, self.dtype, self.goldens = spec, case, dtype, goldens
+        self.exp = case.expect[output]
+        self.label = f"{adapter_name} {dtype}, case {case.id!r}, output {output!r} of {case.op}()"
+        self.results = calls.outputs(adapter_name, adapter, case, dtype, goldens)
+        self.got = as_numbers(self.label, self.results[output])
+        self.tol = spec.tolerances[self.exp.tolerance] if self.exp.tolerance else None
+        self.low = dtype in LOW_PRECISION
+        self.reference_out = self.plain_out = None
+
+    def fail(self, message):
+        __tracebackhide__ = True
+        raise Nonconformance(f"{self.label}: {message}")
+
+    def other(self, name):
+        """Another output of the same call, as numbers, with the same row selected."""
+        other = as_numbers(self.label.replace(f"output {self.exp.output!r}", f"output {name!r}"), self.results[name])
+        if self.exp.row is not None and (other.ndim == 0 or self.exp.row >= other.shape[0]):
+            self.fail(f"the same call's {name!r} has shape {list(other.shape)}, no row {self.exp.row}")
+        return _select(other, self.exp.row)
+
+    def allowed(self, expected, plain=None):
+        return allowed_error(self.spec, self.tol, self.dtype, expected, plain)
+
+    def against(self, expected, allowed, tol_text, origin):
+        """The one comparison every verifier of computed values goes through: (margin, worst ULP), or a
+        failure that names the worst element, got against expected, the error against its budget and the origin."""
+        got = self.got
+        if np.shape(got) != np.shape(expected):
+            self.fail(f"shape {list(np.shape(got))} but should be {list(np.shape(expected))} ({origin})")
+        m, index, err, limit = compare(got, expected, allowed)
+        if m > 1:
+            row = self.exp.row
+            where = list((row,) + tuple(int(i) for i in index)) if row is not None else [int(i) for i in index]
+            g, e = np.asarray(got)[index], np.asarray(expected, dtype=np.float64)[index]
+            self.fail(f"worst element {where}: got {float(g)!r} but should be {float(e)!r} "
+                      f"(|error| {err:.3g} > allowed {limit:.3g} from tolerance {tol_text}, {ulps(g, e, self.dtype):.3g} ULP); "
+                      f"expected value: {origin}")
+        return m, max_ulps(got, expected, self.dtype)
+
+
+def verify(spec, adapter_name, adapter, case, output, dtype, goldens):
+    """Verify one output of one case; return (margin, worst ULP): margin 0 = exact, 1 = whole budget.
+
+    Each field of the expectation has its verifier (attention_conformance/fields.py), run in their
+    order. The margin counts computed values only (golden values, the reference, agreements, row sums).
+    Raises Nonconformance with a one-paragraph message naming the framework, dtype, case, output,
+    worst element, got vs expected, the error against its tolerance and its origin.
+    """
+    __tracebackhide__ = True
+    with np.errstate(all="ignore"):  # overflow or 0/0 in a wrong output is the adapter's failure, reported as such
+        c = Subject(spec, adapter_name, adapter, case, output, dtype, goldens)
+        given = [FIELDS[name] for name in c.exp.given]
+        named = set(c.exp.given)
+        if c.exp.row is not None:
+            if c.got.ndim == 0 or c.exp.row >= c.got.shape[0]:
+                c.fail(f"shape {list(c.got.shape)} has no row {c.exp.row}")
+        for field in given:
+            if field.whole:
+                field.verify(c)
+        c.got = _select(c.got, c.exp.row)
+        if c.got.size == 0 and any(field.elements for field in given):
+            c.fail(f"shape {list(c.got.shape)} has no elements")
+        if c.exp.reference or (c.low and c.tol is not None):
+            _reference_outputs(c)
+        margin = worst_ulp = 0.0
+        for field in FIELDS.values():
+            if field.verify and (field.name in named and not field.whole or field.always):
+                measured = field.verify(c)
+                if measured is not None:
+                    margin, worst_ulp = max(margin, measured[0]), max(worst_ulp, measured[1])
+        return margin, worst_ulp
+
+
+def _reference_outputs(c):
+    """The float64 oracle on the inputs as the adapter received them (rounded to the dtype); in half
+    precision also `plain`, the same computation rounded to the dtype after every step: the error a
+    careful computation in that dtype makes, which sets the budget."""
+    from attention_conformance.adapters import reference
+
+    output, row = c.exp.output, c.exp.row
+    exact = calls.outputs("reference", reference, c.case, "float64", c.goldens, input_dtype=c.dtype, oracle=True)
+    c.reference_out = _select(exact[output], row)
+    if c.low:
+        with reference.rounding_to(np_dtype(c.dtype)):
+            plain = calls.outputs("reference", reference, c.case, "float64", c.goldens, input_dtype=c.dtype, rounding=c.dtype,
+                                  oracle=True)[output]
+        c.plain_out = _select(np.asarray(plain).astype(np_dtype(c.dtype)), row)  # the result is stored in the dtype too
+
+
+def _select(value, row):
+    return value if row is None else np.asarray(value)[row]
+
+
+def verify_all(spec, adapter_name, adapter, goldens, dtypes=None):
+    """{test id: (outcome, message)} for the whole spec on one adapter, outside pytest.
+
+    For testing the suite: a deliberately wrong adapter must produce "failed" somewhere.
+    An exception from the adapter fails its tests, as under pytest; any other exception counts as "error".
+    `dtypes` narrows the run (default: every dtype the spec runs this adapter in).
+    """
+    results = {}
+    for test in plan.tests(spec, {adapter_name: adapter}, dtypes):
+        if test.not_applicable:
+            results[test.id] = ("not applicable", "")
+            continue
+        try:
+            verify(spec, adapter_name, adapter, test.case, test.output, test.dtype, goldens)
+            results[test.id] = ("passed", "")
+        except Nonconformance as exc:
+            results[test.id] = ("failed", str(exc))
+        except Exception as exc:  # noqa: BLE001 - any crash is a caught bug, and is reported as one
+            results[test.id] = ("error", f"{type(exc).__name__}: {exc}")
+    return results

@@ -1,0 +1,60 @@
+"""The tables the README and docs carry are generated (`attention-conformance publish`) and not stale:
+each equals what its data in docs/results/ renders to, and that data was made from this spec and this
+list of frameworks. After changing the spec or adding a framework: `tox -m conformance -p auto`, then
+`attention-conformance publish` (and `tox -e benchmark` first for docs/speed.md)."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from attention_conformance import contract, publish
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _data(name):
+    return json.loads((ROOT / publish.RESULTS / f"{name}.json").read_text())
+
+
+@pytest.mark.parametrize("name", sorted(publish.BLOCKS))
+def test_a_committed_table_is_what_its_data_renders_to(name):
+    assert publish.block(name, ROOT) == publish.RENDER[name](_data(name)), (
+        f"{publish.BLOCKS[name][0]}: the {name} table was edited by hand, or its data changed: "
+        "run `attention-conformance publish`"
+    )
+
+
+def test_the_summary_table_was_made_from_this_spec_and_every_framework():
+    data = _data("summary")
+    assert data["spec_sha256"] == publish.spec_sha256(), (
+        "spec/attention.yaml changed since the README's summary table was made: run `tox -m conformance -p auto`, "
+        "then `attention-conformance publish`"
+    )
+    assert data["adapters"] == list(contract.NAMES) == [row[0] for row in data["rows"]], "the framework list changed"
+    assert all(row[-1].startswith("conforms") for row in data["rows"])
+
+
+def test_the_benchmark_tables_measured_every_framework():
+    assert sorted(r["adapter"] for r in _data("benchmark")["frameworks"]) == sorted(contract.NAMES), (
+        "a framework was added or removed since docs/speed.md's tables: `tox -e benchmark`, "
+        "then `attention-conformance publish`"
+    )
+
+
+def test_publishing_replaces_only_the_blocks_and_writes_nothing_without_markers(tmp_path):
+    for name, (path, begin, end) in publish.BLOCKS.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(f"before\n{begin}\nold\n{end}\nafter\n")
+        publish.put(name, "new table", tmp_path)
+        assert (tmp_path / path).read_text() == f"before\n{begin}\nnew table\n{end}\nafter\n"
+        (tmp_path / path).write_text("no markers\n")
+        with pytest.raises(SystemExit, match=f"no {name} markers"):
+            publish.put(name, "new table", tmp_path)
+        assert (tmp_path / path).read_text() == "no markers\n"
+
+
+def test_publishing_refuses_an_incomplete_run_in_one_line(tmp_path):
+    (tmp_path / "reports").mkdir()
+    with pytest.raises(SystemExit, match=r"^error: .*not a complete, conforming run of every built-in adapter \(\w+: MISSING"):
+        publish.summary_data(tmp_path / "reports")
