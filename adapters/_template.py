@@ -1,6 +1,6 @@
 """A new framework's adapter: `attention-conformance template > my_adapter.py` (or copy this file to
 adapters/<framework>.py), then replace each body with your framework's idiom. NumPy arrays in and
-out; see README.md, "The adapter contract", for what each function returns. Check it with
+out; see docs/contract.md in the repository for what each function returns. Check it with
 `attention-conformance check my_adapter`, then `attention-conformance run --adapter my_adapter`.
 """
 
@@ -118,12 +118,12 @@ def sgd_step(x, w_query, w_key, w_value, g, lr):
 
 
 # Optional (contract.OPTIONAL): your framework's own attention layer, loaded with a checkpoint saved
-# by another framework. Left out, its cases are not applicable. README: "Framework layers and porting
+# by another framework. Left out, its cases are not applicable. docs/frameworks.md: "Framework layers and porting
 # weights"; attention_conformance.ports converts between every layout (NumPy only).
 #
 # def attention_module(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, causal, layer, checkpoint):
 #     from attention_conformance import ports
-#     weights = dict(zip(ports.REFERENCE, (w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)))
+#     weights = ports.reference_weights(w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)
 #     state = ports.as_saved_by(checkpoint, weights, "torch", num_heads)  # the layout your layer reads
 #     ...  # build the layer, load `state`, run it on x (causal: query i sees keys 0..i)
 #     return {"context": ..., "weights": ..., "round_trip": ports.flat(ports.from_layout("torch", read_back, num_heads))}

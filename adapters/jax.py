@@ -282,16 +282,20 @@ def dropout(weights, p, seed):
     return {"dropout_eval": weights, "dropout_train": jnp.where(keep, weights / (1 - p), 0)}
 
 
+def _split_last(t, n, head_dim):  # (.., T, n*H) -> (.., T, n, H): jax.nn.dot_product_attention's layout, not torch's
+    return t.reshape(*t.shape[:-1], n, head_dim)
+
+
+def _split_heads(t, n, head_dim):  # (.., T, n*H) -> (.., n, T, H): one (T, H) block per head
+    return jnp.swapaxes(_split_last(t, n, head_dim), -3, -2)
+
+
 @_compiled('num_heads', 'causal')
 def multi_head_attention(x, w_query, w_key, w_value, w_out, num_heads, causal):
     x = jnp.asarray(x)
     d_out = w_query.shape[1]
     head_dim = d_out // num_heads
-
-    def split(t):  # (.., T, d_out) -> (.., N, T, H)
-        return jnp.swapaxes(t.reshape(*t.shape[:-1], num_heads, head_dim), -3, -2)
-
-    queries, keys, values = (split(x @ jnp.asarray(w)) for w in (w_query, w_key, w_value))
+    queries, keys, values = (_split_heads(x @ jnp.asarray(w), num_heads, head_dim) for w in (w_query, w_key, w_value))
     scores = queries @ jnp.swapaxes(keys, -1, -2)
     weights = _masked_weights(scores, keys, _causal_mask(x.shape[-2])) if causal else _scaled_softmax(scores, keys)
     heads = weights @ values  # (.., N, T, H)
@@ -339,11 +343,7 @@ def knobs_removed(x):
 def _fused(x, w_query, w_key, w_value, num_heads, causal):
     x = jnp.asarray(x)
     head_dim = w_query.shape[1] // num_heads
-
-    def split(t):  # (.., T, d_out) -> (.., T, N, H): jax.nn.dot_product_attention's layout, not torch's
-        return t.reshape(*t.shape[:-1], num_heads, head_dim)
-
-    queries, keys, values = (split(x @ jnp.asarray(w)) for w in (w_query, w_key, w_value))
+    queries, keys, values = (_split_last(x @ jnp.asarray(w), num_heads, head_dim) for w in (w_query, w_key, w_value))
     heads = jax.nn.dot_product_attention(queries, keys, values, is_causal=causal)  # (.., T, N, H)
     return jnp.swapaxes(heads, -3, -2)
 
@@ -364,13 +364,10 @@ def fused_attention(x, w_query, w_key, w_value, num_heads, causal):
 def grouped_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal):
     x = jnp.asarray(x)
     head_dim = w_query.shape[1] // num_heads
-
-    def split(t, n):  # (.., T, n*H) -> (.., n, T, H)
-        return jnp.swapaxes(t.reshape(*t.shape[:-1], n, head_dim), -3, -2)
-
     group = num_heads // num_kv_heads
-    queries = split(x @ jnp.asarray(w_query), num_heads)
-    keys, values = (jnp.repeat(split(x @ jnp.asarray(w), num_kv_heads), group, axis=-3) for w in (w_key, w_value))  # in place
+    queries = _split_heads(x @ jnp.asarray(w_query), num_heads, head_dim)
+    keys, values = (jnp.repeat(_split_heads(x @ jnp.asarray(w), num_kv_heads, head_dim), group, axis=-3)  # in place
+                    for w in (w_key, w_value))
     scores = queries @ jnp.swapaxes(keys, -1, -2)
     weights = _masked_weights(scores, keys, _causal_mask(x.shape[-2])) if causal else _scaled_softmax(scores, keys)
     return weights @ values
@@ -379,7 +376,7 @@ def grouped_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causa
 def _grouped_fused(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal):
     x = jnp.asarray(x)
     head_dim = w_query.shape[1] // num_heads
-    queries, keys, values = ((x @ jnp.asarray(w)).reshape(*x.shape[:-1], n, head_dim)
+    queries, keys, values = (_split_last(x @ jnp.asarray(w), n, head_dim)
                              for w, n in ((w_query, num_heads), (w_key, num_kv_heads), (w_value, num_kv_heads)))
     return jnp.swapaxes(jax.nn.dot_product_attention(queries, keys, values, is_causal=causal), -3, -2)  # fewer K/V heads allowed
 
@@ -450,11 +447,8 @@ def _gpt2_attention(x, state, num_heads, causal):
     x = jnp.asarray(x)
     E = x.shape[-1]
     head_dim = E // num_heads
-
-    def split(t):  # (B, T, E) -> (B, N, T, H)
-        return jnp.swapaxes(t.reshape(*t.shape[:-1], num_heads, head_dim), -3, -2)
-
-    queries, keys, values = map(split, jnp.split(x @ state["c_attn.weight"] + state["c_attn.bias"], 3, axis=-1))
+    queries, keys, values = (_split_heads(t, num_heads, head_dim)
+                             for t in jnp.split(x @ state["c_attn.weight"] + state["c_attn.bias"], 3, axis=-1))
     scores = queries @ jnp.swapaxes(keys, -1, -2)
     weights = _masked_weights(scores, keys, _causal_mask(x.shape[-2])) if causal else _scaled_softmax(scores, keys)
     merged = jnp.swapaxes(weights @ values, -3, -2).reshape(x.shape)
@@ -473,16 +467,12 @@ def _layer_outputs(x, state, num_heads, causal, layer):
     else:
         raise NotImplementedError(NOT_APPLICABLE[f"layer_{layer}"])
     return {"context": _np(context), "weights": _np(attn_weights),
-            "round_trip": ports.flat(ports.from_layout(_layout(layer), saved, num_heads))}
-
-
-def _layout(layer):
-    return "gpt2" if layer == "gpt2" else "flax"
+            "round_trip": ports.flat(ports.from_layout(ports.layer_layout(layer, "flax"), saved, num_heads))}
 
 
 def attention_module(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, causal, layer, checkpoint):
-    weights = dict(zip(ports.REFERENCE, (w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)))
-    state = ports.as_saved_by(checkpoint, weights, _layout(layer), num_heads)
+    weights = ports.reference_weights(w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)
+    state = ports.as_saved_by(checkpoint, weights, ports.layer_layout(layer, "flax"), num_heads)
     return _layer_outputs(x, state, num_heads, causal, layer)
 
 
@@ -494,7 +484,7 @@ def _flax_masked(graphdef, params, x, mask):
 
 
 def layer_mask(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, mask):
-    weights = dict(zip(ports.REFERENCE, (w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)))
+    weights = ports.reference_weights(w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)
     graphdef, params = _flax_mha(ports.to_layout("flax", weights, num_heads), num_heads)
     return _np(_flax_masked(graphdef, params, x, np.asarray(mask)))
 
@@ -511,7 +501,7 @@ def _flax_padded(graphdef, params, x, padding, causal):
 
 
 def layer_key_padding(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, padding, causal):
-    weights = dict(zip(ports.REFERENCE, (w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)))
+    weights = ports.reference_weights(w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)
     graphdef, params = _flax_mha(ports.to_layout("flax", weights, num_heads), num_heads)
     return _np(_flax_padded(graphdef, params, x, np.asarray(padding), causal))
 

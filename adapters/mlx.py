@@ -230,8 +230,12 @@ def causal_attention(x, w_query, w_key, w_value):
     return masked_attention(x, w_query, w_key, w_value, _np(_causal_mask(T, T)))
 
 
+def _split_heads(t, n):  # (.., T, n*H) -> (.., n, T, H): one (T, H) block per head
+    return t.reshape(*t.shape[:-1], n, -1).swapaxes(-3, -2)
+
+
 def _heads(t, n):  # (.., T, n*H) -> (B, n, T, H): the fused kernel's layout, rank 4 only
-    t = t.reshape(*t.shape[:-1], n, -1).swapaxes(-3, -2)
+    t = _split_heads(t, n)
     return t if t.ndim == 4 else t[None]
 
 
@@ -290,11 +294,7 @@ def multi_head_attention(x, w_query, w_key, w_value, w_out, num_heads, causal):
     x = _mx(x)
     d_out = np.shape(w_query)[1]
     head_dim = d_out // num_heads
-
-    def split(t):  # (.., T, d_out) -> (.., N, T, H)
-        return t.reshape(*t.shape[:-1], num_heads, head_dim).swapaxes(-3, -2)
-
-    queries, keys, values = (split(x @ _mx(w)) for w in (w_query, w_key, w_value))
+    queries, keys, values = (_split_heads(x @ _mx(w), num_heads) for w in (w_query, w_key, w_value))
     attn_scores = queries @ keys.swapaxes(-1, -2)
     T = x.shape[-2]
     attn_weights = _masked_weights(attn_scores, keys, _causal_mask(T, T)) if causal else mx.softmax(attn_scores / head_dim**0.5, axis=-1)
@@ -418,7 +418,7 @@ def _gpt2_attention(x, state, num_heads, causal):
 
 
 def attention_module(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, causal, layer, checkpoint):
-    weights = dict(zip(ports.REFERENCE, (w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)))
+    weights = ports.reference_weights(w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)
     x = _mx(x)
     if layer == "gpt2":
         context, attn_weights, held = _gpt2_attention(x, ports.as_saved_by(checkpoint, weights, "gpt2", num_heads), num_heads, causal)
@@ -435,7 +435,7 @@ def attention_module(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value,
 
 
 def layer_mask(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, mask):
-    weights = dict(zip(ports.REFERENCE, (w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)))
+    weights = ports.reference_weights(w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)
     mha, x = _mha(weights, num_heads, "reference"), _mx(x)
     return _np(mha(x, x, x, mask=~_mx(mask)[:, None]))  # a boolean mask, True = attend, [B, 1, T, S] for every head
 

@@ -6,7 +6,7 @@ Golden expected values are computed by this file, so it must stay the plainest p
 statement of the math: no framework, no fused path, no shortcut. Every product, sum and
 exponential goes through attention_conformance.portable (`mm`, `fsum`, `exp` below), so its
 answers are the same bytes on every CPU, BLAS kernel and thread count. Two things are there for
-speed alone, each giving the bytes the plain statement gives (tests/test_expectations.py): masked
+speed alone, each giving the bytes the plain statement gives (tests/test_oracle_cache.py): masked
 heads computed in blocks of queries (_masked_head), and an answer computed once given again
 (_remembered): an empty expectations cache filled GPT-2's shape for 34 of a run's 49 seconds.
 """
@@ -261,11 +261,11 @@ def attention_module(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value,
     weights, context, own = _layer(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, hidden)
     return {"context": context,
             "weights": fsum(weights, axis=-3) / num_heads if layer == "mha_averaged" else weights,
-            "round_trip": ports.flat(dict(zip(ports.REFERENCE, own)))}
+            "round_trip": ports.flat(ports.reference_weights(*own))}
 
 
 def deciding_inputs(op, inputs):
-    """The inputs that decide this oracle's answer to `op` (the expectations' cache key): for
+    """The inputs that decide this oracle's answer to `op` (the oracle cache's key): for
     attention_module, not the checkpoint's layout (the weights arrive in the reference form) nor the
     layer, except that "mha_averaged" averages the weights. The GPT-2-shaped layer through GPT-2's
     block and through the mha layer is then computed once (1.3 s on an empty cache)."""

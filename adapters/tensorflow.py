@@ -253,21 +253,27 @@ def dropout(weights, p, seed):
     return {"dropout_eval": _np(layer(weights, training=False)), "dropout_train": _np(layer(weights, training=True))}
 
 
+def _swap_tokens_and_heads(rank):  # (.., T, N, H) <-> (.., N, T, H): tf.transpose's perm names every axis
+    return list(range(rank - 3)) + [rank - 2, rank - 3, rank - 1]
+
+
+def _split_last(t, n, head_dim):  # (.., T, n*H) -> (.., T, n, H): keras.ops.dot_product_attention's layout
+    return tf.reshape(t, t.shape[:-1] + [n, head_dim])
+
+
+def _split_heads(t, n, head_dim):  # (.., T, n*H) -> (.., n, T, H): one (T, H) block per head
+    return tf.transpose(_split_last(t, n, head_dim), _swap_tokens_and_heads(len(t.shape) + 1))
+
+
 def multi_head_attention(x, w_query, w_key, w_value, w_out, num_heads, causal):
     x = _t(x)
     d_out = w_query.shape[1]
     head_dim = d_out // num_heads
-    rank = len(x.shape) + 1  # after the split
-    swap = list(range(rank - 3)) + [rank - 2, rank - 3, rank - 1]  # (.., T, N, H) <-> (.., N, T, H)
-
-    def split(t):
-        return tf.transpose(tf.reshape(t, t.shape[:-1] + [num_heads, head_dim]), swap)
-
-    Q, K, V = (split(_matmul(x, _t(w))) for w in (w_query, w_key, w_value))
+    Q, K, V = (_split_heads(_matmul(x, _t(w)), num_heads, head_dim) for w in (w_query, w_key, w_value))
     scores = tf.linalg.matmul(Q, K, transpose_b=True)
     weights = _masked_weights(scores, K, _causal_mask(x.shape[-2])) if causal else _scaled_softmax(scores, K)
     heads = tf.linalg.matmul(weights, V)  # (.., N, T, H)
-    merged = tf.reshape(tf.transpose(heads, swap), x.shape[:-1] + [d_out])
+    merged = tf.reshape(tf.transpose(heads, _swap_tokens_and_heads(len(heads.shape))), x.shape[:-1] + [d_out])
     return {"heads": _np(heads), "context": _np(_matmul(merged, _t(w_out)))}
 
 
@@ -312,11 +318,7 @@ def fused_attention(x, w_query, w_key, w_value, num_heads, causal):
     if not batched:
         x = x[tf.newaxis]  # keras.ops.dot_product_attention takes 4-D [B, T, N, H] only
     head_dim = w_query.shape[1] // num_heads
-
-    def split(t):
-        return tf.reshape(t, t.shape[:-1] + [num_heads, head_dim])
-
-    Q, K, V = (split(_matmul(x, _t(w))) for w in (w_query, w_key, w_value))
+    Q, K, V = (_split_last(_matmul(x, _t(w)), num_heads, head_dim) for w in (w_query, w_key, w_value))
     heads = tf.transpose(keras.ops.dot_product_attention(Q, K, V, is_causal=causal), [0, 2, 1, 3])  # (B, N, T, H)
     return _np(heads if batched else heads[0])
 
@@ -324,14 +326,10 @@ def fused_attention(x, w_query, w_key, w_value, num_heads, causal):
 @_batched
 def grouped_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal):
     head_dim = w_query.shape[1] // num_heads
-    swap = [0, 2, 1, 3]  # (B, T, N, H) <-> (B, N, T, H)
-
-    def split(t, n):
-        return tf.transpose(tf.reshape(t, t.shape[:-1] + [n, head_dim]), swap)
-
     group = num_heads // num_kv_heads
-    Q = split(_matmul(x, _t(w_query)), num_heads)
-    K, V = (tf.repeat(split(_matmul(x, _t(w)), num_kv_heads), group, axis=1) for w in (w_key, w_value))  # each head in place
+    Q = _split_heads(_matmul(x, _t(w_query)), num_heads, head_dim)
+    K, V = (tf.repeat(_split_heads(_matmul(x, _t(w)), num_kv_heads, head_dim), group, axis=1)  # each head in place
+            for w in (w_key, w_value))
     scores = tf.linalg.matmul(Q, K, transpose_b=True)
     weights = _masked_weights(scores, K, _causal_mask(x.shape[-2])) if causal else _scaled_softmax(scores, K)
     return _np(tf.linalg.matmul(weights, V))
@@ -340,7 +338,7 @@ def grouped_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causa
 @_batched
 def grouped_fused_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal):
     head_dim = w_query.shape[1] // num_heads
-    Q, K, V = (tf.reshape(_matmul(x, _t(w)), x.shape[:-1] + [n, head_dim])
+    Q, K, V = (_split_last(_matmul(x, _t(w)), n, head_dim)
                for w, n in ((w_query, num_heads), (w_key, num_kv_heads), (w_value, num_kv_heads)))
     heads = keras.ops.dot_product_attention(Q, K, V, is_causal=causal)  # [B, T, N, H]; fewer K/V heads allowed
     return _np(tf.transpose(heads, [0, 2, 1, 3]))
@@ -366,7 +364,7 @@ def grouped_attention_layer(x, w_query, w_key, w_value, num_heads, num_kv_heads,
     for variable in layer.weights:
         variable.assign(kernels[_keras_name(variable)])
     merged = layer(x, x, use_causal_mask=causal)  # [B, T, N * H]
-    return _np(tf.transpose(tf.reshape(merged, x.shape[:-1] + [num_heads, head_dim]), [0, 2, 1, 3]))
+    return _np(_split_heads(merged, num_heads, head_dim))
 
 
 def attention_layer(x, w_query, w_key, w_value):
@@ -409,11 +407,7 @@ def _gpt2_attention(x, state, num_heads, causal):
     c_attn_w, c_attn_b, c_proj_w, c_proj_b = (_t(state[k]) for k in ("c_attn.weight", "c_attn.bias", "c_proj.weight", "c_proj.bias"))
     E = x.shape[-1]
     head_dim = E // num_heads
-
-    def split(t):  # (B, T, E) -> (B, N, T, H)
-        return tf.transpose(tf.reshape(t, t.shape[:-1] + [num_heads, head_dim]), [0, 2, 1, 3])
-
-    Q, K, V = map(split, tf.split(_matmul(x, c_attn_w) + c_attn_b, 3, axis=-1))
+    Q, K, V = (_split_heads(t, num_heads, head_dim) for t in tf.split(_matmul(x, c_attn_w) + c_attn_b, 3, axis=-1))
     scores = tf.linalg.matmul(Q, K, transpose_b=True)
     weights = _masked_weights(scores, K, _causal_mask(x.shape[-2])) if causal else _scaled_softmax(scores, K)
     merged = tf.reshape(tf.transpose(tf.linalg.matmul(weights, V), [0, 2, 1, 3]), x.shape)
@@ -433,28 +427,24 @@ def _layer_outputs(x, state, num_heads, causal, layer):
     else:
         raise NotImplementedError(NOT_APPLICABLE[f"layer_{layer}"])
     return {"context": _np(context), "weights": _np(attn_weights),
-            "round_trip": ports.flat(ports.from_layout(_layout(layer), saved, num_heads))}
-
-
-def _layout(layer):
-    return "gpt2" if layer == "gpt2" else "keras"
+            "round_trip": ports.flat(ports.from_layout(ports.layer_layout(layer, "keras"), saved, num_heads))}
 
 
 def attention_module(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, causal, layer, checkpoint):
-    weights = dict(zip(ports.REFERENCE, (w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)))
-    state = ports.as_saved_by(checkpoint, weights, _layout(layer), num_heads)
+    weights = ports.reference_weights(w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)
+    state = ports.as_saved_by(checkpoint, weights, ports.layer_layout(layer, "keras"), num_heads)
     return _layer_outputs(x, state, num_heads, causal, layer)
 
 
 def layer_mask(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, mask):
-    weights = dict(zip(ports.REFERENCE, (w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)))
+    weights = ports.reference_weights(w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)
     mha = _keras_mha(ports.to_layout("keras", weights, num_heads), num_heads, str(x.dtype))
     # attention_mask [B, T, S]: 1 = attend, the suite's opposite
     return _np(mha(_t(x), _t(x), attention_mask=tf.logical_not(_t(mask))))
 
 
 def layer_key_padding(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, padding, causal):
-    weights = dict(zip(ports.REFERENCE, (w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)))
+    weights = ports.reference_weights(w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)
     mha = _keras_mha(ports.to_layout("keras", weights, num_heads), num_heads, str(x.dtype))
     # value_mask [B, S]: True = a real token (Keras's masking convention), the suite's opposite
     return _np(mha(_t(x), _t(x), value_mask=tf.logical_not(_t(padding)), use_causal_mask=causal))

@@ -231,15 +231,15 @@ def dropout(weights, p, seed):
     return {"dropout_eval": _np(evaluated), "dropout_train": _np(layer.train()(weights))}
 
 
+def _split_heads(t, n, head_dim):  # (.., T, n*H) -> (.., n, T, H): one (T, H) block per head, as SDPA takes them; a view, no copy
+    return t.view(*t.shape[:-1], n, head_dim).transpose(-3, -2)
+
+
 def multi_head_attention(x, w_query, w_key, w_value, w_out, num_heads, causal):
     x = _t(x)
     d_out = w_query.shape[1]
     head_dim = d_out // num_heads
-
-    def split(t):  # (.., T, d_out) -> (.., N, T, H)
-        return t.view(*t.shape[:-1], num_heads, head_dim).transpose(-3, -2)
-
-    queries, keys, values = split(x @ _t(w_query)), split(x @ _t(w_key)), split(x @ _t(w_value))
+    queries, keys, values = (_split_heads(x @ _t(w), num_heads, head_dim) for w in (w_query, w_key, w_value))
     attn_scores = queries @ keys.mT  # (.., N, T, T)
     if causal:
         attn_scores.masked_fill_(_causal_mask(x.shape[-2]), -torch.inf)  # in place, as the book's MultiHeadAttention does
@@ -283,21 +283,14 @@ def knobs_removed(x):
 def fused_attention(x, w_query, w_key, w_value, num_heads, causal):
     x = _t(x)
     head_dim = w_query.shape[1] // num_heads
-
-    def split(t):  # (.., T, d_out) -> (.., N, T, H), the layout SDPA takes
-        return t.view(*t.shape[:-1], num_heads, head_dim).transpose(-3, -2)
-
-    queries, keys, values = (split(x @ _t(w)) for w in (w_query, w_key, w_value))
+    queries, keys, values = (_split_heads(x @ _t(w), num_heads, head_dim) for w in (w_query, w_key, w_value))
     return _np(F.scaled_dot_product_attention(queries, keys, values, is_causal=causal))
 
 
 def _grouped_split(x, w_query, w_key, w_value, num_heads, num_kv_heads):
     head_dim = w_query.shape[1] // num_heads
-
-    def split(t, n):  # (.., T, n*H) -> (.., n, T, H)
-        return t.view(*t.shape[:-1], n, head_dim).transpose(-3, -2)
-
-    return split(x @ _t(w_query), num_heads), split(x @ _t(w_key), num_kv_heads), split(x @ _t(w_value), num_kv_heads)
+    return tuple(_split_heads(x @ _t(w), n, head_dim)
+                 for w, n in ((w_query, num_heads), (w_key, num_kv_heads), (w_value, num_kv_heads)))
 
 
 def grouped_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal):
@@ -341,11 +334,7 @@ def _gpt2_attention(x, state, num_heads, causal):
     c_attn_w, c_attn_b, c_proj_w, c_proj_b = (_t(state[k]) for k in ("c_attn.weight", "c_attn.bias", "c_proj.weight", "c_proj.bias"))
     E = x.shape[-1]
     head_dim = E // num_heads
-
-    def split(t):  # (B, T, E) -> (B, N, T, H)
-        return t.view(*t.shape[:-1], num_heads, head_dim).transpose(-3, -2)
-
-    queries, keys, values = map(split, _conv1d(x, c_attn_w, c_attn_b).split(E, dim=-1))
+    queries, keys, values = (_split_heads(t, num_heads, head_dim) for t in _conv1d(x, c_attn_w, c_attn_b).split(E, dim=-1))
     attn_scores = queries @ keys.mT
     if causal:
         attn_scores.masked_fill_(_causal_mask(x.shape[-2]), -torch.inf)
@@ -370,21 +359,17 @@ def _layer_outputs(x, state, num_heads, causal, layer):
         context, held = context if batch_first else context.transpose(0, 1), mha.state_dict()
     saved = {k: _np(v) for k, v in held.items()}
     return {"context": _np(context), "weights": _np(attn_weights),
-            "round_trip": ports.flat(ports.from_layout(_layout(layer), saved, num_heads))}
-
-
-def _layout(layer):
-    return "gpt2" if layer == "gpt2" else "torch"
+            "round_trip": ports.flat(ports.from_layout(ports.layer_layout(layer, "torch"), saved, num_heads))}
 
 
 def attention_module(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, causal, layer, checkpoint):
-    weights = dict(zip(ports.REFERENCE, (w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)))
-    state = ports.as_saved_by(checkpoint, weights, _layout(layer), num_heads)
+    weights = ports.reference_weights(w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)
+    state = ports.as_saved_by(checkpoint, weights, ports.layer_layout(layer, "torch"), num_heads)
     return _layer_outputs(x, state, num_heads, causal, layer)
 
 
 def layer_mask(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, mask):
-    weights = dict(zip(ports.REFERENCE, (w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)))
+    weights = ports.reference_weights(w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)
     mha = _mha(ports.to_layout("torch", weights, num_heads), num_heads, True, _t(x).dtype)
     x = _t(x)
     # attn_mask: True = not allowed to attend (the suite's polarity), [B * N, T, S] for a mask per sentence
@@ -395,7 +380,7 @@ def layer_mask(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out
 
 
 def layer_key_padding(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, padding, causal):
-    weights = dict(zip(ports.REFERENCE, (w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)))
+    weights = ports.reference_weights(w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)
     mha = _mha(ports.to_layout("torch", weights, num_heads), num_heads, True, _t(x).dtype)
     x = _t(x)
     # key_padding_mask [B, S]: True = ignore that key (the suite's polarity); the causal part is an

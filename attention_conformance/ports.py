@@ -38,7 +38,18 @@ class PortError(ValueError):
     pass
 
 
-def _check(layout, weights, expected):
+def reference_weights(w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out):
+    """The eight arrays, as an op receives them, in the reference form every function here takes."""
+    return dict(zip(REFERENCE, (w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)))
+
+
+def layer_layout(layer, own):
+    """The layout an adapter's `layer` holds: GPT-2's block reads GPT-2's checkpoint as saved; every
+    other layer is the framework's own, which stores its weights in the `own` layout."""
+    return "gpt2" if layer == "gpt2" else own
+
+
+def _require(layout, weights, expected):
     """Every parameter the layout names, with its shape: a wrong checkpoint fails here, not later."""
     missing = [k for k in expected if k not in weights]
     extra = [k for k in weights if k not in expected]
@@ -80,7 +91,7 @@ def layout_shapes(layout, embed_dim, num_heads):
 def to_layout(layout, weights, num_heads):
     """The reference form's eight arrays as `layout` stores them."""
     E = _embed("reference", weights)
-    _check("reference", weights, layout_shapes("reference", E, num_heads))
+    _require("reference", weights, layout_shapes("reference", E, num_heads))
     w = {k: np.asarray(v) for k, v in weights.items()}
     hd = E // num_heads
     if layout == "reference":
@@ -105,7 +116,7 @@ def to_layout(layout, weights, num_heads):
 def from_layout(layout, checkpoint, num_heads):
     """A `layout` checkpoint's arrays back in the reference form."""
     E = _embed(layout, checkpoint)
-    _check(layout, checkpoint, layout_shapes(layout, E, num_heads))
+    _require(layout, checkpoint, layout_shapes(layout, E, num_heads))
     c = {k: np.asarray(v) for k, v in checkpoint.items()}
     if layout == "reference":
         return dict(c)
@@ -123,7 +134,7 @@ def from_layout(layout, checkpoint, num_heads):
         bq, bk, bv = (c[f"{p}/bias"].reshape(E) for p in _QKV)
         out = _OUTPUT[layout]
         w_out, b_out = c[f"{out}/kernel"].reshape(E, E), c[f"{out}/bias"]
-    return dict(zip(REFERENCE, (wq, wk, wv, w_out, bq, bk, bv, b_out)))
+    return reference_weights(wq, wk, wv, w_out, bq, bk, bv, b_out)
 
 
 def port(checkpoint, source, target, num_heads):

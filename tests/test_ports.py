@@ -60,6 +60,20 @@ def test_the_layouts_place_each_number_where_the_frameworks_do():
     assert gpt2["c_proj.weight"][2, 5] == w["w_out"][2, 5]  # Conv1D keeps x @ W: no transpose
 
 
+def test_an_ops_eight_arguments_are_the_reference_form_as_given():
+    w = _weights(8, seed=3)
+    weights = ports.reference_weights(*(w[name] for name in ports.REFERENCE))
+    assert list(weights) == list(ports.REFERENCE)
+    assert all(weights[name] is w[name] for name in ports.REFERENCE)  # not copied, not converted: the dtype an op got
+    _same(ports.from_layout("torch", ports.to_layout("torch", w, 2), 2), weights)
+
+
+@pytest.mark.parametrize("own", ["torch", "keras", "flax"])
+def test_gpt2s_block_holds_gpt2s_layout_and_every_other_layer_the_frameworks_own(own):
+    assert ports.layer_layout("gpt2", own) == "gpt2"
+    assert {ports.layer_layout(layer, own) for layer in ("mha", "mha_averaged", "mha_seq_first")} == {own}
+
+
 @pytest.mark.parametrize("mutate,message", [
     (lambda c: c.pop("in_proj_bias"), "torch checkpoint: expected parameters"),
     (lambda c: c.update({"in_proj_weight": c["in_proj_weight"].T}), "torch checkpoint: 'in_proj_weight' has shape (8, 24), expected (24, 8)"),

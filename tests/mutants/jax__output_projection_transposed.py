@@ -2,15 +2,15 @@
 
 from attention_conformance import ports
 from attention_conformance.adapters.jax import *  # noqa: F403 - the real adapter, one function replaced
-from attention_conformance.adapters.jax import _layer_outputs, _layout
+from attention_conformance.adapters.jax import _layer_outputs
 
 EXPECTED = "caught"
 MUST_FAIL = ("layer_mha_small", "layer_port_from_flax")
 
 
 def attention_module(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, causal, layer, checkpoint):
-    weights = dict(zip(ports.REFERENCE, (w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)))
-    state = ports.as_saved_by(checkpoint, weights, _layout(layer), num_heads)
+    weights = ports.reference_weights(w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)
+    state = ports.as_saved_by(checkpoint, weights, ports.layer_layout(layer, "flax"), num_heads)
     if layer == "mha":
         E = w_out.shape[0]
         state["out/kernel"] = w_out.T.reshape(num_heads, E // num_heads, E)

@@ -2,15 +2,15 @@
 
 from attention_conformance import ports
 from attention_conformance.adapters.tensorflow import *  # noqa: F403 - the real adapter, one function replaced
-from attention_conformance.adapters.tensorflow import _layer_outputs, _layout
+from attention_conformance.adapters.tensorflow import _layer_outputs
 
 EXPECTED = "caught"
 MUST_FAIL = ("layer_mha_small", "layer_port_from_torch")
 
 
 def attention_module(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, causal, layer, checkpoint):
-    weights = dict(zip(ports.REFERENCE, (w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)))
-    state = ports.as_saved_by(checkpoint, weights, _layout(layer), num_heads)
+    weights = ports.reference_weights(w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)
+    state = ports.as_saved_by(checkpoint, weights, ports.layer_layout(layer, "keras"), num_heads)
     if layer == "mha":
         E = w_query.shape[0]
         for name in ("query", "key", "value"):
