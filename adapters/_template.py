@@ -121,9 +121,15 @@ def sgd_step(x, w_query, w_key, w_value, g, lr):
 # by another framework. Left out, its cases are not applicable. docs/frameworks.md: "Framework layers and porting
 # weights"; attention_conformance.ports converts between every layout (NumPy only).
 #
-# def attention_module(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, causal, layer, checkpoint):
+# def attention_module(
+#     x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, causal, layer, checkpoint
+# ):
 #     from attention_conformance import ports
 #     weights = ports.reference_weights(w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)
 #     state = ports.as_saved_by(checkpoint, weights, "torch", num_heads)  # the layout your layer reads
 #     ...  # build the layer, load `state`, run it on x (causal: query i sees keys 0..i)
-#     return {"context": ..., "weights": ..., "round_trip": ports.flat(ports.from_layout("torch", read_back, num_heads))}
+#     return {
+#         "context": ...,
+#         "weights": ...,
+#         "round_trip": ports.flat(ports.from_layout("torch", read_back, num_heads)),
+#     }

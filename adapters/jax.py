@@ -23,8 +23,10 @@ NOT_APPLICABLE = {
     "attention_layer": "keras.layers.Attention's case; JAX has no attention layer of its own",
     "layer_mha_averaged": "flax.nnx.MultiHeadAttention sows per-head weights only (no average over heads)",
     "layer_mha_seq_first": "flax.nnx.MultiHeadAttention is batch-first only ([batch..., length, features])",
-    "grouped_attention_layer": "flax.nnx has no grouped-query attention layer (MultiHeadAttention has one K/V head per query "
-                               "head); grouped heads run through jax.nn.dot_product_attention",
+    "grouped_attention_layer": (
+        "flax.nnx has no grouped-query attention layer (MultiHeadAttention has one K/V head per query head); "
+        "grouped heads run through jax.nn.dot_product_attention"
+    ),
 }
 
 
@@ -77,7 +79,9 @@ def self_attention_v2_apply(params, x):
 
 def _v2_params(w_query, w_key, w_value):
     # Dense kernels are [d_in, d_out]; the golden weights are nn.Linear's [d_out, d_in].
-    return {name: {"kernel": jnp.asarray(w).T} for name, w in (("W_query", w_query), ("W_key", w_key), ("W_value", w_value))}
+    return {
+        name: {"kernel": jnp.asarray(w).T} for name, w in (("W_query", w_query), ("W_key", w_key), ("W_value", w_value))
+    }
 
 
 def _trainable(params, apply, x):
@@ -106,7 +110,7 @@ def transposed_matmul(q, k):
     return jnp.asarray(q) @ jnp.swapaxes(jnp.asarray(k), -1, -2)
 
 
-@_compiled('d_k')
+@_compiled("d_k")
 def scale(scores, d_k):
     return jnp.asarray(scores) / math.sqrt(d_k)
 
@@ -139,8 +143,14 @@ def attention(x, w_query, w_key, w_value):
     attn_scores = queries @ jnp.swapaxes(keys, -1, -2)
     attn_weights = _scaled_softmax(attn_scores, keys)
     context_vec = attn_weights @ values
-    outputs = {"query": queries, "key": keys, "value": values, "scores": attn_scores,
-               "weights": attn_weights, "context": context_vec}
+    outputs = {
+        "query": queries,
+        "key": keys,
+        "value": values,
+        "scores": attn_scores,
+        "weights": attn_weights,
+        "context": context_vec,
+    }
     return outputs | {"d_k": keys.shape[-1]}
 
 
@@ -172,8 +182,10 @@ def parameters(d_in, d_out, form):
 
     params = jax.eval_shape(init)  # as flax's init does under eval_shape: a pytree of shapes, nothing computed
     apply = self_attention_v1_apply if form == "v1" else self_attention_v2_apply
-    return {"count": sum(leaf.size for leaf in jax.tree.leaves(params)),
-            "trainable": _trainable(params, apply, jax.ShapeDtypeStruct((1, d_in), jnp.float32))}
+    return {
+        "count": sum(leaf.size for leaf in jax.tree.leaves(params)),
+        "trainable": _trainable(params, apply, jax.ShapeDtypeStruct((1, d_in), jnp.float32)),
+    }
 
 
 # --- masks, dropout and heads ---------------------------------------------------
@@ -238,7 +250,9 @@ def decode_attention(x, w_query, w_key, w_value, start):
     x, w_query, w_key, w_value = map(jnp.asarray, (x, w_query, w_key, w_value))
     keys, values = x @ w_key, x @ w_value
     queries = x[..., start:, :] @ w_query
-    weights = _masked_weights(queries @ jnp.swapaxes(keys, -1, -2), keys, _offset_causal_mask(queries.shape[-2], keys.shape[-2]))
+    weights = _masked_weights(
+        queries @ jnp.swapaxes(keys, -1, -2), keys, _offset_causal_mask(queries.shape[-2], keys.shape[-2])
+    )
     # Token by token, JAX's way: a cache of fixed size written in place (lax.dynamic_update_slice),
     # the positions not yet written hidden by position, so every step is the same program.
     T = x.shape[-2]
@@ -262,7 +276,9 @@ def decode_attention(x, w_query, w_key, w_value, start):
 def _causal_flag(x, w_query, w_key, w_value, start):
     x = jnp.asarray(x)
     queries, keys, values = (t @ jnp.asarray(w) for t, w in ((x[..., start:, :], w_query), (x, w_key), (x, w_value)))
-    heads = jax.nn.dot_product_attention(*(t[..., None, :] for t in (queries, keys, values)), is_causal=True)  # [B, T, N=1, H]
+    heads = jax.nn.dot_product_attention(
+        *(t[..., None, :] for t in (queries, keys, values)), is_causal=True
+    )  # [B, T, N=1, H]
     return heads[..., 0, :]
 
 
@@ -290,7 +306,7 @@ def _split_heads(t, n, head_dim):  # (.., T, n*H) -> (.., n, T, H): one (T, H) b
     return jnp.swapaxes(_split_last(t, n, head_dim), -3, -2)
 
 
-@_compiled('num_heads', 'causal')
+@_compiled("num_heads", "causal")
 def multi_head_attention(x, w_query, w_key, w_value, w_out, num_heads, causal):
     x = jnp.asarray(x)
     d_out = w_query.shape[1]
@@ -306,14 +322,14 @@ def multi_head_attention(x, w_query, w_key, w_value, w_out, num_heads, causal):
 # --- what the documents say about initialisation and the knobs ---------------------
 
 
-@_compiled('distribution', 'n')
+@_compiled("distribution", "n")
 def draw(distribution, n, seed):
     key = jax.random.key(seed)
     sample = jax.random.uniform if distribution == "uniform" else jax.random.normal
     return sample(key, (n,), dtype=jnp.float32)
 
 
-@_compiled('d_in', 'd_out', 'form')
+@_compiled("d_in", "d_out", "form")
 def initial_weights(d_in, d_out, form, seed):
     keys = jax.random.split(jax.random.key(seed), 3)
     if form == "v1":
@@ -336,8 +352,12 @@ def knobs_removed(x):
         return jax.nn.softmax(scores / math.sqrt(d) if scaled else scores, axis=-1) @ v
 
     params = {"W_query": eye, "W_key": eye, "W_value": eye}
-    return {"part6": attend(x, x, x, False), "part6_scaled": attend(x, x, x, True),
-            "part7_identity": self_attention_v1_apply(params, x), "part7_identity_unscaled": attend(x @ eye, x @ eye, x @ eye, False)}
+    return {
+        "part6": attend(x, x, x, False),
+        "part6_scaled": attend(x, x, x, True),
+        "part7_identity": self_attention_v1_apply(params, x),
+        "part7_identity_unscaled": attend(x @ eye, x @ eye, x @ eye, False),
+    }
 
 
 def _fused(x, w_query, w_key, w_value, num_heads, causal):
@@ -366,8 +386,10 @@ def grouped_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causa
     head_dim = w_query.shape[1] // num_heads
     group = num_heads // num_kv_heads
     queries = _split_heads(x @ jnp.asarray(w_query), num_heads, head_dim)
-    keys, values = (jnp.repeat(_split_heads(x @ jnp.asarray(w), num_kv_heads, head_dim), group, axis=-3)  # in place
-                    for w in (w_key, w_value))
+    keys, values = (
+        jnp.repeat(_split_heads(x @ jnp.asarray(w), num_kv_heads, head_dim), group, axis=-3)  # in place
+        for w in (w_key, w_value)
+    )
     scores = queries @ jnp.swapaxes(keys, -1, -2)
     weights = _masked_weights(scores, keys, _causal_mask(x.shape[-2])) if causal else _scaled_softmax(scores, keys)
     return weights @ values
@@ -376,9 +398,13 @@ def grouped_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causa
 def _grouped_fused(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal):
     x = jnp.asarray(x)
     head_dim = w_query.shape[1] // num_heads
-    queries, keys, values = (_split_last(x @ jnp.asarray(w), n, head_dim)
-                             for w, n in ((w_query, num_heads), (w_key, num_kv_heads), (w_value, num_kv_heads)))
-    return jnp.swapaxes(jax.nn.dot_product_attention(queries, keys, values, is_causal=causal), -3, -2)  # fewer K/V heads allowed
+    queries, keys, values = (
+        _split_last(x @ jnp.asarray(w), n, head_dim)
+        for w, n in ((w_query, num_heads), (w_key, num_kv_heads), (w_value, num_kv_heads))
+    )
+    return jnp.swapaxes(
+        jax.nn.dot_product_attention(queries, keys, values, is_causal=causal), -3, -2
+    )  # fewer K/V heads allowed
 
 
 _grouped_fused_compiled = _compiled("num_heads", "num_kv_heads", "causal")(_grouped_fused)
@@ -406,8 +432,11 @@ def _flax_skeleton(embed_dim, num_heads):
     other defaults (use_bias=True, dropout_rate=0.0) are what a checkpoint of it holds."""
     from flax import nnx
 
-    layer = nnx.eval_shape(lambda: nnx.MultiHeadAttention(num_heads, embed_dim, qkv_features=embed_dim, out_features=embed_dim,
-                                                          decode=False, rngs=nnx.Rngs(0)))
+    layer = nnx.eval_shape(
+        lambda: nnx.MultiHeadAttention(
+            num_heads, embed_dim, qkv_features=embed_dim, out_features=embed_dim, decode=False, rngs=nnx.Rngs(0)
+        )
+    )
     return nnx.split(layer, nnx.Param)
 
 
@@ -425,8 +454,9 @@ def _flax_mha(state, num_heads):
     graphdef, abstract = _flax_skeleton(state["out/bias"].shape[0], num_heads)
     # NumPy arrays, not jnp.asarray: outside jit that is an eager convert per shape and dtype (0.5 s
     # over these cases, measured); as jit arguments they are only transferred.
-    params = nnx.from_flat_state([(path, variable.replace(np.asarray(state["/".join(path)])))
-                                  for path, variable in nnx.to_flat_state(abstract)])
+    params = nnx.from_flat_state(
+        [(path, variable.replace(np.asarray(state["/".join(path)]))) for path, variable in nnx.to_flat_state(abstract)]
+    )
     return graphdef, params
 
 
@@ -447,8 +477,10 @@ def _gpt2_attention(x, state, num_heads, causal):
     x = jnp.asarray(x)
     E = x.shape[-1]
     head_dim = E // num_heads
-    queries, keys, values = (_split_heads(t, num_heads, head_dim)
-                             for t in jnp.split(x @ state["c_attn.weight"] + state["c_attn.bias"], 3, axis=-1))
+    queries, keys, values = (
+        _split_heads(t, num_heads, head_dim)
+        for t in jnp.split(x @ state["c_attn.weight"] + state["c_attn.bias"], 3, axis=-1)
+    )
     scores = queries @ jnp.swapaxes(keys, -1, -2)
     weights = _masked_weights(scores, keys, _causal_mask(x.shape[-2])) if causal else _scaled_softmax(scores, keys)
     merged = jnp.swapaxes(weights @ values, -3, -2).reshape(x.shape)
@@ -466,11 +498,16 @@ def _layer_outputs(x, state, num_heads, causal, layer):
         saved = _flax_weights(params)
     else:
         raise NotImplementedError(NOT_APPLICABLE[f"layer_{layer}"])
-    return {"context": _np(context), "weights": _np(attn_weights),
-            "round_trip": ports.flat(ports.from_layout(ports.layer_layout(layer, "flax"), saved, num_heads))}
+    return {
+        "context": _np(context),
+        "weights": _np(attn_weights),
+        "round_trip": ports.flat(ports.from_layout(ports.layer_layout(layer, "flax"), saved, num_heads)),
+    }
 
 
-def attention_module(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, causal, layer, checkpoint):
+def attention_module(
+    x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, causal, layer, checkpoint
+):
     weights = ports.reference_weights(w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)
     state = ports.as_saved_by(checkpoint, weights, ports.layer_layout(layer, "flax"), num_heads)
     return _layer_outputs(x, state, num_heads, causal, layer)
@@ -521,8 +558,12 @@ def layer_defaults(d_in, num_heads, seed):
     layer = nnx.eval_shape(lambda: nnx.MultiHeadAttention(num_heads, d_in, decode=False, rngs=nnx.Rngs(seed)))
     state = _flax_weights(_flax_initialised(d_in, num_heads, seed))
     # sow_weights keeps the (B, N, T, S) weights per head; there is no averaging switch.
-    return {"bias": layer.use_bias, "dropout": float(layer.dropout_rate), "averaged_weights": False,
-            "w_query": ports.from_layout("flax", state, num_heads)["w_query"]}
+    return {
+        "bias": layer.use_bias,
+        "dropout": float(layer.dropout_rate),
+        "averaged_weights": False,
+        "w_query": ports.from_layout("flax", state, num_heads)["w_query"],
+    }
 
 
 # --- training ------------------------------------------------------------------
@@ -532,7 +573,7 @@ def _loss(apply):
     return lambda params, x, g: jnp.sum(apply(params, x) * g)
 
 
-@_compiled('form')
+@_compiled("form")
 def gradients(x, w_query, w_key, w_value, g, form):
     x, g = jnp.asarray(x), jnp.asarray(g)
     if form == "v1":
@@ -542,8 +583,12 @@ def gradients(x, w_query, w_key, w_value, g, form):
         params = _v2_params(w_query, w_key, w_value)
         grads, grad_x = jax.grad(_loss(self_attention_v2_apply), argnums=(0, 1))(params, x, g)
         grads = {name: layer["kernel"].T for name, layer in grads.items()}  # back to nn.Linear's [d_out, d_in]
-    return {"grad_w_query": grads["W_query"], "grad_w_key": grads["W_key"],
-            "grad_w_value": grads["W_value"], "grad_x": grad_x}
+    return {
+        "grad_w_query": grads["W_query"],
+        "grad_w_key": grads["W_key"],
+        "grad_w_value": grads["W_value"],
+        "grad_x": grad_x,
+    }
 
 
 @_compiled()

@@ -20,42 +20,69 @@ from attention_conformance import ports
 
 DTYPES = ("float32", "float64", "float16", "bfloat16")
 NOT_APPLICABLE = {
-    "attention_layer": "keras.layers.Attention's case; MLX's attention layer (nn.MultiHeadAttention) owns its projections",
+    "attention_layer": (
+        "keras.layers.Attention's case; MLX's attention layer (nn.MultiHeadAttention) owns its projections"
+    ),
     "layer_mha_averaged": "mlx.nn.MultiHeadAttention returns no attention weights, so none averaged over heads",
     "layer_mha_seq_first": "mlx.nn.MultiHeadAttention is batch-first only ([B, T, E])",
-    "layer_key_padding": "mlx.nn.MultiHeadAttention takes one additive mask and no key-padding argument (that mask is layer_mask's)",
-    "grouped_attention_layer": "mlx.nn has no grouped-query attention layer; grouped heads run through mx.fast.scaled_dot_product_attention",
+    "layer_key_padding": (
+        "mlx.nn.MultiHeadAttention takes one additive mask and no key-padding argument (that mask is layer_mask's)"
+    ),
+    "grouped_attention_layer": (
+        "mlx.nn has no grouped-query attention layer; grouped heads run through mx.fast.scaled_dot_product_attention"
+    ),
 }
 _DOCS = "https://ml-explore.github.io/mlx/build/html/python"
 # Measured with mlx 0.32.4 on the CPU: mx.exp(5.0) in float64 is 3e-6 off (relative 2e-8, float32's
 # size), so every float64 softmax is; the fused kernel's softmax is float32 by design (its docs).
-_FLOAT64 = (f"MLX computes float64 exp with float32 accuracy on the CPU (mx.exp(5.0) is 3e-6 off, measured), and "
-            f"mx.fast.scaled_dot_product_attention's softmax is float32 by design, so float64 results after a softmax "
-            f"carry float32-sized errors (~1e-8) {_DOCS}/_autosummary/mlx.core.fast.scaled_dot_product_attention.html")
+_FLOAT64 = (
+    f"MLX computes float64 exp with float32 accuracy on the CPU (mx.exp(5.0) is 3e-6 off, measured), and "
+    f"mx.fast.scaled_dot_product_attention's softmax is float32 by design, so float64 results after a softmax "
+    f"carry float32-sized errors (~1e-8) {_DOCS}/_autosummary/mlx.core.fast.scaled_dot_product_attention.html"
+)
 _AFTER_SOFTMAX = {  # the float64 outputs that pass through an exp; projections, scores and blend conform
-    "context": "batched_cube binary cat_sat_mat_shapes causal_batched_cube causal_cat_sat_mat decode_chunk decode_one_token "
-               "exercise_3_1_binary_square exercise_3_1_seed789 four_heads_causal_batched gpt2_small_heads_causal layer_gpt2_small "
-               "layer_mha_small layer_mha_small_causal mask_additive_inf mask_additive_inf_head_size_two mask_additive_large mask_additive_min mask_layer_padding_causal "
-               "mask_padding_causal_bool mask_padding_causal_bool_head_size_two one_head padding_partial two_heads_binary two_sentences two_sentences_swapped "
-               "two_sentences_v2_seed789 v1_batched_cube v1_seed123 v2_binary_square v2_seed789",
-    "weights": "batched_cube binary cat_sat_mat_shapes causal_batched_cube causal_cat_sat_mat layer_gpt2_small layer_mha_small "
-               "layer_mha_small_causal padding_partial row_softmax_binary thermostat thermostat_x8 two_sentences",
+    "context": (
+        "batched_cube binary cat_sat_mat_shapes causal_batched_cube causal_cat_sat_mat decode_chunk decode_one_token "
+        "exercise_3_1_binary_square exercise_3_1_seed789 four_heads_causal_batched gpt2_small_heads_causal "
+        "layer_gpt2_small layer_mha_small layer_mha_small_causal mask_additive_inf mask_additive_inf_head_size_two "
+        "mask_additive_large mask_additive_min mask_layer_padding_causal mask_padding_causal_bool "
+        "mask_padding_causal_bool_head_size_two one_head padding_partial two_heads_binary two_sentences "
+        "two_sentences_swapped two_sentences_v2_seed789 v1_batched_cube v1_seed123 v2_binary_square v2_seed789"
+    ),
+    "weights": (
+        "batched_cube binary cat_sat_mat_shapes causal_batched_cube causal_cat_sat_mat layer_gpt2_small "
+        "layer_mha_small layer_mha_small_causal padding_partial row_softmax_binary thermostat thermostat_x8 "
+        "two_sentences"
+    ),
     # not gqa_grouped_fused_one_token: a softmax over one key is exactly 1 whatever exp computes
-    "heads": "four_heads_causal_batched fused_batched_cube fused_cat_sat_mat fused_causal_cat_sat_mat fused_four_heads_causal_batched "
-             "fused_gpt2_small_heads_causal gpt2_small_heads_causal gqa_grouped_fused gqa_kv_heads_causal gqa_mqa_causal gqa_mqa_fused "
-             "gqa_two_kv_heads one_head two_heads_binary",
+    "heads": (
+        "four_heads_causal_batched fused_batched_cube fused_cat_sat_mat fused_causal_cat_sat_mat "
+        "fused_four_heads_causal_batched fused_gpt2_small_heads_causal gpt2_small_heads_causal gqa_grouped_fused "
+        "gqa_kv_heads_causal gqa_mqa_causal gqa_mqa_fused gqa_two_kv_heads one_head two_heads_binary"
+    ),
 }
-_EMPTY_ROW = "on a row with every key hidden, where the suite's convention is zero weights and a zero context (measured, mlx 0.32.4)"
+_EMPTY_ROW = (
+    "on a row with every key hidden, where the suite's convention is zero weights and a zero context "
+    "(measured, mlx 0.32.4)"
+)
 KNOWN_DIVERGENCES = {
     **{f"{case}/{output}/float64": _FLOAT64 for output, cases in _AFTER_SOFTMAX.items() for case in cases.split()},
     "*/stepwise/float64": _FLOAT64,
     "*/context_v2/float64": _FLOAT64,
     "gpt2_small_heads_causal/*/bfloat16": (
-        "mx.softmax's default (precise=False) sums a bfloat16 row in bfloat16, where a sum stops growing at 256: 1024 equal "
-        f"scores get weights of 4/1024 each, not 1/1024 (measured); precise=True sums in float32 {_DOCS}/_autosummary/mlx.core.softmax.html"),
+        "mx.softmax's default (precise=False) sums a bfloat16 row in bfloat16, where a sum stops growing at 256: "
+        "1024 equal scores get weights of 4/1024 each, not 1/1024 (measured); precise=True sums in float32 "
+        f"{_DOCS}/_autosummary/mlx.core.softmax.html"
+    ),
     "padding_fully_masked": f"the textbook mx.where(-inf) then mx.softmax computes 0/0 = NaN {_EMPTY_ROW}",
-    "mask_fully_masked_bool/context": f"mx.fast.scaled_dot_product_attention's boolean mask gives uniform weights (the mean of the values) {_EMPTY_ROW}",
-    "mask_layer_fully_masked/context": f"mlx.nn.MultiHeadAttention (the fused kernel inside) gives uniform weights {_EMPTY_ROW} {_DOCS}/nn/_autosummary/mlx.nn.MultiHeadAttention.html",
+    "mask_fully_masked_bool/context": (
+        "mx.fast.scaled_dot_product_attention's boolean mask gives uniform weights (the mean of the values) "
+        f"{_EMPTY_ROW}"
+    ),
+    "mask_layer_fully_masked/context": (
+        f"mlx.nn.MultiHeadAttention (the fused kernel inside) gives uniform weights {_EMPTY_ROW} "
+        f"{_DOCS}/nn/_autosummary/mlx.nn.MultiHeadAttention.html"
+    ),
 }
 
 _DTYPES = {"float64": mx.float64, "float32": mx.float32, "float16": mx.float16, "bfloat16": mx.bfloat16}
@@ -121,7 +148,9 @@ def _v1(w_query, w_key, w_value):
 def _v2(w_query, w_key, w_value):
     d_out, d_in = np.shape(w_query)  # nn.Linear's [d_out, d_in]: the golden layout, no transpose
     module = SelfAttention_v2(d_in, d_out)
-    module.load_weights([("W_query.weight", _mx(w_query)), ("W_key.weight", _mx(w_key)), ("W_value.weight", _mx(w_value))])
+    module.load_weights(
+        [("W_query.weight", _mx(w_query)), ("W_key.weight", _mx(w_key)), ("W_value.weight", _mx(w_value))]
+    )
     return module
 
 
@@ -176,8 +205,14 @@ def attention(x, w_query, w_key, w_value):
     d_k = keys.shape[-1]
     attn_weights = mx.softmax(attn_scores / d_k**0.5, axis=-1)
     context_vec = attn_weights @ values
-    outputs = {"query": queries, "key": keys, "value": values, "scores": attn_scores,
-               "weights": attn_weights, "context": context_vec}
+    outputs = {
+        "query": queries,
+        "key": keys,
+        "value": values,
+        "scores": attn_scores,
+        "weights": attn_weights,
+        "context": context_vec,
+    }
     return {name: _np(a) for name, a in outputs.items()} | {"d_k": d_k}
 
 
@@ -263,12 +298,14 @@ def decode_attention(x, w_query, w_key, w_value, start):
     x, W_query, W_key, W_value = _mx(x), _mx(w_query), _mx(w_key), _mx(w_value)
     keys, values = x @ W_key, x @ W_value
     queries = x[..., start:, :] @ W_query
-    context = _masked_weights(queries @ keys.swapaxes(-1, -2), keys, _causal_mask(queries.shape[-2], keys.shape[-2])) @ values
+    context = (
+        _masked_weights(queries @ keys.swapaxes(-1, -2), keys, _causal_mask(queries.shape[-2], keys.shape[-2])) @ values
+    )
     # Token by token: the cache holds keys and values 0..p-1 and grows by the new token's; its query
     # attends over the whole cache, unmasked, since the future is not there yet.
     k_cache, v_cache, steps = keys[..., :start, :], values[..., :start, :], []
     for p in range(start, x.shape[-2]):
-        token = x[..., p:p + 1, :]
+        token = x[..., p : p + 1, :]
         k_cache = mx.concatenate([k_cache, token @ W_key], axis=-2)
         v_cache = mx.concatenate([v_cache, token @ W_value], axis=-2)
         weights = mx.softmax((token @ W_query) @ k_cache.swapaxes(-1, -2) / k_cache.shape[-1] ** 0.5, axis=-1)
@@ -297,7 +334,11 @@ def multi_head_attention(x, w_query, w_key, w_value, w_out, num_heads, causal):
     queries, keys, values = (_split_heads(x @ _mx(w), num_heads) for w in (w_query, w_key, w_value))
     attn_scores = queries @ keys.swapaxes(-1, -2)
     T = x.shape[-2]
-    attn_weights = _masked_weights(attn_scores, keys, _causal_mask(T, T)) if causal else mx.softmax(attn_scores / head_dim**0.5, axis=-1)
+    attn_weights = (
+        _masked_weights(attn_scores, keys, _causal_mask(T, T))
+        if causal
+        else mx.softmax(attn_scores / head_dim**0.5, axis=-1)
+    )
     heads = attn_weights @ values  # (.., N, T, H)
     merged = heads.swapaxes(-3, -2).reshape(*x.shape[:-1], d_out)
     return {"heads": _np(heads), "context": _np(merged @ _mx(w_out))}
@@ -316,7 +357,11 @@ def grouped_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causa
     keys, values = (mx.repeat(_heads(x @ _mx(w), num_kv_heads), group, axis=-3) for w in (w_key, w_value))  # in place
     attn_scores = queries @ keys.swapaxes(-1, -2)
     T = x.shape[-2]
-    weights = _masked_weights(attn_scores, keys, _causal_mask(T, T)) if causal else mx.softmax(attn_scores / keys.shape[-1] ** 0.5, axis=-1)
+    weights = (
+        _masked_weights(attn_scores, keys, _causal_mask(T, T))
+        if causal
+        else mx.softmax(attn_scores / keys.shape[-1] ** 0.5, axis=-1)
+    )
     heads = weights @ values
     return _np(heads[0] if x.ndim == 2 else heads)
 
@@ -324,7 +369,10 @@ def grouped_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causa
 def grouped_fused_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal):
     x = _mx(x)
     queries = _heads(x @ _mx(w_query), num_heads)
-    keys, values = _heads(x @ _mx(w_key), num_kv_heads), _heads(x @ _mx(w_value), num_kv_heads)  # not tiled: the kernel groups
+    keys, values = (
+        _heads(x @ _mx(w_key), num_kv_heads),
+        _heads(x @ _mx(w_value), num_kv_heads),
+    )  # not tiled: the kernel groups
     return _np(_sdpa(queries, keys, values, "causal" if causal else None, x.ndim == 2))
 
 
@@ -337,7 +385,9 @@ def attention_layer(x, w_query, w_key, w_value):
 
 def draw(distribution, n, seed):
     key = mx.random.key(seed)
-    return _np(mx.random.uniform(shape=(n,), key=key) if distribution == "uniform" else mx.random.normal(shape=(n,), key=key))
+    return _np(
+        mx.random.uniform(shape=(n,), key=key) if distribution == "uniform" else mx.random.normal(shape=(n,), key=key)
+    )
 
 
 def initial_weights(d_in, d_out, form, seed):
@@ -359,8 +409,12 @@ def knobs_removed(x):
     queries, keys, values = x @ eye, x @ eye, x @ eye
     unscaled = mx.softmax(queries @ keys.swapaxes(-1, -2), axis=-1) @ values
     identity = _v1(*(_np(eye),) * 3)
-    return {"part6": _np(part6), "part6_scaled": _np(part6_scaled),
-            "part7_identity": _np(identity(x)), "part7_identity_unscaled": _np(unscaled)}
+    return {
+        "part6": _np(part6),
+        "part6_scaled": _np(part6_scaled),
+        "part7_identity": _np(identity(x)),
+        "part7_identity_unscaled": _np(unscaled),
+    }
 
 
 # --- the layers checkpoints are loaded into (attention_conformance.ports: every layout) -------
@@ -380,9 +434,12 @@ def _mlx_state(torch_state):
 
 
 def _torch_state(mlx_state):
-    return {"in_proj_weight": np.concatenate([mlx_state[f"{p}.weight"] for p in _PROJ]),
-            "in_proj_bias": np.concatenate([mlx_state[f"{p}.bias"] for p in _PROJ]),
-            "out_proj.weight": mlx_state["out_proj.weight"], "out_proj.bias": mlx_state["out_proj.bias"]}
+    return {
+        "in_proj_weight": np.concatenate([mlx_state[f"{p}.weight"] for p in _PROJ]),
+        "in_proj_bias": np.concatenate([mlx_state[f"{p}.bias"] for p in _PROJ]),
+        "out_proj.weight": mlx_state["out_proj.weight"],
+        "out_proj.bias": mlx_state["out_proj.bias"],
+    }
 
 
 def _mha(weights, num_heads, checkpoint):
@@ -406,29 +463,41 @@ def _weights_of(layer, x, mask):
 
 def _gpt2_attention(x, state, num_heads, causal):
     """GPT-2's attention block: one packed c_attn projection (Conv1D, input-major: x @ W + b) split into q, k, v."""
-    c_attn_w, c_attn_b, c_proj_w, c_proj_b = (_mx(state[k]) for k in ("c_attn.weight", "c_attn.bias", "c_proj.weight", "c_proj.bias"))
+    c_attn_w, c_attn_b, c_proj_w, c_proj_b = (
+        _mx(state[k]) for k in ("c_attn.weight", "c_attn.bias", "c_proj.weight", "c_proj.bias")
+    )
     E, T = x.shape[-1], x.shape[-2]
     queries, keys, values = (_heads(t, num_heads) for t in mx.split(x @ c_attn_w + c_attn_b, 3, axis=-1))
     attn_scores = queries @ keys.swapaxes(-1, -2)
     head_dim = E // num_heads
-    attn_weights = _masked_weights(attn_scores, keys, _causal_mask(T, T)) if causal else mx.softmax(attn_scores / head_dim**0.5, axis=-1)
+    attn_weights = (
+        _masked_weights(attn_scores, keys, _causal_mask(T, T))
+        if causal
+        else mx.softmax(attn_scores / head_dim**0.5, axis=-1)
+    )
     merged = (attn_weights @ values).swapaxes(-3, -2).reshape(x.shape)
     held = {"c_attn.weight": c_attn_w, "c_attn.bias": c_attn_b, "c_proj.weight": c_proj_w, "c_proj.bias": c_proj_b}
     return merged @ c_proj_w + c_proj_b, attn_weights, held
 
 
-def attention_module(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, causal, layer, checkpoint):
+def attention_module(
+    x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, causal, layer, checkpoint
+):
     weights = ports.reference_weights(w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)
     x = _mx(x)
     if layer == "gpt2":
-        context, attn_weights, held = _gpt2_attention(x, ports.as_saved_by(checkpoint, weights, "gpt2", num_heads), num_heads, causal)
+        context, attn_weights, held = _gpt2_attention(
+            x, ports.as_saved_by(checkpoint, weights, "gpt2", num_heads), num_heads, causal
+        )
         saved = ports.from_layout("gpt2", {k: _np(v) for k, v in held.items()}, num_heads)
     elif layer == "mha":
         mha = _mha(weights, num_heads, checkpoint)
         T = x.shape[-2]
         context = mha(x, x, x, mask="causal" if causal else None)  # the string mask: bottom-right causal
         attn_weights = _weights_of(mha, x, _causal_mask(T, T) if causal else None)
-        saved = ports.from_layout("torch", _torch_state({k: _np(v) for k, v in tree_flatten(mha.parameters())}), num_heads)
+        saved = ports.from_layout(
+            "torch", _torch_state({k: _np(v) for k, v in tree_flatten(mha.parameters())}), num_heads
+        )
     else:
         raise NotImplementedError(NOT_APPLICABLE[f"layer_{layer}"])
     return {"context": _np(context), "weights": _np(attn_weights), "round_trip": ports.flat(saved)}
@@ -445,8 +514,12 @@ def layer_defaults(d_in, num_heads, seed):
     layer = nn.MultiHeadAttention(d_in, num_heads)
     state = {k: _np(v) for k, v in tree_flatten(layer.parameters())}
     # No bias by default, no dropout argument at all, and no attention weights returned (so none averaged).
-    return {"bias": "out_proj.bias" in state, "dropout": 0.0, "averaged_weights": False,
-            "w_query": state["query_proj.weight"].T}
+    return {
+        "bias": "out_proj.bias" in state,
+        "dropout": 0.0,
+        "averaged_weights": False,
+        "w_query": state["query_proj.weight"].T,
+    }
 
 
 # --- training ------------------------------------------------------------------
@@ -463,8 +536,12 @@ def gradients(x, w_query, w_key, w_value, g, form):
     grad_x = mx.grad(lambda x: _loss(module, x, g))(x)
     if form == "v2":  # nn.Linear's gradient is in its own [d_out, d_in] layout: the layout the weights came in
         grads = {name: layer["weight"] for name, layer in grads.items()}
-    return {"grad_w_query": _np(grads["W_query"]), "grad_w_key": _np(grads["W_key"]),
-            "grad_w_value": _np(grads["W_value"]), "grad_x": _np(grad_x)}
+    return {
+        "grad_w_query": _np(grads["W_query"]),
+        "grad_w_key": _np(grads["W_key"]),
+        "grad_w_value": _np(grads["W_value"]),
+        "grad_x": _np(grad_x),
+    }
 
 
 def sgd_step(x, w_query, w_key, w_value, g, lr):

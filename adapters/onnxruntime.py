@@ -26,33 +26,70 @@ from onnx import TensorProto, helper
 from attention_conformance import oracle_cache
 
 DTYPES = ("float32", "float64", "float16")
-_NO_TRAINING = ("onnxruntime is an inference runtime: it computes no gradients, and onnxruntime-training (the training "
-                "build) stopped at 1.19.2 (2024-09), with no release for this runtime or Python 3.11 wheels beside it")
+_NO_TRAINING = (
+    "onnxruntime is an inference runtime: it computes no gradients, and onnxruntime-training (the training "
+    "build) stopped at 1.19.2 (2024-09), with no release for this runtime or Python 3.11 wheels beside it"
+)
 NOT_APPLICABLE = {
-    "bfloat16": "onnxruntime 1.31's CPU execution provider has no bfloat16 kernel for MatMul, Div, Where or ReduceMax (measured: NOT_IMPLEMENTED)",
+    "bfloat16": (
+        "onnxruntime 1.31's CPU execution provider has no bfloat16 kernel for MatMul, Div, Where or ReduceMax "
+        "(measured: NOT_IMPLEMENTED)"
+    ),
     "gradients": _NO_TRAINING,
     "sgd_step": _NO_TRAINING,
-    "create_parameter": "ONNX has no trainable parameter: an initializer is a constant to onnxruntime (the draw itself is the `draw` cases')",
+    "create_parameter": (
+        "ONNX has no trainable parameter: an initializer is a constant to onnxruntime "
+        "(the draw itself is the `draw` cases')"
+    ),
     "parameters": "ONNX has no trainable parameter: an initializer is a constant to onnxruntime",
-    "attention_module": "ONNX has no attention layer holding weights: its Attention operator takes projected Q, K and V (the fused cases)",
-    "layer_mask": "ONNX has no attention layer holding weights: its Attention operator's attn_mask is the mask_conventions cases'",
+    "attention_module": (
+        "ONNX has no attention layer holding weights: its Attention operator takes projected Q, K and V "
+        "(the fused cases)"
+    ),
+    "layer_mask": (
+        "ONNX has no attention layer holding weights: its Attention operator's attn_mask is the mask_conventions cases'"
+    ),
     "layer_key_padding": "ONNX has no attention layer holding weights, so no key-padding argument",
-    "grouped_attention_layer": "ONNX has no attention layer holding weights: its Attention operator's fewer K/V heads are grouped_fused_attention's",
+    "grouped_attention_layer": (
+        "ONNX has no attention layer holding weights: its Attention operator's fewer K/V heads are "
+        "grouped_fused_attention's"
+    ),
     "layer_defaults": "ONNX has no attention layer, so no constructor defaults",
 }
 _SPEC = "https://onnx.ai/onnx/operators/onnx__Attention.html"
-_EXPORT_SCALE = ("torch.onnx.export writes the module's Python-float scale keys.shape[-1] ** 0.5 as a float32 Constant "
-                 "then Casts it to float64 (measured, torch 2.13.0), so a float64 module divides by float32's sqrt(d_k): "
-                 "~4e-10 off wherever sqrt(d_k) is not exact in float32 (d_k = 2 here; d_k = 4 conforms) "
-                 "https://docs.pytorch.org/docs/stable/onnx_export.html")
-_ATTENTION_F64 = f"onnxruntime's CPU Attention kernel returns float64 results with float32-sized errors (7e-10 to 6e-9, measured, 1.31.1) {_SPEC}"
+_EXPORT_SCALE = (
+    "torch.onnx.export writes the module's Python-float scale keys.shape[-1] ** 0.5 as a float32 Constant "
+    "then Casts it to float64 (measured, torch 2.13.0), so a float64 module divides by float32's sqrt(d_k): "
+    "~4e-10 off wherever sqrt(d_k) is not exact in float32 (d_k = 2 here; d_k = 4 conforms) "
+    "https://docs.pytorch.org/docs/stable/onnx_export.html"
+)
+_ATTENTION_F64 = (
+    "onnxruntime's CPU Attention kernel returns float64 results with float32-sized errors "
+    f"(7e-10 to 6e-9, measured, 1.31.1) {_SPEC}"
+)
 KNOWN_DIVERGENCES = {
-    "padding_fully_masked": "the textbook Where(-inf) then Softmax computes 0/0 = NaN on a row with every key hidden; the suite's convention is zeros",
-    "decode_flag_chunk/context": ("the Attention operator's is_causal aligns the mask top-left (query i sees keys 0..i) when queries are fewer "
-                                  f"than keys: its specification calls it the upper-left causal bias; decoding needs bottom-right {_SPEC}"),
-    "decode_flag_one_token/context": f"the Attention operator's is_causal aligns top-left: one new token sees only key 0 {_SPEC}",
-    **{f"{case}/context/float64": _EXPORT_SCALE for case in ("v1_seed123", "v1_batched_cube", "v2_seed789", "two_sentences_swapped",
-                                                             "two_sentences_v2_seed789", "exercise_3_1_seed789")},
+    "padding_fully_masked": (
+        "the textbook Where(-inf) then Softmax computes 0/0 = NaN on a row with every key hidden; "
+        "the suite's convention is zeros"
+    ),
+    "decode_flag_chunk/context": (
+        "the Attention operator's is_causal aligns the mask top-left (query i sees keys 0..i) when queries are fewer "
+        f"than keys: its specification calls it the upper-left causal bias; decoding needs bottom-right {_SPEC}"
+    ),
+    "decode_flag_one_token/context": (
+        f"the Attention operator's is_causal aligns top-left: one new token sees only key 0 {_SPEC}"
+    ),
+    **{
+        f"{case}/context/float64": _EXPORT_SCALE
+        for case in (
+            "v1_seed123",
+            "v1_batched_cube",
+            "v2_seed789",
+            "two_sentences_swapped",
+            "two_sentences_v2_seed789",
+            "exercise_3_1_seed789",
+        )
+    },
     "exercise_3_1_seed789/context_v2/float64": _EXPORT_SCALE,
     "fused_*/heads/float64": _ATTENTION_F64,
     "gqa_grouped_fused/heads/float64": _ATTENTION_F64,
@@ -61,8 +98,13 @@ KNOWN_DIVERGENCES = {
 }
 
 OPSET = 23  # the first with the standard Attention operator
-_ELEM = {"float32": TensorProto.FLOAT, "float64": TensorProto.DOUBLE, "float16": TensorProto.FLOAT16, "bool": TensorProto.BOOL,
-         "int64": TensorProto.INT64}
+_ELEM = {
+    "float32": TensorProto.FLOAT,
+    "float64": TensorProto.DOUBLE,
+    "float16": TensorProto.FLOAT16,
+    "bool": TensorProto.BOOL,
+    "int64": TensorProto.INT64,
+}
 
 
 def version():
@@ -107,10 +149,15 @@ def _session(build, inputs, static):
     outputs = build(g, {name: rank for name, _, rank in inputs}, *static)
     names = list(outputs)
     g.nodes += [helper.make_node("Identity", [value], [name]) for name, value in outputs.items()]
-    graph = helper.make_graph(g.nodes, build.__name__,
-                              [helper.make_tensor_value_info(n, _ELEM[d], [None] * r) for n, d, r in inputs],
-                              [helper.make_tensor_value_info(n, elem, None) for n in names])  # every output is in the inputs' dtype
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", getattr(build, "opset", OPSET))], ir_version=10)
+    graph = helper.make_graph(
+        g.nodes,
+        build.__name__,
+        [helper.make_tensor_value_info(n, _ELEM[d], [None] * r) for n, d, r in inputs],
+        [helper.make_tensor_value_info(n, elem, None) for n in names],
+    )  # every output is in the inputs' dtype
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", getattr(build, "opset", OPSET))], ir_version=10
+    )
     return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]), names
 
 
@@ -169,7 +216,10 @@ def blend(weights, v):
 
 def _dot_columns(g, ranks, columns):
     index = [g.const([j], TensorProto.INT64) for j in range(columns)]
-    dots = [g("ReduceSum", g("Mul", "x", g("Squeeze", g("Gather", "w", i, axis=1), g.const([1], TensorProto.INT64)))) for i in index]
+    dots = [
+        g("ReduceSum", g("Mul", "x", g("Squeeze", g("Gather", "w", i, axis=1), g.const([1], TensorProto.INT64))))
+        for i in index
+    ]
     return {"by_hand": g("Concat", *(g("Reshape", d, g.const([1], TensorProto.INT64)) for d in dots), axis=0)}
 
 
@@ -184,7 +234,14 @@ def _attention(g, ranks):
     query, key, value = (g("MatMul", "x", w) for w in ("w_query", "w_key", "w_value"))
     scores = g("MatMul", query, g.t(key, ranks["x"]))
     weights = g.scaled_softmax(scores, key, "mask" if "mask" in ranks else None)
-    return {"query": query, "key": key, "value": value, "scores": scores, "weights": weights, "context": g("MatMul", weights, value)}
+    return {
+        "query": query,
+        "key": key,
+        "value": value,
+        "scores": scores,
+        "weights": weights,
+        "context": g("MatMul", weights, value),
+    }
 
 
 def attention(x, w_query, w_key, w_value):
@@ -195,7 +252,9 @@ def attention(x, w_query, w_key, w_value):
 def _exported(form, dtype, shapes):
     """The export of _export's module, kept on disk beside the suite's expectations (as JAX's compiled
     programs are): an export is a build step, and its graph depends only on the key and the versions."""
-    versions = [importlib.metadata.version(p) for p in ("torch", "onnx", "onnxscript")]  # without importing torch (1.7 s)
+    versions = [
+        importlib.metadata.version(p) for p in ("torch", "onnx", "onnxscript")
+    ]  # without importing torch (1.7 s)
     key = hashlib.sha256(repr((form, dtype, shapes, versions, inspect.getsource(_export))).encode()).hexdigest()[:32]
     folder = oracle_cache.directory()
     path = folder / "onnx-export" / f"{key}.onnx" if folder is not None else None
@@ -257,7 +316,9 @@ def _export(form, dtype, shapes):
         # Token and batch axes are symbolic: one export serves every sentence length and batch.
         example = torch.zeros((2,) * (rank - 1) + (d_in,), dtype=getattr(torch, dtype))
         dims = {axis: torch.export.Dim.DYNAMIC for axis in range(rank - 1)}
-        program = torch.onnx.export(module, (example,), dynamo=True, verbose=False, optimize=False, dynamic_shapes=(dims,))
+        program = torch.onnx.export(
+            module, (example,), dynamo=True, verbose=False, optimize=False, dynamic_shapes=(dims,)
+        )
     return program.model_proto
 
 
@@ -285,7 +346,9 @@ def self_attention_v2(x, w_query, w_key, w_value):
 
 
 def exercise_3_1(x, w_query, w_key, w_value):
-    transposed = (np.swapaxes(w, -1, -2) for w in (w_query, w_key, w_value))  # v1's [d_in, d_out] from v2's nn.Linear weights
+    transposed = (
+        np.swapaxes(w, -1, -2) for w in (w_query, w_key, w_value)
+    )  # v1's [d_in, d_out] from v2's nn.Linear weights
     return {"context": _module("v1", x, *transposed), "context_v2": _module("v2", x, w_query, w_key, w_value)}
 
 
@@ -327,7 +390,9 @@ def fused_attention(x, w_query, w_key, w_value, num_heads, causal):
 
 
 def grouped_fused_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal):
-    heads = _run(_fused, num_heads, num_kv_heads, causal, x=_batched(x), w_query=w_query, w_key=w_key, w_value=w_value)["heads"]
+    heads = _run(_fused, num_heads, num_kv_heads, causal, x=_batched(x), w_query=w_query, w_key=w_key, w_value=w_value)[
+        "heads"
+    ]
     return heads[0] if np.ndim(x) == 2 else heads
 
 
@@ -354,7 +419,9 @@ def _grouped(g, ranks, num_heads, num_kv_heads):
 def grouped_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal):
     T = np.shape(x)[-2]
     hidden = _causal_mask(T, T) if causal else np.zeros((T, T), dtype=bool)
-    return _run(_grouped, num_heads, num_kv_heads, x=x, w_query=w_query, w_key=w_key, w_value=w_value, mask=hidden)["heads"]
+    return _run(_grouped, num_heads, num_kv_heads, x=x, w_query=w_query, w_key=w_key, w_value=w_value, mask=hidden)[
+        "heads"
+    ]
 
 
 def _sdpa(g, ranks, causal=False):
@@ -406,12 +473,20 @@ def _decode(g, ranks):
 def decode_attention(x, w_query, w_key, w_value, start):
     x = np.asarray(x)
     T = x.shape[-2]
-    out = _run(_decode, x=x, queries=x[..., start:, :], w_query=w_query, w_key=w_key, w_value=w_value, mask=_causal_mask(T - start, T))
+    out = _run(
+        _decode,
+        x=x,
+        queries=x[..., start:, :],
+        w_query=w_query,
+        w_key=w_key,
+        w_value=w_value,
+        mask=_causal_mask(T - start, T),
+    )
     prefix = x[..., :start, :]  # the prompt: its keys and values fill the cache, computed by the runtime too
     past = {"past_key": project(prefix, w_key), "past_value": project(prefix, w_value)}
     steps = []
     for p in range(start, T):
-        step = _run(_decode_step, token=x[..., p:p + 1, :], w_query=w_query, w_key=w_key, w_value=w_value, **past)
+        step = _run(_decode_step, token=x[..., p : p + 1, :], w_query=w_query, w_key=w_key, w_value=w_value, **past)
         past = {"past_key": step["present_key"], "past_value": step["present_value"]}
         steps.append(step["context"])
     return {"context": out["context"], "stepwise": np.concatenate(steps, axis=-2)}
@@ -419,13 +494,17 @@ def decode_attention(x, w_query, w_key, w_value, start):
 
 def causal_flag(x, w_query, w_key, w_value, start):
     x = np.asarray(x)
-    return _attend_one_head(x, _one_head(x[..., start:, :], w_query), _one_head(x, w_key), _one_head(x, w_value), causal=True)
+    return _attend_one_head(
+        x, _one_head(x[..., start:, :], w_query), _one_head(x, w_key), _one_head(x, w_value), causal=True
+    )
 
 
 def _dropout(g, ranks, p, seed):
     ratio, training = g.const(p), g.const(True, TensorProto.BOOL)
-    return {"dropout_eval": g("Dropout", "weights", ratio, seed=seed),  # training_mode defaults to False
-            "dropout_train": g("Dropout", "weights", ratio, training, seed=seed)}
+    return {
+        "dropout_eval": g("Dropout", "weights", ratio, seed=seed),  # training_mode defaults to False
+        "dropout_train": g("Dropout", "weights", ratio, training, seed=seed),
+    }
 
 
 def dropout(weights, p, seed):
@@ -437,8 +516,11 @@ def _multi_head(g, ranks, num_heads):
     query, key, value = (g.heads(g("MatMul", "x", w), num_heads, rank) for w in ("w_query", "w_key", "w_value"))
     weights = g.scaled_softmax(g("MatMul", query, g.t(key, rank + 1)), key, "mask")
     heads = g("MatMul", weights, value)  # (.., N, T, H)
-    merged = g("Reshape", g("Transpose", heads, perm=[*range(rank - 2), rank - 1, rank - 2, rank]),
-               g.const([0] * (rank - 1) + [-1], TensorProto.INT64))  # (.., T, N*H)
+    merged = g(
+        "Reshape",
+        g("Transpose", heads, perm=[*range(rank - 2), rank - 1, rank - 2, rank]),
+        g.const([0] * (rank - 1) + [-1], TensorProto.INT64),
+    )  # (.., T, N*H)
     return {"heads": heads, "context": g("MatMul", merged, "w_out")}
 
 
@@ -474,10 +556,22 @@ def draw(distribution, n, seed):
 def _initial_weights(g, ranks, d_in, d_out, form, seed):
     # Three draws, three seeds: a graph's random nodes with one seed would draw the same values.
     if form == "v1":
-        draws = [g("RandomUniform", shape=[d_in, d_out], seed=float(seed + i), dtype=TensorProto.FLOAT) for i in range(3)]
+        draws = [
+            g("RandomUniform", shape=[d_in, d_out], seed=float(seed + i), dtype=TensorProto.FLOAT) for i in range(3)
+        ]
     else:  # nn.Linear's U(+-1/sqrt(d_in)), in its [d_out, d_in] layout
         bound = float(d_in) ** -0.5
-        draws = [g("RandomUniform", shape=[d_out, d_in], low=-bound, high=bound, seed=float(seed + i), dtype=TensorProto.FLOAT) for i in range(3)]
+        draws = [
+            g(
+                "RandomUniform",
+                shape=[d_out, d_in],
+                low=-bound,
+                high=bound,
+                seed=float(seed + i),
+                dtype=TensorProto.FLOAT,
+            )
+            for i in range(3)
+        ]
     return dict(zip(("w_query", "w_key", "w_value"), draws))
 
 
@@ -490,15 +584,26 @@ def initial_weights(d_in, d_out, form, seed):
 
 def _knobs_removed(g, ranks, d):
     rank = ranks["x"]
-    eye = g("EyeLike", g("ConstantOfShape", g.const([d, d], TensorProto.INT64), value=onnx.numpy_helper.from_array(np.zeros(1, helper.tensor_dtype_to_np_dtype(g.elem)))))
+    eye = g(
+        "EyeLike",
+        g(
+            "ConstantOfShape",
+            g.const([d, d], TensorProto.INT64),
+            value=onnx.numpy_helper.from_array(np.zeros(1, helper.tensor_dtype_to_np_dtype(g.elem))),
+        ),
+    )
 
     def attend(q, k, v, scaled):
         scores = g("MatMul", q, g.t(k, rank))
         return g("MatMul", g.scaled_softmax(scores, k) if scaled else g("Softmax", scores, axis=-1), v)
 
     q = k = v = g("MatMul", "x", eye)
-    return {"part6": attend("x", "x", "x", False), "part6_scaled": attend("x", "x", "x", True),
-            "part7_identity": attend(q, k, v, True), "part7_identity_unscaled": attend(q, k, v, False)}
+    return {
+        "part6": attend("x", "x", "x", False),
+        "part6_scaled": attend("x", "x", "x", True),
+        "part7_identity": attend(q, k, v, True),
+        "part7_identity_unscaled": attend(q, k, v, False),
+    }
 
 
 def knobs_removed(x):

@@ -22,7 +22,9 @@ import inspect
 import numpy as np
 
 from attention_conformance import ports
-from attention_conformance.portable import exp, matmul as mm, sum as fsum
+from attention_conformance.portable import exp
+from attention_conformance.portable import matmul as mm
+from attention_conformance.portable import sum as fsum
 
 DTYPES = ("float64",)
 NOT_APPLICABLE = {
@@ -250,7 +252,9 @@ def fused_attention(x, w_query, w_key, w_value, num_heads, causal):
     return grouped_attention(x, w_query, w_key, w_value, num_heads, num_heads, causal)
 
 
-def attention_module(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, causal, layer, checkpoint):
+def attention_module(
+    x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, causal, layer, checkpoint
+):
     """A framework's attention layer: the heads convention with a bias on every projection.
 
     The oracle holds the weights in its own form, so `checkpoint` (the layout they were saved in)
@@ -259,9 +263,11 @@ def attention_module(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value,
     T = np.shape(x)[-2]
     hidden = _future(T) if causal else np.zeros((T, T), dtype=bool)
     weights, context, own = _layer(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, hidden)
-    return {"context": context,
-            "weights": fsum(weights, axis=-3) / num_heads if layer == "mha_averaged" else weights,
-            "round_trip": ports.flat(ports.reference_weights(*own))}
+    return {
+        "context": context,
+        "weights": fsum(weights, axis=-3) / num_heads if layer == "mha_averaged" else weights,
+        "round_trip": ports.flat(ports.reference_weights(*own)),
+    }
 
 
 def deciding_inputs(op, inputs):
@@ -270,13 +276,18 @@ def deciding_inputs(op, inputs):
     layer, except that "mha_averaged" averages the weights. The GPT-2-shaped layer through GPT-2's
     block and through the mha layer is then computed once (1.3 s on an empty cache)."""
     if op == "attention_module":
-        return inputs | {"checkpoint": "reference", "layer": "mha_averaged" if inputs["layer"] == "mha_averaged" else "mha"}
+        return inputs | {
+            "checkpoint": "reference",
+            "layer": "mha_averaged" if inputs["layer"] == "mha_averaged" else "mha",
+        }
     return inputs
 
 
 def layer_mask(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, mask):
     """The layer of attention_module with a mask (True = hidden, [B, T, S]) on every head."""
-    return _layer(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, np.asarray(mask, dtype=bool))[1]
+    return _layer(
+        x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, np.asarray(mask, dtype=bool)
+    )[1]
 
 
 def layer_key_padding(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, padding, causal):
@@ -290,15 +301,16 @@ def layer_key_padding(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value
 
 def _layer(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, hidden):
     x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out = _f64(
-        x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)
+        x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out
+    )
     H = w_query.shape[-1] // num_heads
     queries, keys, values = project(x, w_query) + b_query, project(x, w_key) + b_key, project(x, w_value) + b_value
     T = x.shape[-2]
     weights = np.empty(x.shape[:-2] + (num_heads, T, T))  # (B, N, T, S)
     merged = np.empty(x.shape[:-1] + (num_heads * H,))  # (B, T, N*H): heads side by side
     for n in range(num_heads):  # head n is columns n*H:(n+1)*H; one (T, T) at a time keeps GPT-2's shape small
-        q, k, v = (t[..., n * H:(n + 1) * H] for t in (queries, keys, values))
-        weights[..., n, :, :], merged[..., n * H:(n + 1) * H] = _masked_head(q, k, v, hidden)  # one mask, every head
+        q, k, v = (t[..., n * H : (n + 1) * H] for t in (queries, keys, values))
+        weights[..., n, :, :], merged[..., n * H : (n + 1) * H] = _masked_head(q, k, v, hidden)  # one mask, every head
     return weights, mm(merged, w_out) + b_out, (w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)
 
 
@@ -319,13 +331,23 @@ def grouped_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causa
     x, w_query, w_key, w_value = _f64(x, w_query, w_key, w_value)
     H = w_query.shape[-1] // num_heads
     group = num_heads // num_kv_heads
-    queries, keys, values = project(x, w_query), project(x, w_key), project(x, w_value)  # (B, T, N*H), (B, S, K*H) twice
+    queries, keys, values = (
+        project(x, w_query),
+        project(x, w_key),
+        project(x, w_value),
+    )  # (B, T, N*H), (B, S, K*H) twice
     hidden = _future(x.shape[-2]) if causal else None  # as causal_attention
     heads = []
     for n in range(num_heads):
         kv = n // group
-        q, k, v = queries[..., n * H:(n + 1) * H], keys[..., kv * H:(kv + 1) * H], values[..., kv * H:(kv + 1) * H]
-        heads.append(blend(softmax(scale(transposed_matmul(q, k), H)), v) if hidden is None else _masked_head(q, k, v, hidden)[1])
+        q, k, v = (
+            queries[..., n * H : (n + 1) * H],
+            keys[..., kv * H : (kv + 1) * H],
+            values[..., kv * H : (kv + 1) * H],
+        )
+        heads.append(
+            blend(softmax(scale(transposed_matmul(q, k), H)), v) if hidden is None else _masked_head(q, k, v, hidden)[1]
+        )
     return np.stack(heads, axis=-3)  # (B, N, T, H)
 
 
@@ -366,8 +388,12 @@ def knobs_removed(x):
     part6_scaled = blend(softmax(scale(transposed_matmul(x, x), x.shape[-1])), x)
     q = k = v = project(x, eye)
     unscaled = blend(softmax(transposed_matmul(q, k)), v)
-    return {"part6": part6, "part6_scaled": part6_scaled,
-            "part7_identity": attention(x, eye, eye, eye)["context"], "part7_identity_unscaled": unscaled}
+    return {
+        "part6": part6,
+        "part6_scaled": part6_scaled,
+        "part7_identity": attention(x, eye, eye, eye)["context"],
+        "part7_identity_unscaled": unscaled,
+    }
 
 
 # --- module forms ------------------------------------------------------------

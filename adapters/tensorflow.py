@@ -6,11 +6,11 @@ import os
 
 os.environ["KERAS_BACKEND"] = "tensorflow"  # this adapter is TensorFlow; Keras must not pick another backend
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
+import keras
+import numpy as np
+import tensorflow as tf
 
-from attention_conformance import ports  # noqa: E402
+from attention_conformance import ports
 
 DTYPES = ("float32", "float64", "float16", "bfloat16")
 NOT_APPLICABLE = {
@@ -173,8 +173,10 @@ def parameters(d_in, d_out, form):
         layer = SelfAttentionV2(d_out)
         layer.build((None, d_in))
         variables = layer.weights
-    return {"count": int(sum(math.prod(v.shape) for v in variables)),
-            "trainable": [bool(v.trainable) for v in variables]}
+    return {
+        "count": int(sum(math.prod(v.shape) for v in variables)),
+        "trainable": [bool(v.trainable) for v in variables],
+    }
 
 
 # --- masks, dropout and heads ---------------------------------------------------
@@ -226,11 +228,13 @@ def decode_attention(x, w_query, w_key, w_value, start):
     x = _t(x)
     K, V = _matmul(x, _t(w_key)), _matmul(x, _t(w_value))
     Q = _matmul(x[..., start:, :], _t(w_query))
-    weights = _masked_weights(tf.linalg.matmul(Q, K, transpose_b=True), K, _offset_causal_mask(Q.shape[-2], K.shape[-2]))
+    weights = _masked_weights(
+        tf.linalg.matmul(Q, K, transpose_b=True), K, _offset_causal_mask(Q.shape[-2], K.shape[-2])
+    )
     # Token by token: append the new token's key and value to the cache, attend over all of it.
     k_cache, v_cache, steps = K[..., :start, :], V[..., :start, :], []
     for p in range(start, x.shape[-2]):
-        token = x[..., p:p + 1, :]
+        token = x[..., p : p + 1, :]
         k_cache = tf.concat([k_cache, _matmul(token, _t(w_key))], axis=-2)
         v_cache = tf.concat([v_cache, _matmul(token, _t(w_value))], axis=-2)
         step = _scaled_softmax(tf.linalg.matmul(_matmul(token, _t(w_query)), k_cache, transpose_b=True), k_cache)
@@ -243,7 +247,9 @@ def causal_flag(x, w_query, w_key, w_value, start):
     batched = len(x.shape) == 3
     if not batched:
         x = x[tf.newaxis]  # keras.ops.dot_product_attention takes 4-D [B, T, N, H] only
-    Q, K, V = (_matmul(t, _t(w))[..., tf.newaxis, :] for t, w in ((x[..., start:, :], w_query), (x, w_key), (x, w_value)))
+    Q, K, V = (
+        _matmul(t, _t(w))[..., tf.newaxis, :] for t, w in ((x[..., start:, :], w_query), (x, w_key), (x, w_value))
+    )
     heads = keras.ops.dot_product_attention(Q, K, V, is_causal=True)[..., 0, :]  # [B, T, N=1, H]
     return _np(heads if batched else heads[0])
 
@@ -294,7 +300,9 @@ def initial_weights(d_in, d_out, form, seed):
         keras.utils.set_random_seed(seed)
         layer = SelfAttentionV2(d_out)  # Dense's default kernel initializer
         layer.build((None, d_in))
-        params = (tf.transpose(dense.kernel) for dense in (layer.W_query, layer.W_key, layer.W_value))  # as [d_out, d_in]
+        params = (
+            tf.transpose(dense.kernel) for dense in (layer.W_query, layer.W_key, layer.W_value)
+        )  # as [d_out, d_in]
     return dict(zip(("w_query", "w_key", "w_value"), map(_np, params)))
 
 
@@ -308,8 +316,12 @@ def knobs_removed(x):
         return tf.linalg.matmul(tf.nn.softmax(tf.math.divide(scores, math.sqrt(d)) if scaled else scores, axis=-1), v)
 
     Q = K = V = _matmul(x, eye)
-    return {"part6": _np(attend(x, x, x, False)), "part6_scaled": _np(attend(x, x, x, True)),
-            "part7_identity": _np(SelfAttentionV1(eye, eye, eye)(x)), "part7_identity_unscaled": _np(attend(Q, K, V, False))}
+    return {
+        "part6": _np(attend(x, x, x, False)),
+        "part6_scaled": _np(attend(x, x, x, True)),
+        "part7_identity": _np(SelfAttentionV1(eye, eye, eye)(x)),
+        "part7_identity_unscaled": _np(attend(Q, K, V, False)),
+    }
 
 
 def fused_attention(x, w_query, w_key, w_value, num_heads, causal):
@@ -328,8 +340,10 @@ def grouped_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causa
     head_dim = w_query.shape[1] // num_heads
     group = num_heads // num_kv_heads
     Q = _split_heads(_matmul(x, _t(w_query)), num_heads, head_dim)
-    K, V = (tf.repeat(_split_heads(_matmul(x, _t(w)), num_kv_heads, head_dim), group, axis=1)  # each head in place
-            for w in (w_key, w_value))
+    K, V = (
+        tf.repeat(_split_heads(_matmul(x, _t(w)), num_kv_heads, head_dim), group, axis=1)  # each head in place
+        for w in (w_key, w_value)
+    )
     scores = tf.linalg.matmul(Q, K, transpose_b=True)
     weights = _masked_weights(scores, K, _causal_mask(x.shape[-2])) if causal else _scaled_softmax(scores, K)
     return _np(tf.linalg.matmul(weights, V))
@@ -338,8 +352,10 @@ def grouped_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causa
 @_batched
 def grouped_fused_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal):
     head_dim = w_query.shape[1] // num_heads
-    Q, K, V = (_split_last(_matmul(x, _t(w)), n, head_dim)
-               for w, n in ((w_query, num_heads), (w_key, num_kv_heads), (w_value, num_kv_heads)))
+    Q, K, V = (
+        _split_last(_matmul(x, _t(w)), n, head_dim)
+        for w, n in ((w_query, num_heads), (w_key, num_kv_heads), (w_value, num_kv_heads))
+    )
     heads = keras.ops.dot_product_attention(Q, K, V, is_causal=causal)  # [B, T, N, H]; fewer K/V heads allowed
     return _np(tf.transpose(heads, [0, 2, 1, 3]))
 
@@ -347,7 +363,9 @@ def grouped_fused_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads,
 @functools.cache
 def _keras_gqa(embed_dim, num_heads, num_kv_heads, dtype):
     """keras.layers.GroupQueryAttention without biases, built once per shape and dtype."""
-    layer = keras.layers.GroupQueryAttention(embed_dim // num_heads, num_heads, num_kv_heads, use_bias=False, dtype=dtype)
+    layer = keras.layers.GroupQueryAttention(
+        embed_dim // num_heads, num_heads, num_kv_heads, use_bias=False, dtype=dtype
+    )
     layer.build((None, None, embed_dim), (None, None, embed_dim))
     return layer
 
@@ -358,9 +376,12 @@ def grouped_attention_layer(x, w_query, w_key, w_value, num_heads, num_kv_heads,
     layer = _keras_gqa(E, num_heads, num_kv_heads, str(w_query.dtype))
     # EinsumDense kernels: query [E, N, H], key and value [E, K, H] (head n is columns n*H:(n+1)*H);
     # the output projection [N, H, E] is the identity, so the layer returns the heads side by side.
-    kernels = {"query/kernel": w_query.reshape(E, num_heads, head_dim), "key/kernel": w_key.reshape(E, num_kv_heads, head_dim),
-               "value/kernel": w_value.reshape(E, num_kv_heads, head_dim),
-               "attention_output/kernel": np.eye(E, dtype=w_query.dtype).reshape(num_heads, head_dim, E)}
+    kernels = {
+        "query/kernel": w_query.reshape(E, num_heads, head_dim),
+        "key/kernel": w_key.reshape(E, num_kv_heads, head_dim),
+        "value/kernel": w_value.reshape(E, num_kv_heads, head_dim),
+        "attention_output/kernel": np.eye(E, dtype=w_query.dtype).reshape(num_heads, head_dim, E),
+    }
     for variable in layer.weights:
         variable.assign(kernels[_keras_name(variable)])
     merged = layer(x, x, use_causal_mask=causal)  # [B, T, N * H]
@@ -404,7 +425,9 @@ def _keras_mha(state, num_heads, dtype):
 
 def _gpt2_attention(x, state, num_heads, causal):
     """GPT-2's attention block: one packed c_attn projection (Conv1D: x @ W + b) split into q, k, v."""
-    c_attn_w, c_attn_b, c_proj_w, c_proj_b = (_t(state[k]) for k in ("c_attn.weight", "c_attn.bias", "c_proj.weight", "c_proj.bias"))
+    c_attn_w, c_attn_b, c_proj_w, c_proj_b = (
+        _t(state[k]) for k in ("c_attn.weight", "c_attn.bias", "c_proj.weight", "c_proj.bias")
+    )
     E = x.shape[-1]
     head_dim = E // num_heads
     Q, K, V = (_split_heads(t, num_heads, head_dim) for t in tf.split(_matmul(x, c_attn_w) + c_attn_b, 3, axis=-1))
@@ -426,11 +449,16 @@ def _layer_outputs(x, state, num_heads, causal, layer):
         saved = _keras_weights(mha)
     else:
         raise NotImplementedError(NOT_APPLICABLE[f"layer_{layer}"])
-    return {"context": _np(context), "weights": _np(attn_weights),
-            "round_trip": ports.flat(ports.from_layout(ports.layer_layout(layer, "keras"), saved, num_heads))}
+    return {
+        "context": _np(context),
+        "weights": _np(attn_weights),
+        "round_trip": ports.flat(ports.from_layout(ports.layer_layout(layer, "keras"), saved, num_heads)),
+    }
 
 
-def attention_module(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, causal, layer, checkpoint):
+def attention_module(
+    x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, causal, layer, checkpoint
+):
     weights = ports.reference_weights(w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)
     state = ports.as_saved_by(checkpoint, weights, ports.layer_layout(layer, "keras"), num_heads)
     return _layer_outputs(x, state, num_heads, causal, layer)
@@ -457,7 +485,12 @@ def layer_defaults(d_in, num_heads, seed):
     config = layer.get_config()
     w_query = ports.from_layout("keras", _keras_weights(layer), num_heads)["w_query"]
     # return_attention_scores gives the (B, N, T, S) scores per head; there is no averaging switch.
-    return {"bias": config["use_bias"], "dropout": float(config["dropout"]), "averaged_weights": False, "w_query": w_query}
+    return {
+        "bias": config["use_bias"],
+        "dropout": float(config["dropout"]),
+        "averaged_weights": False,
+        "w_query": w_query,
+    }
 
 
 # --- training ------------------------------------------------------------------
@@ -477,7 +510,12 @@ def gradients(x, w_query, w_key, w_value, g, form):
     *grads, grad_x = tape.gradient(loss, variables + [x])
     if form == "v2":  # Dense kernels are [d_in, d_out]: back to the nn.Linear layout the weights came in
         grads = [tf.transpose(grad) for grad in grads]
-    return {"grad_w_query": _np(grads[0]), "grad_w_key": _np(grads[1]), "grad_w_value": _np(grads[2]), "grad_x": _np(grad_x)}
+    return {
+        "grad_w_query": _np(grads[0]),
+        "grad_w_key": _np(grads[1]),
+        "grad_w_value": _np(grads[2]),
+        "grad_x": _np(grad_x),
+    }
 
 
 def sgd_step(x, w_query, w_key, w_value, g, lr):

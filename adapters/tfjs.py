@@ -18,17 +18,22 @@ import numpy as np
 SERVER = Path(__file__).resolve().parent / "tfjs_node" / "server.js"
 DTYPES = ("float32",)
 _ONLY_FLOAT32 = "TensorFlow.js computes in float32 only"
+# nn.Linear's counterpart, tf.layers.dense, comes with @tensorflow/tfjs (installed for its gradients).
+_NO_V2 = "not built yet: the v2 form needs tf.layers.dense (installed with @tensorflow/tfjs, not written here)"
 NOT_APPLICABLE = {
-    "float64": _ONLY_FLOAT32, "float16": _ONLY_FLOAT32, "bfloat16": _ONLY_FLOAT32,
-    # nn.Linear's counterpart, tf.layers.dense, comes with @tensorflow/tfjs (installed for its gradients).
-    "self_attention_v2": "not built yet: the v2 form needs tf.layers.dense (installed with @tensorflow/tfjs, not written here)",
-    "exercise_3_1": "not built yet: the v2 form needs tf.layers.dense (installed with @tensorflow/tfjs, not written here)",
-    "erratum_same_start_v2": "not built yet: the v2 form needs tf.layers.dense (installed with @tensorflow/tfjs, not written here)",
-    "erratum_linear_init": "not built yet: the v2 form needs tf.layers.dense (installed with @tensorflow/tfjs, not written here)",
-    "v2_count": "not built yet: the v2 form needs tf.layers.dense (installed with @tensorflow/tfjs, not written here)",
+    "float64": _ONLY_FLOAT32,
+    "float16": _ONLY_FLOAT32,
+    "bfloat16": _ONLY_FLOAT32,
+    "self_attention_v2": _NO_V2,
+    "exercise_3_1": _NO_V2,
+    "erratum_same_start_v2": _NO_V2,
+    "erratum_linear_init": _NO_V2,
+    "v2_count": _NO_V2,
     "fused_attention": "TensorFlow.js has no fused attention kernel",
     "attention_layer": "keras.layers.Attention's case; TensorFlow.js core has no attention layer",
-    "attention_module": "TensorFlow.js has no multi-head attention layer (tfjs-layers 4.22 has none); GPT-2's block not built yet",
+    "attention_module": (
+        "TensorFlow.js has no multi-head attention layer (tfjs-layers 4.22 has none); GPT-2's block not built yet"
+    ),
     "layer_defaults": "TensorFlow.js has no multi-head attention layer (tfjs-layers 4.22 has none)",
     "layer_mask": "TensorFlow.js has no multi-head attention layer (tfjs-layers 4.22 has none)",
     "layer_key_padding": "TensorFlow.js has no multi-head attention layer (tfjs-layers 4.22 has none)",
@@ -141,8 +146,16 @@ def causal_flag(x, w_query, w_key, w_value, start):
 
 
 def grouped_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal):
-    return _call("grouped_attention", x=x, w_query=w_query, w_key=w_key, w_value=w_value, num_heads=num_heads,
-                 num_kv_heads=num_kv_heads, causal=causal)
+    return _call(
+        "grouped_attention",
+        x=x,
+        w_query=w_query,
+        w_key=w_key,
+        w_value=w_value,
+        num_heads=num_heads,
+        num_kv_heads=num_kv_heads,
+        causal=causal,
+    )
 
 
 def grouped_fused_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal):
@@ -160,8 +173,16 @@ def dropout(weights, p, seed):
 
 
 def multi_head_attention(x, w_query, w_key, w_value, w_out, num_heads, causal):
-    return _call("multi_head_attention", x=x, w_query=w_query, w_key=w_key, w_value=w_value, w_out=w_out,
-                 num_heads=num_heads, causal=causal)
+    return _call(
+        "multi_head_attention",
+        x=x,
+        w_query=w_query,
+        w_key=w_key,
+        w_value=w_value,
+        w_out=w_out,
+        num_heads=num_heads,
+        causal=causal,
+    )
 
 
 def fused_attention(x, w_query, w_key, w_value, num_heads, causal):

@@ -11,9 +11,13 @@ from torch import nn
 from attention_conformance import ports
 
 DTYPES = ("float32", "float64", "float16", "bfloat16")
-NOT_APPLICABLE = {"attention_layer": "keras.layers.Attention's case; nn.MultiheadAttention owns its projections",
-                  "grouped_attention_layer": "torch.nn has no grouped-query attention layer (nn.MultiheadAttention has one K/V head per "
-                                             "query head); grouped heads run through F.scaled_dot_product_attention(enable_gqa=True)"}
+NOT_APPLICABLE = {
+    "attention_layer": "keras.layers.Attention's case; nn.MultiheadAttention owns its projections",
+    "grouped_attention_layer": (
+        "torch.nn has no grouped-query attention layer (nn.MultiheadAttention has one K/V head per query head); "
+        "grouped heads run through F.scaled_dot_product_attention(enable_gqa=True)"
+    ),
+}
 
 
 def version():
@@ -128,8 +132,14 @@ def attention(x, w_query, w_key, w_value):
     d_k = keys.shape[-1]
     attn_weights = torch.softmax(attn_scores / d_k**0.5, dim=-1)
     context_vec = attn_weights @ values
-    outputs = {"query": queries, "key": keys, "value": values, "scores": attn_scores,
-               "weights": attn_weights, "context": context_vec}
+    outputs = {
+        "query": queries,
+        "key": keys,
+        "value": values,
+        "scores": attn_scores,
+        "weights": attn_weights,
+        "context": context_vec,
+    }
     return {name: _np(t) for name, t in outputs.items()} | {"d_k": d_k}
 
 
@@ -156,8 +166,10 @@ def exercise_3_1(x, w_query, w_key, w_value):
 
 def parameters(d_in, d_out, form):
     module = {"v1": SelfAttention_v1, "v2": SelfAttention_v2}[form](d_in, d_out)
-    return {"count": sum(p.numel() for p in module.parameters()),
-            "trainable": [p.requires_grad for p in module.parameters()]}
+    return {
+        "count": sum(p.numel() for p in module.parameters()),
+        "trainable": [p.requires_grad for p in module.parameters()],
+    }
 
 
 # --- masks, dropout and heads ---------------------------------------------------
@@ -211,8 +223,11 @@ def decode_attention(x, w_query, w_key, w_value, start):
     # query attends over the whole cache: no mask, the future is not there yet.
     k_cache, v_cache, steps = keys[..., :start, :], values[..., :start, :], []
     for p in range(start, x.shape[-2]):
-        token = x[..., p:p + 1, :]
-        k_cache, v_cache = torch.cat([k_cache, token @ _t(w_key)], dim=-2), torch.cat([v_cache, token @ _t(w_value)], dim=-2)
+        token = x[..., p : p + 1, :]
+        k_cache, v_cache = (
+            torch.cat([k_cache, token @ _t(w_key)], dim=-2),
+            torch.cat([v_cache, token @ _t(w_value)], dim=-2),
+        )
         weights = torch.softmax((token @ _t(w_query)) @ k_cache.mT / k_cache.shape[-1] ** 0.5, dim=-1)
         steps.append(weights @ v_cache)
     return {"context": _np(context), "stepwise": _np(torch.cat(steps, dim=-2))}
@@ -231,7 +246,9 @@ def dropout(weights, p, seed):
     return {"dropout_eval": _np(evaluated), "dropout_train": _np(layer.train()(weights))}
 
 
-def _split_heads(t, n, head_dim):  # (.., T, n*H) -> (.., n, T, H): one (T, H) block per head, as SDPA takes them; a view, no copy
+def _split_heads(
+    t, n, head_dim
+):  # (.., T, n*H) -> (.., n, T, H): one (T, H) block per head, as SDPA takes them; a view, no copy
     return t.view(*t.shape[:-1], n, head_dim).transpose(-3, -2)
 
 
@@ -242,7 +259,9 @@ def multi_head_attention(x, w_query, w_key, w_value, w_out, num_heads, causal):
     queries, keys, values = (_split_heads(x @ _t(w), num_heads, head_dim) for w in (w_query, w_key, w_value))
     attn_scores = queries @ keys.mT  # (.., N, T, T)
     if causal:
-        attn_scores.masked_fill_(_causal_mask(x.shape[-2]), -torch.inf)  # in place, as the book's MultiHeadAttention does
+        attn_scores.masked_fill_(
+            _causal_mask(x.shape[-2]), -torch.inf
+        )  # in place, as the book's MultiHeadAttention does
     # Scaled in place too: at GPT-2's shape each (N, T, T) copy in float64 is 96 MiB.
     attn_weights = torch.softmax(attn_scores.div_(head_dim**0.5), dim=-1)
     heads = attn_weights @ values  # (.., N, T, H)
@@ -276,8 +295,12 @@ def knobs_removed(x):
     part6_scaled = torch.softmax(x @ x.mT / x.shape[-1] ** 0.5, dim=-1) @ x
     queries, keys, values = x @ eye, x @ eye, x @ eye
     unscaled = torch.softmax(queries @ keys.mT, dim=-1) @ values
-    return {"part6": _np(part6), "part6_scaled": _np(part6_scaled),
-            "part7_identity": _np(_v1(_np(eye), _np(eye), _np(eye))(x)), "part7_identity_unscaled": _np(unscaled)}
+    return {
+        "part6": _np(part6),
+        "part6_scaled": _np(part6_scaled),
+        "part7_identity": _np(_v1(_np(eye), _np(eye), _np(eye))(x)),
+        "part7_identity_unscaled": _np(unscaled),
+    }
 
 
 def fused_attention(x, w_query, w_key, w_value, num_heads, causal):
@@ -289,8 +312,10 @@ def fused_attention(x, w_query, w_key, w_value, num_heads, causal):
 
 def _grouped_split(x, w_query, w_key, w_value, num_heads, num_kv_heads):
     head_dim = w_query.shape[1] // num_heads
-    return tuple(_split_heads(x @ _t(w), n, head_dim)
-                 for w, n in ((w_query, num_heads), (w_key, num_kv_heads), (w_value, num_kv_heads)))
+    return tuple(
+        _split_heads(x @ _t(w), n, head_dim)
+        for w, n in ((w_query, num_heads), (w_key, num_kv_heads), (w_value, num_kv_heads))
+    )
 
 
 def grouped_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal):
@@ -331,10 +356,14 @@ def _conv1d(h, weight, bias):  # GPT-2's Conv1D: an input-major [in, out] weight
 
 def _gpt2_attention(x, state, num_heads, causal):
     """GPT-2's attention block: one packed c_attn projection split into q, k, v, then c_proj."""
-    c_attn_w, c_attn_b, c_proj_w, c_proj_b = (_t(state[k]) for k in ("c_attn.weight", "c_attn.bias", "c_proj.weight", "c_proj.bias"))
+    c_attn_w, c_attn_b, c_proj_w, c_proj_b = (
+        _t(state[k]) for k in ("c_attn.weight", "c_attn.bias", "c_proj.weight", "c_proj.bias")
+    )
     E = x.shape[-1]
     head_dim = E // num_heads
-    queries, keys, values = (_split_heads(t, num_heads, head_dim) for t in _conv1d(x, c_attn_w, c_attn_b).split(E, dim=-1))
+    queries, keys, values = (
+        _split_heads(t, num_heads, head_dim) for t in _conv1d(x, c_attn_w, c_attn_b).split(E, dim=-1)
+    )
     attn_scores = queries @ keys.mT
     if causal:
         attn_scores.masked_fill_(_causal_mask(x.shape[-2]), -torch.inf)
@@ -354,15 +383,26 @@ def _layer_outputs(x, state, num_heads, causal, layer):
         mha = _mha(state, num_heads, batch_first, x.dtype)
         tokens = x if batch_first else x.transpose(0, 1)
         with torch.no_grad():
-            context, attn_weights = mha(tokens, tokens, tokens, attn_mask=_causal_mask(x.shape[-2]) if causal else None,
-                                        need_weights=True, average_attn_weights=layer == "mha_averaged")
+            context, attn_weights = mha(
+                tokens,
+                tokens,
+                tokens,
+                attn_mask=_causal_mask(x.shape[-2]) if causal else None,
+                need_weights=True,
+                average_attn_weights=layer == "mha_averaged",
+            )
         context, held = context if batch_first else context.transpose(0, 1), mha.state_dict()
     saved = {k: _np(v) for k, v in held.items()}
-    return {"context": _np(context), "weights": _np(attn_weights),
-            "round_trip": ports.flat(ports.from_layout(ports.layer_layout(layer, "torch"), saved, num_heads))}
+    return {
+        "context": _np(context),
+        "weights": _np(attn_weights),
+        "round_trip": ports.flat(ports.from_layout(ports.layer_layout(layer, "torch"), saved, num_heads)),
+    }
 
 
-def attention_module(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, causal, layer, checkpoint):
+def attention_module(
+    x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, causal, layer, checkpoint
+):
     weights = ports.reference_weights(w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)
     state = ports.as_saved_by(checkpoint, weights, ports.layer_layout(layer, "torch"), num_heads)
     return _layer_outputs(x, state, num_heads, causal, layer)
@@ -386,8 +426,14 @@ def layer_key_padding(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value
     # key_padding_mask [B, S]: True = ignore that key (the suite's polarity); the causal part is an
     # attn_mask [T, S] (is_causal is only a hint that the attn_mask given is causal)
     with torch.no_grad():
-        context, _ = mha(x, x, x, key_padding_mask=_t(padding), need_weights=False,
-                         attn_mask=_causal_mask(x.shape[-2]) if causal else None)
+        context, _ = mha(
+            x,
+            x,
+            x,
+            key_padding_mask=_t(padding),
+            need_weights=False,
+            attn_mask=_causal_mask(x.shape[-2]) if causal else None,
+        )
     return _np(context)
 
 
@@ -396,7 +442,12 @@ def layer_defaults(d_in, num_heads, seed):
     layer = nn.MultiheadAttention(d_in, num_heads)
     averaged = inspect.signature(layer.forward).parameters["average_attn_weights"].default
     w_query = ports.from_layout("torch", {k: _np(v) for k, v in layer.state_dict().items()}, num_heads)["w_query"]
-    return {"bias": layer.in_proj_bias is not None, "dropout": float(layer.dropout), "averaged_weights": averaged, "w_query": w_query}
+    return {
+        "bias": layer.in_proj_bias is not None,
+        "dropout": float(layer.dropout),
+        "averaged_weights": averaged,
+        "w_query": w_query,
+    }
 
 
 # --- training ------------------------------------------------------------------
@@ -411,8 +462,12 @@ def gradients(x, w_query, w_key, w_value, g, form):
     params = [module.W_query, module.W_key, module.W_value]
     if form == "v2":
         params = [layer.weight for layer in params]
-    return {"grad_w_query": _np(params[0].grad), "grad_w_key": _np(params[1].grad),
-            "grad_w_value": _np(params[2].grad), "grad_x": _np(x.grad)}
+    return {
+        "grad_w_query": _np(params[0].grad),
+        "grad_w_key": _np(params[1].grad),
+        "grad_w_value": _np(params[2].grad),
+        "grad_x": _np(x.grad),
+    }
 
 
 def sgd_step(x, w_query, w_key, w_value, g, lr):

@@ -39,6 +39,9 @@ def known_divergences(adapter):
 
     if adapter not in contract.NAMES:
         raise ValueError(f"known_divergences({adapter!r}): not a built-in adapter; one of {', '.join(contract.NAMES)}")
-    found = {plan.declared_key(pattern): reason for pattern, reason in loader.load_divergences(SPEC_DIR / "known_divergences.yaml").items()
-             if plan.adapter_of(pattern) == adapter}
+    found = {
+        plan.declared_key(pattern): reason
+        for pattern, reason in loader.load_divergences(SPEC_DIR / "known_divergences.yaml").items()
+        if plan.adapter_of(pattern) == adapter
+    }
     return found | dict(getattr(importlib.import_module(contract.module_path(adapter)), "KNOWN_DIVERGENCES", {}))

@@ -1,6 +1,7 @@
 """The suite's own cost per framework, against the floor the framework sets, measured in the same run.
 
-    tox -m conformance -p auto && tox -e benchmark      # every framework and the main job: tables, reports/benchmark.json
+    tox -m conformance -p auto && tox -e benchmark      # every framework and the main job: tables,
+                                                        # reports/benchmark.json
     attention-conformance benchmark --adapter torch      # one framework, in an environment that has it (JSON)
     attention-conformance publish                        # put reports/benchmark.json's tables in docs/speed.md
 
@@ -87,10 +88,14 @@ def refusals():
                 peak = max(peak, tracemalloc.get_traced_memory()[1] / 2**20)
                 tracemalloc.stop()
             rows[label] = {"s": statistics.median(times), "peak_mib": peak}
-    return {label: row | {"ratios": {k: row[k] / REFUSAL_TARGETS[k] for k in REFUSAL_TARGETS}} for label, row in rows.items()}
+    return {
+        label: row | {"ratios": {k: row[k] / REFUSAL_TARGETS[k] for k in REFUSAL_TARGETS}}
+        for label, row in rows.items()
+    }
 
 
 # --- in a child process: what a run costs, and where -------------------------------------------------
+
 
 def _rss_mib():
     import resource
@@ -111,7 +116,9 @@ def child_bare(name):
     row = {"rss_mib": _rss_mib()}
     spec = loader.load()
     first = next(c for c in spec.cases.values() if c.family == "document values")
-    verify.verify_all(dataclasses.replace(spec, cases={first.id: first}), name, adapter, golden.Goldens(), adapter.DTYPES[:1])
+    verify.verify_all(
+        dataclasses.replace(spec, cases={first.id: first}), name, adapter, golden.Goldens(), adapter.DTYPES[:1]
+    )
     print(json.dumps(row | {"trivial_rss_mib": _rss_mib()}))
 
 
@@ -143,14 +150,28 @@ def child_whole(name, reports_dir):
     per_test = _PerTest()
     with contextlib.redirect_stdout(io.StringIO()):
         exit_code = cli.run([name], ["-q", "--reports", reports_dir], plugins=[per_test])
-    inside = [{"op": op, "dtype": dtype, "s": s, "calls": calls.inside_calls[op, dtype]}
-              for (op, dtype), s in calls.inside_s.most_common()]
+    inside = [
+        {"op": op, "dtype": dtype, "s": s, "calls": calls.inside_calls[op, dtype]}
+        for (op, dtype), s in calls.inside_s.most_common()
+    ]
     slowest = sorted(per_test.rows, key=lambda r: r[2] - r[1])[:5]
-    print(json.dumps({"import_s": import_s, "import_cpu_s": import_cpu_s, "inside_cpu_s": calls.inside_cpu_s[0], "exit": exit_code,
-                      "tests": len(per_test.rows), "tests_run": sum(ran for *_, ran in per_test.rows),
-                      "inside_s": sum(calls.inside_s.values()), "inside": inside, "rss_mib": _rss_mib(),
-                      "in_tests_s": sum(wall for _, wall, *_ in per_test.rows),
-                      "most_overhead": [{"test": n, "s": w - i} for n, w, i, _ in slowest]}))
+    print(
+        json.dumps(
+            {
+                "import_s": import_s,
+                "import_cpu_s": import_cpu_s,
+                "inside_cpu_s": calls.inside_cpu_s[0],
+                "exit": exit_code,
+                "tests": len(per_test.rows),
+                "tests_run": sum(ran for *_, ran in per_test.rows),
+                "inside_s": sum(calls.inside_s.values()),
+                "inside": inside,
+                "rss_mib": _rss_mib(),
+                "in_tests_s": sum(wall for _, wall, *_ in per_test.rows),
+                "most_overhead": [{"test": n, "s": w - i} for n, w, i, _ in slowest],
+            }
+        )
+    )
 
 
 def _child(function, *args, env=None):
@@ -167,6 +188,7 @@ def _child(function, *args, env=None):
 
 
 # --- in the framework's environment: the row for one framework ----------------------------------------
+
 
 def _shape(value, goldens):
     if isinstance(value, str) and "#" in value:
@@ -229,8 +251,10 @@ def _in_process(name):
         except Exception:  # noqa: BLE001 - whatever it raises, this figure is not measured
             return None
 
-    matmul = {dtype: attempt("project", {"x": x.astype(contract.np_dtype(dtype)), "w": w.astype(contract.np_dtype(dtype))})
-              for dtype in adapter.DTYPES}
+    matmul = {
+        dtype: attempt("project", {"x": x.astype(contract.np_dtype(dtype)), "w": w.astype(contract.np_dtype(dtype))})
+        for dtype in adapter.DTYPES
+    }
     matmul = {dtype: s for dtype, s in matmul.items() if s is not None}
 
     def call(case_id, op, tokens):
@@ -238,13 +262,24 @@ def _in_process(name):
         kwargs["x"] = kwargs["x"][..., :tokens, :]  # the first T tokens, at GPT-2 small's width and heads
         return attempt(op, {k: v for k, v in kwargs.items() if k in contract.CONTRACT[op]})
 
-    scaling = [{"T": t, "textbook_s": call("gpt2_small_heads_causal", "multi_head_attention", t),
-                "fused_s": call("fused_gpt2_small_heads_causal", "fused_attention", t)} for t in SCALING_T]
+    scaling = [
+        {
+            "T": t,
+            "textbook_s": call("gpt2_small_heads_causal", "multi_head_attention", t),
+            "fused_s": call("fused_gpt2_small_heads_causal", "fused_attention", t),
+        }
+        for t in SCALING_T
+    ]
     runs = {t.case.id for t in plan.tests(spec, {name: adapter}) if not t.not_applicable}
     largest = max((c for c in spec.cases.values() if c.id in runs), key=lambda c: working_set(c, goldens))
-    return {"version": adapter.version() if hasattr(adapter, "version") else "?", "numpy_matmul_s": numpy_s,
-            "matmul_s": matmul, "scaling": scaling, "working_set_case": largest.id,
-            "working_set_mib": working_set(largest, goldens) / 2**20}
+    return {
+        "version": adapter.version() if hasattr(adapter, "version") else "?",
+        "numpy_matmul_s": numpy_s,
+        "matmul_s": matmul,
+        "scaling": scaling,
+        "working_set_case": largest.id,
+        "working_set_mib": working_set(largest, goldens) / 2**20,
+    }
 
 
 def measure(name, scratch=None):
@@ -256,8 +291,13 @@ def measure(name, scratch=None):
         _, bare = _child("child_bare", name)
         whole_wall, whole = _child("child_whole", name, str(scratch))
         cache = Path(empty) / "cache"  # the XLA cache too, wherever the user keeps theirs
-        cold_wall, cold = _child("child_whole", name, str(Path(empty) / "reports"),
-                                 env=os.environ | {"ATTENTION_CONFORMANCE_CACHE": str(cache), "JAX_COMPILATION_CACHE_DIR": str(cache / "xla")})
+        cold_wall, cold = _child(
+            "child_whole",
+            name,
+            str(Path(empty) / "reports"),
+            env=os.environ
+            | {"ATTENTION_CONFORMANCE_CACHE": str(cache), "JAX_COMPILATION_CACHE_DIR": str(cache / "xla")},
+        )
     if whole["exit"] not in (0, 1):
         raise RuntimeError(f"{name}: the whole-spec run stopped with pytest exit {whole['exit']}: nothing to measure")
     lifecycle = max(alone_wall - alone["s"], 0.0)  # a Python holding the framework starts and exits
@@ -265,16 +305,32 @@ def measure(name, scratch=None):
     overhead = whole_wall - floor
     baseline = max(bare["trivial_rss_mib"] - bare["rss_mib"], 0.0)
     row = {
-        "adapter": name, "tests": whole["tests"], "tests_run": whole["tests_run"], "exit": whole["exit"], "cold_exit": cold["exit"],
-        "whole_s": whole_wall, "import_s": whole["import_s"], "inside_s": whole["inside_s"], "start_and_exit_s": lifecycle,
-        "floor_s": floor, "floor_cpu_s": whole["import_cpu_s"] + whole["inside_cpu_s"] + lifecycle, "overhead_s": overhead, "overhead_share": overhead / whole_wall,
+        "adapter": name,
+        "tests": whole["tests"],
+        "tests_run": whole["tests_run"],
+        "exit": whole["exit"],
+        "cold_exit": cold["exit"],
+        "whole_s": whole_wall,
+        "import_s": whole["import_s"],
+        "inside_s": whole["inside_s"],
+        "start_and_exit_s": lifecycle,
+        "floor_s": floor,
+        "floor_cpu_s": whole["import_cpu_s"] + whole["inside_cpu_s"] + lifecycle,
+        "overhead_s": overhead,
+        "overhead_share": overhead / whole_wall,
         # per test that ran: a not-applicable test costs next to nothing and would dilute the figure
-        "overhead_ms_per_test": 1000 * overhead / max(whole["tests_run"], 1), "whole_over_floor": whole_wall / floor,
+        "overhead_ms_per_test": 1000 * overhead / max(whole["tests_run"], 1),
+        "whole_over_floor": whole_wall / floor,
         # A framework's own first-run work (XLA compiling, ONNX exporting into the cache) is its floor, as
         # warm; what the target weighs is the suite's: the oracle computing its answers.
-        "cold_s": cold_wall, "cold_framework_extra_s": max(cold["inside_s"] - whole["inside_s"], 0.0),
-        "bare_rss_mib": bare["rss_mib"], "peak_rss_mib": whole["rss_mib"], "over_bare_mib": whole["rss_mib"] - bare["rss_mib"],
-        "allocator_baseline_mib": baseline, "inside": whole["inside"], "most_overhead": whole["most_overhead"],
+        "cold_s": cold_wall,
+        "cold_framework_extra_s": max(cold["inside_s"] - whole["inside_s"], 0.0),
+        "bare_rss_mib": bare["rss_mib"],
+        "peak_rss_mib": whole["rss_mib"],
+        "over_bare_mib": whole["rss_mib"] - bare["rss_mib"],
+        "allocator_baseline_mib": baseline,
+        "inside": whole["inside"],
+        "most_overhead": whole["most_overhead"],
         # where the overhead is: in the tests (the oracle's cache, comparisons) or around them (start, collection, exit)
         "overhead_in_tests_s": whole["in_tests_s"] - whole["inside_s"],
     } | _in_process(name)
@@ -288,13 +344,27 @@ def measure(name, scratch=None):
 
 # --- the main job, from tox ---------------------------------------------------------------------------
 
+
 def _tox(ini, workdir, *extra):
     """Wall seconds of `tox -m conformance -p auto` (tox's exit status with it), run as a user runs it:
     outside any tox environment this benchmark may itself be running in."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("TOX_") and k not in ("VIRTUAL_ENV", "PYTHONHOME")}
     inside = str(Path(sys.prefix) / "bin")
     env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if p != inside)
-    command = [sys.executable, "-m", "tox", "-c", str(ini), "--workdir", str(workdir), "-m", "conformance", "-p", "auto", *extra]
+    command = [
+        sys.executable,
+        "-m",
+        "tox",
+        "-c",
+        str(ini),
+        "--workdir",
+        str(workdir),
+        "-m",
+        "conformance",
+        "-p",
+        "auto",
+        *extra,
+    ]
     t = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=Path(ini).parent)
     return time.perf_counter() - t, done.returncode
@@ -315,9 +385,17 @@ def main_job(rows, ini, workdir):
     cores = machine.describe()["threads"]
     floor = job_floor([r["floor_cpu_s"] for r in rows], [r["floor_s"] for r in rows], cores, fixed_s)
     ratio = warm_s / floor if warm_exit == fixed_exit == 0 else None  # a tox that failed early would look fast
-    return {"s": warm_s, "exit": warm_exit, "tox_fixed_s": fixed_s, "tox_fixed_exit": fixed_exit, "cores": cores,
-            "frameworks_floor_cpu_s": sum(r["floor_cpu_s"] for r in rows), "floor_s": floor, "main_job_over_floor": ratio,
-            "ratios": {} if ratio is None else {"main_job_over_floor": ratio / TARGETS["main_job_over_floor"]}}
+    return {
+        "s": warm_s,
+        "exit": warm_exit,
+        "tox_fixed_s": fixed_s,
+        "tox_fixed_exit": fixed_exit,
+        "cores": cores,
+        "frameworks_floor_cpu_s": sum(r["floor_cpu_s"] for r in rows),
+        "floor_s": floor,
+        "main_job_over_floor": ratio,
+        "ratios": {} if ratio is None else {"main_job_over_floor": ratio / TARGETS["main_job_over_floor"]},
+    }
 
 
 # --- what a user should know ----------------------------------------------------------------------------
@@ -327,7 +405,7 @@ def main_job(rows, ini, workdir):
 REASONS = {
     ("mlx", None): "the mlx-cpu wheel for Linux links the reference (netlib) BLAS",
     ("jax", "float16"): "float16 attention runs op by op: under jax.jit, XLA rejects the F16_F16_F32 dot that "
-                        "jax.nn.dot_product_attention asks for (jax 0.10.2)",
+    "jax.nn.dot_product_attention asks for (jax 0.10.2)",
     ("jax", None): "each function x shape x dtype is one XLA program, traced and looked up even with the cache warm",
 }
 
@@ -343,27 +421,58 @@ def findings(rows, measured_on, top=2):
             reason = REASONS.get((r["adapter"], item["dtype"])) or REASONS.get((r["adapter"], None))
             half = r["matmul_s"].get(item["dtype"]) if item["dtype"] in ("float16", "bfloat16") else None
             if half and f32 and half / f32 >= 4:
-                notes.append(f"its {item['dtype']} matmul takes {half / f32:.0f}x its float32's on this CPU"
-                             f"{'' if measured_on['half'] else ' (no native half precision)'}")
+                notes.append(
+                    f"its {item['dtype']} matmul takes {half / f32:.0f}x its float32's on this CPU"
+                    f"{'' if measured_on['half'] else ' (no native half precision)'}"
+                )
             if f32 and f32 / r["numpy_matmul_s"] >= 4:
-                notes.append(f"its float32 matmul takes {f32 / r['numpy_matmul_s']:.0f}x NumPy's" + (f": {reason}" if reason else ""))
+                notes.append(
+                    f"its float32 matmul takes {f32 / r['numpy_matmul_s']:.0f}x NumPy's"
+                    + (f": {reason}" if reason else "")
+                )
             per_call = 1000 * item["s"] / max(item["calls"], 1)
             if reason and not notes:
                 notes.append(f"{per_call:.0f} ms a call: {reason}")
-            out.append({"framework": r["adapter"], "op": item["op"], "dtype": item["dtype"], "s": item["s"],
-                        "calls": item["calls"], "share_of_floor": item["s"] / r["floor_s"],
-                        "note": "; ".join(notes) or "the framework's own compute"})
+            out.append(
+                {
+                    "framework": r["adapter"],
+                    "op": item["op"],
+                    "dtype": item["dtype"],
+                    "s": item["s"],
+                    "calls": item["calls"],
+                    "share_of_floor": item["s"] / r["floor_s"],
+                    "note": "; ".join(notes) or "the framework's own compute",
+                }
+            )
     return out
 
 
 # --- tables ------------------------------------------------------------------------------------------------
 
 HEADERS = {
-    "frameworks": ("framework", "tests run (of all)", "whole spec s", "import s", "inside adapter s", "start+exit s", "floor s",
-                   "overhead s", "overhead % (<= 10)", "ms/test (<= 3)", "cold s", "framework's first-run work s",
-                   "cold/warm, less that work (<= 1.5)"),
-    "memory": ("framework", "over bare import MiB", "largest working set MiB", "allocator baseline MiB",
-               "allowed MiB (2 x set + baseline)", "used/allowed (<= 1)"),
+    "frameworks": (
+        "framework",
+        "tests run (of all)",
+        "whole spec s",
+        "import s",
+        "inside adapter s",
+        "start+exit s",
+        "floor s",
+        "overhead s",
+        "overhead % (<= 10)",
+        "ms/test (<= 3)",
+        "cold s",
+        "framework's first-run work s",
+        "cold/warm, less that work (<= 1.5)",
+    ),
+    "memory": (
+        "framework",
+        "over bare import MiB",
+        "largest working set MiB",
+        "allocator baseline MiB",
+        "allowed MiB (2 x set + baseline)",
+        "used/allowed (<= 1)",
+    ),
     "findings": ("framework", "op", "dtype", "seconds", "calls", "share of floor", "what a user should know"),
     "scaling": ("framework", "path") + tuple(f"T={t}" for t in SCALING_T),
 }
@@ -380,12 +489,18 @@ def _vs(row, key, value, digits):
 
 def _table(kind, rows):
     head = HEADERS[kind]
-    return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(map(str, r)) + " |" for r in rows]
+    return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + [
+        "| " + " | ".join(map(str, r)) + " |" for r in rows
+    ]
 
 
-_TARGET_WORDS = {"overhead_share": "overhead <= 10% of the run", "overhead_ms_per_test": "<= 3 ms a test",
-                 "cold_over_warm": "cold <= 1.5x warm", "memory_over_allowed": "memory <= 2x working set + baseline",
-                 "main_job_over_floor": "main job <= 1.3x its floor"}
+_TARGET_WORDS = {
+    "overhead_share": "overhead <= 10% of the run",
+    "overhead_ms_per_test": "<= 3 ms a test",
+    "cold_over_warm": "cold <= 1.5x warm",
+    "memory_over_allowed": "memory <= 2x working set + baseline",
+    "main_job_over_floor": "main job <= 1.3x its floor",
+}
 
 
 def _held(doc, key):
@@ -397,7 +512,9 @@ def _held(doc, key):
         return f"{_TARGET_WORDS[key]}: not measured"
     missed = [r.get("adapter", "the main job") for r in rows if r["ratios"].get(key, 0) > 1]
     unmeasured = [r.get("adapter", "the main job") for r in rows if key not in r["ratios"]]
-    said = [f"missed by {', '.join(missed)}"] * bool(missed) + [f"not measured for {', '.join(unmeasured)}"] * bool(unmeasured)
+    said = [f"missed by {', '.join(missed)}"] * bool(missed) + [f"not measured for {', '.join(unmeasured)}"] * bool(
+        unmeasured
+    )
     return f"{_TARGET_WORDS[key]}: " + ("; ".join(said) or "holds")
 
 
@@ -406,30 +523,96 @@ def tables(doc):
     rows = doc["frameworks"]
     warm = "caches warm after the main job" if doc.get("main_job") else "the warm run with the oracle cache as found"
     lines = [f"Measured on {machine.one_line(doc['machine'])}, {doc['date']}, {warm}.", ""]
-    lines += _table("frameworks", [
-        (r["adapter"], f"{r['tests_run']} ({r['tests']})", _f(r["whole_s"]), _f(r["import_s"]), _f(r["inside_s"]), _f(r["start_and_exit_s"]),
-         _f(r["floor_s"]), _f(r["overhead_s"]), _vs(r, "overhead_share", 100 * r["overhead_share"], 1),
-         _vs(r, "overhead_ms_per_test", r["overhead_ms_per_test"], 1), _f(r["cold_s"]), _f(r["cold_framework_extra_s"]),
-         _vs(r, "cold_over_warm", r["cold_over_warm"], 2)) for r in rows])
+    lines += _table(
+        "frameworks",
+        [
+            (
+                r["adapter"],
+                f"{r['tests_run']} ({r['tests']})",
+                _f(r["whole_s"]),
+                _f(r["import_s"]),
+                _f(r["inside_s"]),
+                _f(r["start_and_exit_s"]),
+                _f(r["floor_s"]),
+                _f(r["overhead_s"]),
+                _vs(r, "overhead_share", 100 * r["overhead_share"], 1),
+                _vs(r, "overhead_ms_per_test", r["overhead_ms_per_test"], 1),
+                _f(r["cold_s"]),
+                _f(r["cold_framework_extra_s"]),
+                _vs(r, "cold_over_warm", r["cold_over_warm"], 2),
+            )
+            for r in rows
+        ],
+    )
     job = doc.get("main_job")
-    lines += ["", "Main job, `tox -m conformance -p auto`, warm: " + (
-        "not measured here (`tox -e benchmark` measures it)" if not job else
-        f"{job['s']:.1f} s against a floor of {job['floor_s']:.1f} s (the frameworks' floors, {job['frameworks_floor_cpu_s']:.1f} "
-        f"CPU seconds, over {job['cores']} cores, or the longest, + tox's own {job['tox_fixed_s']:.1f} s): " + (
-            f"tox failed (exit {job['exit']}, {job['tox_fixed_exit']} with empty commands): not measured"
-            if job["main_job_over_floor"] is None else
-            f"{job['main_job_over_floor']:.2f}x (<= 1.3){' MISS' if job['ratios']['main_job_over_floor'] > 1 else ''}")), ""]
-    lines += _table("memory", [
-        (r["adapter"], _f(r["over_bare_mib"], 0), f"{_f(r['working_set_mib'], 0)} ({r['working_set_case']})",
-         _f(r["allocator_baseline_mib"], 0), _f(r["memory_allowed_mib"], 0),
-         _vs(r, "memory_over_allowed", r["memory_over_allowed"], 2)) for r in rows])
+    lines += [
+        "",
+        "Main job, `tox -m conformance -p auto`, warm: "
+        + (
+            "not measured here (`tox -e benchmark` measures it)"
+            if not job
+            else f"{job['s']:.1f} s against a floor of {job['floor_s']:.1f} s "
+            f"(the frameworks' floors, {job['frameworks_floor_cpu_s']:.1f} CPU seconds, over {job['cores']} cores, "
+            f"or the longest, + tox's own {job['tox_fixed_s']:.1f} s): "
+            + (
+                f"tox failed (exit {job['exit']}, {job['tox_fixed_exit']} with empty commands): not measured"
+                if job["main_job_over_floor"] is None
+                else f"{job['main_job_over_floor']:.2f}x (<= 1.3)"
+                f"{' MISS' if job['ratios']['main_job_over_floor'] > 1 else ''}"
+            )
+        ),
+        "",
+    ]
+    lines += _table(
+        "memory",
+        [
+            (
+                r["adapter"],
+                _f(r["over_bare_mib"], 0),
+                f"{_f(r['working_set_mib'], 0)} ({r['working_set_case']})",
+                _f(r["allocator_baseline_mib"], 0),
+                _f(r["memory_allowed_mib"], 0),
+                _vs(r, "memory_over_allowed", r["memory_over_allowed"], 2),
+            )
+            for r in rows
+        ],
+    )
     lines += ["", "Targets: " + "; ".join(_held(doc, key) for key in TARGETS) + "."]
-    lines += ["", "Where the frameworks' own time goes (seconds inside the adapter in the whole-spec run, the two largest per framework):", ""]
-    lines += _table("findings", [(f["framework"], f["op"], f["dtype"], _f(f["s"]), f["calls"], f"{100 * f['share_of_floor']:.0f}%",
-                                  f["note"]) for f in findings(rows, doc["machine"])])
-    lines += ["", "Attention as T grows (GPT-2 small's width 768, 12 heads, causal, float32; seconds a call, median of 3):", ""]
-    lines += _table("scaling", [(r["adapter"], path, *(_f(s[f"{path}_s"], 3) for s in r["scaling"]))
-                                for r in rows for path in ("textbook", "fused") if any(s[f"{path}_s"] is not None for s in r["scaling"])])
+    lines += [
+        "",
+        "Where the frameworks' own time goes (seconds inside the adapter in the whole-spec run, "
+        "the two largest per framework):",
+        "",
+    ]
+    lines += _table(
+        "findings",
+        [
+            (
+                f["framework"],
+                f["op"],
+                f["dtype"],
+                _f(f["s"]),
+                f["calls"],
+                f"{100 * f['share_of_floor']:.0f}%",
+                f["note"],
+            )
+            for f in findings(rows, doc["machine"])
+        ],
+    )
+    lines += [
+        "",
+        "Attention as T grows (GPT-2 small's width 768, 12 heads, causal, float32; seconds a call, median of 3):",
+        "",
+    ]
+    lines += _table(
+        "scaling",
+        [
+            (r["adapter"], path, *(_f(s[f"{path}_s"], 3) for s in r["scaling"]))
+            for r in rows
+            for path in ("textbook", "fused")
+            if any(s[f"{path}_s"] is not None for s in r["scaling"])
+        ],
+    )
     return "\n".join(lines)
 
 
@@ -449,8 +632,13 @@ def plot(rows, path):
             points = [(s["T"], s[f"{kind}_s"]) for s in r["scaling"] if s[f"{kind}_s"] is not None]
             if points:
                 ax.plot(*zip(*points), style, marker="o", color=colour, label=f"{r['adapter']} {kind}")
-    ax.set(xscale="log", yscale="log", xlabel="T (tokens)", ylabel="seconds per call",
-           title="Causal attention, width 768, 12 heads, float32 (median of 3)")
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="T (tokens)",
+        ylabel="seconds per call",
+        title="Causal attention, width 768, 12 heads, float32 (median of 3)",
+    )
     ax.set_xticks(SCALING_T, [str(t) for t in SCALING_T])
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7, ncol=2)
@@ -461,8 +649,14 @@ def plot(rows, path):
 
 
 def _document(rows, job):
-    return {"machine": machine.describe(), "date": time.strftime("%Y-%m-%d"), "targets": TARGETS | {"refusal": REFUSAL_TARGETS},
-            "main_job": job, "frameworks": rows, "findings": findings(rows, machine.describe())}
+    return {
+        "machine": machine.describe(),
+        "date": time.strftime("%Y-%m-%d"),
+        "targets": TARGETS | {"refusal": REFUSAL_TARGETS},
+        "main_job": job,
+        "frameworks": rows,
+        "findings": findings(rows, machine.describe()),
+    }
 
 
 def main(adapter=None, envs=None, scratch=None, tox_ini=None):
@@ -475,7 +669,9 @@ def main(adapter=None, envs=None, scratch=None, tox_ini=None):
         try:
             contract.load(adapter)  # one line for an adapter that cannot run, before any child starts
         except contract.AdapterError as exc:
-            raise SystemExit(f"error: {exc}") from None  # the tables to read on stderr; the JSON, for `tox -e benchmark`, as stdout's last line
+            raise SystemExit(
+                f"error: {exc}"
+            ) from None  # the tables to read on stderr; the JSON, for `tox -e benchmark`, as stdout's last line
         row = measure(adapter, scratch)
         print(tables(_document([row], None)), file=sys.stderr)
         print(json.dumps(row))
@@ -487,7 +683,9 @@ def main(adapter=None, envs=None, scratch=None, tox_ini=None):
         if not python.exists():
             missing.append(name)
             continue
-        done = subprocess.run([str(python), "-m", "attention_conformance", "benchmark", "--adapter", name], capture_output=True, text=True)
+        done = subprocess.run(
+            [str(python), "-m", "attention_conformance", "benchmark", "--adapter", name], capture_output=True, text=True
+        )
         try:  # measured even where some test failed (exit 1): only a run with no figures is missing
             rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
         except (IndexError, ValueError):
@@ -496,8 +694,11 @@ def main(adapter=None, envs=None, scratch=None, tox_ini=None):
             continue
         print(f"{name}: measured", file=sys.stderr)
     if not rows:
-        print(f"error: no framework measured (no environment under {envs}, or each failed): run `tox -m conformance` "
-              "first, or give --adapter NAME in an environment that has it", file=sys.stderr)
+        print(
+            f"error: no framework measured (no environment under {envs}, or each failed): run `tox -m conformance` "
+            "first, or give --adapter NAME in an environment that has it",
+            file=sys.stderr,
+        )
         return 1
     job = main_job(rows, tox_ini, envs) if tox_ini and not missing else None
     doc = _document(rows, job) | {"refusals": refusals()}
@@ -506,12 +707,19 @@ def main(adapter=None, envs=None, scratch=None, tox_ini=None):
     text = tables(doc)
     (reports.DEFAULT_DIR / "benchmark.md").write_text(text + "\n")
     print(text)
-    print("\nSpec validation and refusal (wall seconds, median of 3; peak MiB traced; target "
-          f"<= {REFUSAL_TARGETS['s']:.0f} s and <= {REFUSAL_TARGETS['peak_mib']} MiB):")
+    print(
+        "\nSpec validation and refusal (wall seconds, median of 3; peak MiB traced; target "
+        f"<= {REFUSAL_TARGETS['s']:.0f} s and <= {REFUSAL_TARGETS['peak_mib']} MiB):"
+    )
     for label, r in doc["refusals"].items():
         print(f"  {label}: {r['s']:.3f} s, {r['peak_mib']:.1f} MiB{' MISS' if max(r['ratios'].values()) > 1 else ''}")
     plotted = plot(rows, reports.DEFAULT_DIR / "scaling.png") if rows else None
-    print(f"\n{plotted or 'no plot: matplotlib is not installed'}; figures in {out}, tables in {out.with_suffix('.md')}")
+    print(
+        f"\n{plotted or 'no plot: matplotlib is not installed'}; figures in {out}, tables in {out.with_suffix('.md')}"
+    )
     if missing:
-        print(f"\nnot measured (no environment under {envs}, or it failed): {', '.join(missing)}; run `tox -m conformance` first")
+        print(
+            f"\nnot measured (no environment under {envs}, or it failed): {', '.join(missing)}; "
+            "run `tox -m conformance` first"
+        )
     return 1 if missing or (job and job["main_job_over_floor"] is None) else 0

@@ -44,12 +44,16 @@ def outputs(adapter_name, adapter, case, dtype, goldens, input_dtype=None, round
             started, cpu = time.perf_counter(), time.process_time()
             try:
                 result = getattr(adapter, case.op)(**kwargs)
-            except Exception as exc:  # noqa: BLE001 - whatever the adapter raises is its result for this case
+            except Exception as exc:
                 text = (str(exc).strip().splitlines() or [""])[0]
-                said = f"{adapter_name} {input_dtype or dtype}, case {case.id!r}: {case.op}() raised {type(exc).__name__}" + (
-                    f": {text}" if text else "")
+                said = (
+                    f"{adapter_name} {input_dtype or dtype}, case {case.id!r}: {case.op}() raised {type(exc).__name__}"
+                    + (f": {text}" if text else "")
+                )
                 if oracle:  # the oracle's failure is the suite's, never the adapter under test's
-                    raise RuntimeError(f"{said} (the oracle: a bug in attention-conformance, please report it)") from exc
+                    raise RuntimeError(
+                        f"{said} (the oracle: a bug in attention-conformance, please report it)"
+                    ) from exc
                 raise AdapterRaised(said) from exc
             finally:
                 if not oracle:
@@ -63,9 +67,14 @@ def outputs(adapter_name, adapter, case, dtype, goldens, input_dtype=None, round
             required = {n for n in names if not plan.not_applicable(adapter, case, input_dtype or dtype, n)}
             if not isinstance(result, dict) or not required <= set(result) <= set(names):
                 got = sorted(result) if isinstance(result, dict) else type(result).__name__
-                raise Nonconformance(f"{adapter_name} {case.op}() returned {got}, should return a dict with {sorted(names)}"
-                                     + (f" (or without {sorted(set(names) - required)}, declared not applicable)"
-                                        if required != set(names) else ""))
+                raise Nonconformance(
+                    f"{adapter_name} {case.op}() returned {got}, should return a dict with {sorted(names)}"
+                    + (
+                        f" (or without {sorted(set(names) - required)}, declared not applicable)"
+                        if required != set(names)
+                        else ""
+                    )
+                )
             return result
 
         keep = tuple(sorted(case.expect))  # the oracle's answer holds only the outputs the case has expectations for
@@ -75,7 +84,9 @@ def outputs(adapter_name, adapter, case, dtype, goldens, input_dtype=None, round
             deciding = getattr(adapter, "deciding_inputs", lambda op, given: given)(case.op, kwargs)
             result = oracle_cache.cached(case.op, deciding, rounding, adapter.__file__, call, keep)
         else:  # nor does an output under test stay in memory beyond what its expectations read
-            compared = {getattr(exp, f.name) for exp in case.expect.values() for f in fields.FIELDS.values() if f.other_output}
+            compared = {
+                getattr(exp, f.name) for exp in case.expect.values() for f in fields.FIELDS.values() if f.other_output
+            }
             result = {name: value for name, value in call().items() if name in keep or name in compared}
             result = {name: result.get(name) for name in keep} | result  # a declared-absent output is never read
         _outputs[key] = result

@@ -1,4 +1,5 @@
-"""The `attention-conformance check` command: an adapter's contract signatures, then every function called once on tiny inputs.
+"""The `attention-conformance check` command: an adapter's contract signatures, then every function
+called once on tiny inputs.
 
     attention-conformance check my_adapter
 
@@ -14,13 +15,22 @@ from attention_conformance import contract, loader, plan
 
 T, D, HEADS = 3, 4, 2  # tokens, width (d_in = d_out, so both weight layouts have one shape), heads
 B = 1
-_SCALARS = {"width": D, "heads": HEADS, "seed": 0, "probability": 0.5, "count": 64, "rate": 0.1, "offset": T - 2,
-            "switch": True}
+_SCALARS = {
+    "width": D,
+    "heads": HEADS,
+    "seed": 0,
+    "probability": 0.5,
+    "count": 64,
+    "rate": 0.1,
+    "offset": T - 2,
+    "switch": True,
+}
 
 
 def tiny_input(name, kind, form, dtype, rng, choose):
     """One parameter's tiny value for an op whose token tensors come in `form` (contract.FORMS);
     `choose` picks a word for a "choice" parameter."""
+
     def tensor(*shape):
         return rng.uniform(-1, 1, shape).astype(np.float32).astype(contract.np_dtype(dtype))
 
@@ -44,13 +54,16 @@ def tiny_input(name, kind, form, dtype, rng, choose):
 
 
 def tiny_inputs(op, form, dtype, choose):
-    """{parameter: tiny value} for one call of `op`, seeded: the adapter's and the reference's calls see the same numbers."""
+    """{parameter: tiny value} for one call of `op`, seeded: the adapter's and the reference's calls see
+    the same numbers."""
     rng = np.random.default_rng(0)
     params = contract.OPS[op][0]
     missing = [p for p in params if p not in contract.PARAMETERS]
     if missing:  # the suite's own omission: say so, never blame the adapter
-        raise LookupError(f"attention-conformance does not describe parameter(s) {', '.join(missing)} in contract.PARAMETERS "
-                          "(a bug in the suite, not in your adapter: please report it)")
+        raise LookupError(
+            f"attention-conformance does not describe parameter(s) {', '.join(missing)} in contract.PARAMETERS "
+            "(a bug in the suite, not in your adapter: please report it)"
+        )
     return {p: tiny_input(p, contract.PARAMETERS[p], form, dtype, rng, choose) for p in params}
 
 
@@ -89,9 +102,10 @@ def problems(module):
     found = contract.contract_problems(module)
     if found:  # calling functions with the wrong parameters would only repeat these
         return found
-    found += [f"NOT_APPLICABLE key {key!r} names no dtype, op, case, output or input value of the spec (a typo?)"
-              for key in plan.unmatched_not_applicable(loader.load(), module)]
-    from attention_conformance.adapters import reference
+    found += [
+        f"NOT_APPLICABLE key {key!r} names no dtype, op, case, output or input value of the spec (a typo?)"
+        for key in plan.unmatched_not_applicable(loader.load(), module)
+    ]
 
     try:
         version = module.version()
@@ -105,7 +119,7 @@ def problems(module):
             seen = devices()
             if not (isinstance(seen, (list, tuple)) and "cpu" in seen and all(isinstance(d, str) for d in seen)):
                 found.append(f"devices() returned {seen!r}, should return a list of device names including 'cpu'")
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - every failure is reported, none stops the check
             found.append(f"devices() raises {_first_line(exc)}")
     dtype = module.DTYPES[0]
     not_applicable = getattr(module, "NOT_APPLICABLE", {})
@@ -114,13 +128,16 @@ def problems(module):
         words = contract.CHOICES.get(name, (_SCALARS["switch"], not _SCALARS["switch"]))
         return next((w for w in words if plan.parameter_key(name, w) not in not_applicable), None)
 
-    for op, (params, outputs) in contract.OPS.items():
+    for op, (params, _outputs) in contract.OPS.items():
         if op in not_applicable or not hasattr(module, op):  # stated, or an optional op left out
             continue
         if any(contract.PARAMETERS.get(p) in ("choice", "switch") and choose(p) is None for p in params):
             continue  # every value of a parameter declared not applicable: the op cannot be called
-        if any(plan.parameter_key(p, _SCALARS[contract.PARAMETERS[p]]) in not_applicable for p in params
-               if contract.PARAMETERS.get(p) in ("width", "heads", "count", "offset")):
+        if any(
+            plan.parameter_key(p, _SCALARS[contract.PARAMETERS[p]]) in not_applicable
+            for p in params
+            if contract.PARAMETERS.get(p) in ("width", "heads", "count", "offset")
+        ):
             continue  # the tiny size itself is declared not applicable ("num_heads=2"): nothing to call it with
         for form in contract.FORMS.get(op, ("unbatched",)):
             problems_here = _call_problems(module, op, form, dtype, choose, not_applicable)
@@ -148,8 +165,10 @@ def _call_problems(module, op, form, dtype, choose, not_applicable):
     try:
         expected = getattr(reference, op)(**reference_inputs)
     except Exception as exc:  # noqa: BLE001 - the oracle's failure is the suite's, and said to be
-        return [f"{call}: the reference adapter raises {_first_line(exc)} on the same inputs (a bug in attention-conformance, "
-                "not in your adapter: please report it)"]
+        return [
+            f"{call}: the reference adapter raises {_first_line(exc)} on the same inputs "
+            "(a bug in attention-conformance, not in your adapter: please report it)"
+        ]
     if len(outputs) > 1:
         required = {o for o in outputs if f"{op}/{o}" not in not_applicable}  # a declared one may be left out
         if not isinstance(got, dict) or not required <= set(got) <= set(outputs):

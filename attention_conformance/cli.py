@@ -55,8 +55,10 @@ def check(name):
     for problem in problems:
         print(f"{name}: {problem}", file=sys.stderr)
     if not problems:
-        print(f"{name}: ok, every contract function is there, takes the right parameters and returns the right "
-              f"keys, shapes and dtypes on tiny inputs; `attention-conformance run --adapter {name}` checks the numbers")
+        print(
+            f"{name}: ok, every contract function is there, takes the right parameters and returns the right "
+            f"keys, shapes and dtypes on tiny inputs; `attention-conformance run --adapter {name}` checks the numbers"
+        )
     declared = getattr(module, "NOT_APPLICABLE", {})
     skipped = [op for op in contract.OPS if op in declared or not hasattr(module, op)]
     if skipped:  # so that a forgotten stub is seen before a run reports its cases not applicable
@@ -76,7 +78,7 @@ def run(adapters, pytest_args, plugins=()):
         if previous in _TAKES_A_VALUE:
             return None
         if arg.startswith(plan.NODE_PATH + "::"):
-            return str(CONFORMANCE_TESTS) + arg[len(plan.NODE_PATH):]
+            return str(CONFORMANCE_TESTS) + arg[len(plan.NODE_PATH) :]
         return f"{CONFORMANCE_TESTS}::{arg}" if plan.parse(arg) else None
 
     nodes = [as_node(a, p) for a, p in zip(pytest_args, [None] + list(pytest_args))]
@@ -86,8 +88,22 @@ def run(adapters, pytest_args, plugins=()):
     # assertion-rewritten); log capture attaches a handler to each of torch's ~45 non-propagating loggers
     # in every test phase (0.8 s). A framework's log lines still reach stderr (its own handler, or
     # Python's last resort), which pytest captures per test; --log-* options are not taken.
-    args = ["-c", os.devnull, "--rootdir", os.getcwd(), "-p", "attention_conformance.plugin", "-p", "no:cacheprovider",
-            "-p", "no:hypothesispytest", "-p", "no:logging", "-W", "error"] + ([] if any(nodes) else [str(CONFORMANCE_TESTS)])
+    args = [
+        "-c",
+        os.devnull,
+        "--rootdir",
+        os.getcwd(),
+        "-p",
+        "attention_conformance.plugin",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:hypothesispytest",
+        "-p",
+        "no:logging",
+        "-W",
+        "error",
+    ] + ([] if any(nodes) else [str(CONFORMANCE_TESTS)])
     return int(pytest.main(args + [f"--adapter={name}" for name in adapters] + given, plugins=list(plugins)))
 
 
@@ -101,64 +117,117 @@ def explain_keys():
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="attention-conformance", description=__doc__.splitlines()[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n", 2)[2])
+    parser = argparse.ArgumentParser(
+        prog="attention-conformance",
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__.split("\n", 2)[2],
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     run_parser = commands.add_parser(
-        "run", help="the spec against adapters; other arguments go to pytest",
+        "run",
+        help="the spec against adapters; other arguments go to pytest",
         description="Run the spec against adapters. Every other argument goes to pytest: -k EXPR, -q, -rs, "
-                    "--junitxml FILE, --collect-only, a test id as printed, and the suite's own --reports DIR (where "
-                    "<adapter>.json goes, default ./reports), --device, --golden-dir, --spec, --known-divergences "
-                    "(`pytest --help` lists them under attention-conformance).")
+        "--junitxml FILE, --collect-only, a test id as printed, and the suite's own --reports DIR (where "
+        "<adapter>.json goes, default ./reports), --device, --golden-dir, --spec, --known-divergences "
+        "(`pytest --help` lists them under attention-conformance).",
+    )
     run_parser.add_argument("--adapter", action="append", required=True, metavar="NAME")
-    commands.add_parser("check", help="an adapter against the contract (signatures, then each function once on tiny inputs)").add_argument("module")
+    commands.add_parser(
+        "check", help="an adapter against the contract (signatures, then each function once on tiny inputs)"
+    ).add_argument("module")
     summary_parser = commands.add_parser("summary", help="the table, the kill rate and the matrix from the reports")
-    summary_parser.add_argument("--reports", action="append", metavar="DIR",
-                                help="a reports folder (repeatable: one per machine, merged into one table and matrix; "
-                                     "default ./reports)")
-    summary_parser.add_argument("--adapter", action="append", metavar="NAME",
-                                help="these adapters must have reported, each MISSING otherwise (default: whatever the "
-                                     "folders hold)")
-    summary_parser.add_argument("--out", default=reports.DEFAULT_DIR, metavar="DIR",
-                                help="where matrix.md, matrix.json and matrix.png go (default ./reports)")
+    summary_parser.add_argument(
+        "--reports",
+        action="append",
+        metavar="DIR",
+        help="a reports folder (repeatable: one per machine, merged into one table and matrix; default ./reports)",
+    )
+    summary_parser.add_argument(
+        "--adapter",
+        action="append",
+        metavar="NAME",
+        help="these adapters must have reported, each MISSING otherwise (default: whatever the folders hold)",
+    )
+    summary_parser.add_argument(
+        "--out",
+        default=reports.DEFAULT_DIR,
+        metavar="DIR",
+        help="where matrix.md, matrix.json and matrix.png go (default ./reports)",
+    )
     validate_parser = commands.add_parser("validate", help="a spec and its golden data")
     validate_parser.add_argument("path", nargs="?", default=SPEC_DIR / "attention.yaml")
     validate_parser.add_argument("--golden-dir", default=golden.GOLDEN_DIR)
-    commands.add_parser("template", help="print the adapter template, or a built-in adapter's source to start from").add_argument(
-        "adapter", nargs="?", choices=contract.NAMES, metavar="NAME", help=f"a built-in adapter: {', '.join(contract.NAMES)}")
-    bench_parser = commands.add_parser("benchmark", help="the suite's own cost against the framework's floor",
-                                       description="Time the whole spec against the framework's own import and compute "
-                                                   "(docs/speed.md). With --adapter: the tables on stderr, "
-                                                   "the figures as JSON on stdout's last line.")
+    commands.add_parser(
+        "template", help="print the adapter template, or a built-in adapter's source to start from"
+    ).add_argument(
+        "adapter",
+        nargs="?",
+        choices=contract.NAMES,
+        metavar="NAME",
+        help=f"a built-in adapter: {', '.join(contract.NAMES)}",
+    )
+    bench_parser = commands.add_parser(
+        "benchmark",
+        help="the suite's own cost against the framework's floor",
+        description="Time the whole spec against the framework's own import and compute "
+        "(docs/speed.md). With --adapter: the tables on stderr, "
+        "the figures as JSON on stdout's last line.",
+    )
     bench_parser.add_argument("--adapter", metavar="NAME", help="this adapter (yours too), in this environment")
     bench_parser.add_argument("--envs", help="tox's work folder: measure every framework in its own environment")
     bench_parser.add_argument("--scratch", help="with --adapter: where the whole-spec run's report goes")
-    bench_parser.add_argument("--tox-ini", metavar="FILE", help="with --envs: also time the main job, `tox -m conformance -p auto`, "
-                              "against its floor (needs tox in this environment)")
-    publish_parser = commands.add_parser("publish", help="in the checkout: the summary table into README.md and the benchmark's "
-                                         "into docs/speed.md, from the reports (their data kept in docs/results/)")
-    publish_parser.add_argument("--reports", default=reports.DEFAULT_DIR, metavar="DIR",
-                                help="a complete, conforming run of every built-in adapter, and benchmark.json if any (default ./reports)")
-    port_parser = commands.add_parser("portability", help="the spec rerun under the switches that change kernels; "
-                                      "other arguments go to pytest",
-                                      usage="attention-conformance portability (--adapter NAME | --envs DIR) [pytest args]",
-                                      description="Rerun the spec under one thread, AVX2 caps and no SIMD dispatch; exit 1 "
-                                                  "if any test's outcome changes. Other arguments (-k ...) go to pytest.")
+    bench_parser.add_argument(
+        "--tox-ini",
+        metavar="FILE",
+        help="with --envs: also time the main job, `tox -m conformance -p auto`, "
+        "against its floor (needs tox in this environment)",
+    )
+    publish_parser = commands.add_parser(
+        "publish",
+        help="in the checkout: the summary table into README.md and the benchmark's "
+        "into docs/speed.md, from the reports (their data kept in docs/results/)",
+    )
+    publish_parser.add_argument(
+        "--reports",
+        default=reports.DEFAULT_DIR,
+        metavar="DIR",
+        help="a complete, conforming run of every built-in adapter, and benchmark.json if any (default ./reports)",
+    )
+    port_parser = commands.add_parser(
+        "portability",
+        help="the spec rerun under the switches that change kernels; other arguments go to pytest",
+        usage="attention-conformance portability (--adapter NAME | --envs DIR) [pytest args]",
+        description="Rerun the spec under one thread, AVX2 caps and no SIMD dispatch; exit 1 "
+        "if any test's outcome changes. Other arguments (-k ...) go to pytest.",
+    )
     port_parser.add_argument("--adapter", metavar="NAME", help="this adapter, in this environment")
     port_parser.add_argument("--envs", help="tox's work folder: every built-in adapter in its own environment")
-    explain_parser = commands.add_parser("explain", help="your own attention's inputs and result: a bug, or rounding?",
-                                         description="Judge the result in FILE.npz against the float64 oracle with the "
-                                                     "tolerance model of its dtype. Exit 0 within, 1 beyond, 2 bad input. "
-                                                     "FILE.npz holds (np.savez) " + explain_keys())
+    explain_parser = commands.add_parser(
+        "explain",
+        help="your own attention's inputs and result: a bug, or rounding?",
+        description="Judge the result in FILE.npz against the float64 oracle with the "
+        "tolerance model of its dtype. Exit 0 within, 1 beyond, 2 bad input. "
+        "FILE.npz holds (np.savez) " + explain_keys(),
+    )
     explain_parser.add_argument("file", metavar="FILE.npz")
-    fuzz_parser = commands.add_parser("fuzz", help="generated cases over the forward ops, judged by the tolerance model; "
-                                      "a finding is written as a spec case and a standalone reproducer")
+    fuzz_parser = commands.add_parser(
+        "fuzz",
+        help="generated cases over the forward ops, judged by the tolerance model; "
+        "a finding is written as a spec case and a standalone reproducer",
+    )
     fuzz_parser.add_argument("--adapter", required=True, metavar="NAME")
     fuzz_parser.add_argument("--examples", type=int, default=100, metavar="N", help="cases to generate (default 100)")
-    fuzz_parser.add_argument("--seed", type=int, default=0, metavar="S", help="the same seed draws the same cases (default 0)")
+    fuzz_parser.add_argument(
+        "--seed", type=int, default=0, metavar="S", help="the same seed draws the same cases (default 0)"
+    )
     fuzz_parser.add_argument("--dtype", choices=contract.DTYPES, help="default: the adapter's first dtype")
-    fuzz_parser.add_argument("--op", action="append", metavar="OP", help="only this forward op (repeatable; default: every one covered)")
-    fuzz_parser.add_argument("--out", default="fuzz-findings", metavar="DIR", help="where a finding goes (default ./fuzz-findings)")
+    fuzz_parser.add_argument(
+        "--op", action="append", metavar="OP", help="only this forward op (repeatable; default: every one covered)"
+    )
+    fuzz_parser.add_argument(
+        "--out", default="fuzz-findings", metavar="DIR", help="where a finding goes (default ./fuzz-findings)"
+    )
     args, rest = parser.parse_known_args(argv)
     if rest and args.command not in ("run", "portability"):
         parser.error(f"unrecognized arguments: {' '.join(rest)}")

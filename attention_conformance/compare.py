@@ -49,7 +49,9 @@ def allowed_error(spec, tol, dtype, expected, plain=None):
 def ulps(got, expected, dtype):
     """Distance in units of the last place of `dtype` at the expected value."""
     exp = np.asarray(expected, dtype=np.float64).astype(np_dtype(dtype))
-    return float(np.abs(np.asarray(got, dtype=np.float64) - exp.astype(np.float64)) / np.spacing(np.abs(exp)).astype(np.float64))
+    return float(
+        np.abs(np.asarray(got, dtype=np.float64) - exp.astype(np.float64)) / np.spacing(np.abs(exp)).astype(np.float64)
+    )
 
 
 def max_ulps(got, expected, dtype):
@@ -70,14 +72,17 @@ def as_numbers(label, value):
     """An adapter's output as an array of real numbers, or the Nonconformance that says what it was
     instead: however wrong an output is, it must never crash the suite's own code."""
     if value is None or isinstance(value, (str, bytes, dict)):
-        raise Nonconformance(f"{label}: returned {type(value).__name__} {show(value)[:80]}, but should return an array of numbers")
+        raise Nonconformance(
+            f"{label}: returned {type(value).__name__} {show(value)[:80]}, but should return an array of numbers"
+        )
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             array = np.asarray(value)
     except Exception as exc:  # noqa: BLE001 - ragged lists, objects that refuse conversion: all the adapter's doing
-        raise Nonconformance(f"{label}: returned a {type(value).__name__} that is not an array of numbers "
-                             f"({type(exc).__name__}: {exc})") from None
+        raise Nonconformance(
+            f"{label}: returned a {type(value).__name__} that is not an array of numbers ({type(exc).__name__}: {exc})"
+        ) from None
     if array.dtype.kind not in "biuf" and array.dtype.name != "bfloat16":
         raise Nonconformance(f"{label}: returned an array of dtype {array.dtype}, but should return real numbers")
     return array

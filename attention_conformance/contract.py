@@ -13,7 +13,6 @@ import numpy as np
 
 from attention_conformance import ADAPTERS_DIR, numerics, plan, ports
 
-
 # op -> (parameter names, output names). A single output is returned bare, several as a dict.
 # The first group mirrors the rows of the PyTorch-to-TF mapping table in 004_616018589080e108.txt;
 # then the pipeline, the two module forms, masks (True = hidden), dropout, heads, and training
@@ -47,8 +46,10 @@ OPS = {
     # The framework's attention layer (`layer`: "mha", "mha_averaged", "mha_seq_first" or "gpt2")
     # loaded with weights saved in `checkpoint`'s layout (attention_conformance.ports); round_trip is
     # the layer's own weights read back into the reference form, ports.flat order.
-    "attention_module": (_X_W + ("w_out",) + _BIASES + ("num_heads", "causal", "layer", "checkpoint"),
-                         ("context", "weights", "round_trip")),
+    "attention_module": (
+        _X_W + ("w_out",) + _BIASES + ("num_heads", "causal", "layer", "checkpoint"),
+        ("context", "weights", "round_trip"),
+    ),
     # That layer as its constructor leaves it: bias on the projections, attention dropout, whether the
     # weights it returns are averaged over heads, and its default-initialised W_query (reference form).
     "layer_defaults": (("d_in", "num_heads", "seed"), ("bias", "dropout", "averaged_weights", "w_query")),
@@ -78,8 +79,14 @@ OPS = {
 LAYERS = ("mha", "mha_averaged", "mha_seq_first", "gpt2")  # attention_module's `layer`
 # The words a parameter takes (the loader refuses any other in a spec; NOT_APPLICABLE may name one
 # as "param=value").
-CHOICES = {"form": ("v1", "v2"), "distribution": ("uniform", "normal"), "layer": LAYERS, "checkpoint": ports.LAYOUTS,
-           "api": ("bool", "additive"), "fill": ("neg_inf", "large_negative", "dtype_min")}
+CHOICES = {
+    "form": ("v1", "v2"),
+    "distribution": ("uniform", "normal"),
+    "layer": LAYERS,
+    "checkpoint": ports.LAYOUTS,
+    "api": ("bool", "additive"),
+    "fill": ("neg_inf", "large_negative", "dtype_min"),
+}
 # What each parameter is. Tensors: "tokens" [.., T, D]; "square" [.., T, S] (scores, weights);
 # "mask" bool [.., T, S], True = hidden; "padding" bool [B, S], True = a padded key; "weight"
 # [D, D] (x @ W layout); "bias" [D]. Scalars: "width" (a size), "heads", "seed", "probability",
@@ -87,11 +94,36 @@ CHOICES = {"form": ("v1", "v2"), "distribution": ("uniform", "normal"), "layer":
 # The self-check builds its tiny inputs from this table, so every parameter of OPS must be here
 # (tests/test_spec.py), never a name the self-check happens to know.
 PARAMETERS = {
-    "x": "tokens", "q": "tokens", "k": "tokens", "v": "tokens", "g": "tokens", "scores": "square", "weights": "square",
-    "mask": "mask", "padding": "padding", "w": "weight", "w_query": "weight", "w_key": "weight", "w_value": "weight",
-    "w_out": "weight", "b_query": "bias", "b_key": "bias", "b_value": "bias", "b_out": "bias", "d_k": "width",
-    "d_in": "width", "d_out": "width", "num_heads": "heads", "num_kv_heads": "heads", "seed": "seed", "p": "probability",
-    "n": "count", "lr": "rate", "start": "offset", "causal": "switch", **{name: "choice" for name in CHOICES},
+    "x": "tokens",
+    "q": "tokens",
+    "k": "tokens",
+    "v": "tokens",
+    "g": "tokens",
+    "scores": "square",
+    "weights": "square",
+    "mask": "mask",
+    "padding": "padding",
+    "w": "weight",
+    "w_query": "weight",
+    "w_key": "weight",
+    "w_value": "weight",
+    "w_out": "weight",
+    "b_query": "bias",
+    "b_key": "bias",
+    "b_value": "bias",
+    "b_out": "bias",
+    "d_k": "width",
+    "d_in": "width",
+    "d_out": "width",
+    "num_heads": "heads",
+    "num_kv_heads": "heads",
+    "seed": "seed",
+    "p": "probability",
+    "n": "count",
+    "lr": "rate",
+    "start": "offset",
+    "causal": "switch",
+    **{name: "choice" for name in CHOICES},
 }
 # How each op's token tensors come, as the spec feeds them (tests/test_spec.py checks it case by
 # case): "row" (one token, x [D]; one row of scores [S]), "unbatched" ([T, D], scores [T, S]) or
@@ -99,20 +131,56 @@ PARAMETERS = {
 # tensors are not listed.
 _BOTH = ("unbatched", "batched")
 FORMS = {
-    "project": ("row", "unbatched"), "transposed_matmul": _BOTH, "scale": ("unbatched",), "softmax": ("row", "unbatched"),
-    "blend": ("unbatched",), "dot_columns": ("row",), "attention": _BOTH, "self_attention_v1": _BOTH,
-    "self_attention_v2": _BOTH, "exercise_3_1": ("unbatched",), "causal_attention": _BOTH, "masked_attention": ("unbatched",),
-    "dropout": ("unbatched",), "multi_head_attention": _BOTH, "fused_attention": _BOTH, "attention_layer": ("unbatched",),
-    "knobs_removed": ("unbatched",), "gradients": _BOTH, "sgd_step": _BOTH,
-    **{op: ("batched",) for op in ("attention_module", "decode_attention", "causal_flag", "grouped_attention",
-                                   "grouped_fused_attention", "mask_conventions", "layer_mask", "layer_key_padding",
-                                   "grouped_attention_layer")},
+    "project": ("row", "unbatched"),
+    "transposed_matmul": _BOTH,
+    "scale": ("unbatched",),
+    "softmax": ("row", "unbatched"),
+    "blend": ("unbatched",),
+    "dot_columns": ("row",),
+    "attention": _BOTH,
+    "self_attention_v1": _BOTH,
+    "self_attention_v2": _BOTH,
+    "exercise_3_1": ("unbatched",),
+    "causal_attention": _BOTH,
+    "masked_attention": ("unbatched",),
+    "dropout": ("unbatched",),
+    "multi_head_attention": _BOTH,
+    "fused_attention": _BOTH,
+    "attention_layer": ("unbatched",),
+    "knobs_removed": ("unbatched",),
+    "gradients": _BOTH,
+    "sgd_step": _BOTH,
+    **{
+        op: ("batched",)
+        for op in (
+            "attention_module",
+            "decode_attention",
+            "causal_flag",
+            "grouped_attention",
+            "grouped_fused_attention",
+            "mask_conventions",
+            "layer_mask",
+            "layer_key_padding",
+            "grouped_attention_layer",
+        )
+    },
 }
 # Ops an adapter may leave out: its cases are then not applicable, said so in the summary. A new op
 # is a contract change for every adapter outside this repository; optional ones do not break them.
-OPTIONAL = frozenset({"attention_module", "layer_defaults", "decode_attention", "causal_flag", "grouped_attention",
-                      "grouped_fused_attention", "mask_conventions", "layer_mask", "layer_key_padding",
-                      "grouped_attention_layer"})
+OPTIONAL = frozenset(
+    {
+        "attention_module",
+        "layer_defaults",
+        "decode_attention",
+        "causal_flag",
+        "grouped_attention",
+        "grouped_fused_attention",
+        "mask_conventions",
+        "layer_mask",
+        "layer_key_padding",
+        "grouped_attention_layer",
+    }
+)
 CONTRACT = {"version": ()} | {op: params for op, (params, _) in OPS.items()}  # every function an adapter defines
 OUTPUTS = tuple(sorted({out for _, outs in OPS.values() for out in outs}))
 DTYPES = ("float64", "float32", "float16", "bfloat16")  # every dtype the suite knows
@@ -155,17 +223,30 @@ def contract_problems(module):
     if not (isinstance(dtypes, tuple) and dtypes and all(d in DTYPES for d in dtypes)):
         problems.append(f"DTYPES must be a non-empty tuple of dtype names from {DTYPES}, e.g. ('float32',)")
     not_applicable = getattr(module, "NOT_APPLICABLE", {})
-    if not (isinstance(not_applicable, dict) and all(isinstance(k, str) and isinstance(v, str) and v.strip()
-                                                     for k, v in not_applicable.items())):
+    if not (
+        isinstance(not_applicable, dict)
+        and all(isinstance(k, str) and isinstance(v, str) and v.strip() for k, v in not_applicable.items())
+    ):
         problems.append("NOT_APPLICABLE must map a key to the reason it cannot run, e.g. {'float64': 'float32 only'}")
     else:
-        problems += [f"NOT_APPLICABLE key {key!r}: {problem}" for key in not_applicable
-                     for problem in [not_applicable_key_problem(key)] if problem]
+        problems += [
+            f"NOT_APPLICABLE key {key!r}: {problem}"
+            for key in not_applicable
+            for problem in [not_applicable_key_problem(key)]
+            if problem
+        ]
     declared = getattr(module, "KNOWN_DIVERGENCES", {})
-    if not (isinstance(declared, dict) and all(isinstance(k, str) and plan.DECLARED.fullmatch(k) and isinstance(v, str) and v.strip()
-                                               for k, v in declared.items())):
-        problems.append("KNOWN_DIVERGENCES must map 'case[/output[/dtype]]' (\"*\" for any text) to the reason, with a link where "
-                        "one exists, e.g. {'padding_fully_masked': 'the -inf mask gives NaN on a fully masked row (https://...)'}")
+    if not (
+        isinstance(declared, dict)
+        and all(
+            isinstance(k, str) and plan.DECLARED.fullmatch(k) and isinstance(v, str) and v.strip()
+            for k, v in declared.items()
+        )
+    ):
+        problems.append(
+            "KNOWN_DIVERGENCES must map 'case[/output[/dtype]]' (\"*\" for any text) to the reason, with a link where "
+            "one exists, e.g. {'padding_fully_masked': 'the -inf mask gives NaN on a fully masked row (https://...)'}"
+        )
     for fn_name, params in CONTRACT.items():
         fn = getattr(module, fn_name, None)
         if fn is None and fn_name in OPTIONAL:
@@ -187,8 +268,10 @@ def not_applicable_key_problem(key):
     if not match and written[1] and written[2] != written[2].lower():
         return f"write the value as the spec does, in lower case: {written[0]}={written[2].lower()}"
     if not match:
-        return ("must be a dtype, an op or a case id, 'op/output' or 'case/output' (e.g. 'attention_module/weights'), "
-                "or 'param=value' (e.g. 'layer=mha')")
+        return (
+            "must be a dtype, an op or a case id, 'op/output' or 'case/output' (e.g. 'attention_module/weights'), "
+            "or 'param=value' (e.g. 'layer=mha')"
+        )
     name, output, param = match.group(1), match.group(3), match.group(4)
     if name in OPS and output is not None and output not in OPS[name][1]:
         return f"{name}() has no output {output!r}: its outputs are {', '.join(OPS[name][1])}"
@@ -211,9 +294,13 @@ def load(name):
         import difflib
 
         near = difflib.get_close_matches(name, NAMES, n=1)
-        hint = f" (did you mean {near[0]!r}?)" if near and near[0] != name else f" (built-in adapters: {', '.join(NAMES)})"
-        raise AdapterError(f"adapter {name!r} was requested but does not import: {type(exc).__name__}: {exc}"
-                           + (hint if isinstance(exc, ModuleNotFoundError) and exc.name == name else "")) from exc
+        hint = (
+            f" (did you mean {near[0]!r}?)" if near and near[0] != name else f" (built-in adapters: {', '.join(NAMES)})"
+        )
+        raise AdapterError(
+            f"adapter {name!r} was requested but does not import: {type(exc).__name__}: {exc}"
+            + (hint if isinstance(exc, ModuleNotFoundError) and exc.name == name else "")
+        ) from exc
     problems = contract_problems(module)
     if problems:
         raise AdapterError(f"adapter {name!r} breaks the contract: " + "; ".join(problems))

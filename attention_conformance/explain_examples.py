@@ -43,33 +43,89 @@ def _causal_top_left(T, S):
 def _examples():
     rng = np.random.default_rng(2026)
     q, k, v = (_normal(rng, (2, 8, 64, 64), "float32") for _ in range(3))
-    yield ("sdpa_vs_reference", 0, None, "float32 SDPA against its documented reference on normal inputs "
-           "(pytorch/pytorch#119188): differences of a few ULP", dict(q=q, k=k, v=v, out=_attention(q, k, v, "float32")))
+    yield (
+        "sdpa_vs_reference",
+        0,
+        None,
+        "float32 SDPA against its documented reference on normal inputs "
+        "(pytorch/pytorch#119188): differences of a few ULP",
+        dict(q=q, k=k, v=v, out=_attention(q, k, v, "float32")),
+    )
     q16, k16, v16 = (_normal(rng, (1, 4, 256, 64), "float16") for _ in range(3))
-    yield ("half_backends", 0, None, "a float16 kernel accumulating in float32 against a plain float16 one (pytorch/pytorch#133671, "
-           "flash against math on CPU)", dict(q=q16, k=k16, v=v16, out=_attention(q16, k16, v16, "float16", "float32")))
+    yield (
+        "half_backends",
+        0,
+        None,
+        "a float16 kernel accumulating in float32 against a plain float16 one (pytorch/pytorch#133671, "
+        "flash against math on CPU)",
+        dict(q=q16, k=k16, v=v16, out=_attention(q16, k16, v16, "float16", "float32")),
+    )
     qb, kb, vb = (_normal(rng, (1, 2, 128, 128), "float32", 3.0).astype(np_dtype("bfloat16")) for _ in range(3))
     out = _attention(qb, kb, vb, "bfloat16", "float32")
-    yield ("bf16_large_logits", 0, None, "bfloat16 with large logits (scores up to ~100): errors of 1e-2 that are still rounding",
-           dict(q=qb.astype(np.float32), k=kb.astype(np.float32), v=vb.astype(np.float32), out=out.astype(np.float32),
-                dtype=np.array("bfloat16")))
-    qc, kc, vc = _normal(rng, (1, 4, 3, 32), "float32"), _normal(rng, (1, 4, 10, 32), "float32"), _normal(rng, (1, 4, 10, 32), "float32")
-    yield ("causal_decode_top_left", 1, "top-left causal alignment", "a causal layer that did not match (NVIDIA/TransformerEngine#267, "
-           "Dao-AILab/flash-attention#1128): 3 new queries over 10 cached keys with the mask aligned top-left",
-           dict(q=qc, k=kc, v=vc, causal=np.array(True), out=_attention(qc, kc, vc, "float32", hidden=_causal_top_left(3, 10))))
+    yield (
+        "bf16_large_logits",
+        0,
+        None,
+        "bfloat16 with large logits (scores up to ~100): errors of 1e-2 that are still rounding",
+        dict(
+            q=qb.astype(np.float32),
+            k=kb.astype(np.float32),
+            v=vb.astype(np.float32),
+            out=out.astype(np.float32),
+            dtype=np.array("bfloat16"),
+        ),
+    )
+    qc, kc, vc = (
+        _normal(rng, (1, 4, 3, 32), "float32"),
+        _normal(rng, (1, 4, 10, 32), "float32"),
+        _normal(rng, (1, 4, 10, 32), "float32"),
+    )
+    yield (
+        "causal_decode_top_left",
+        1,
+        "top-left causal alignment",
+        "a causal layer that did not match (NVIDIA/TransformerEngine#267, "
+        "Dao-AILab/flash-attention#1128): 3 new queries over 10 cached keys with the mask aligned top-left",
+        dict(
+            q=qc,
+            k=kc,
+            v=vc,
+            causal=np.array(True),
+            out=_attention(qc, kc, vc, "float32", hidden=_causal_top_left(3, 10)),
+        ),
+    )
     mask = rng.random((64, 64)) < 0.2
-    yield ("mask_polarity", 1, "inverted mask polarity", "a boolean mask passed with the other polarity (True = attend)",
-           dict(q=q, k=k, v=v, mask=mask, out=_attention(q, k, v, "float32", hidden=~mask)))
+    yield (
+        "mask_polarity",
+        1,
+        "inverted mask polarity",
+        "a boolean mask passed with the other polarity (True = attend)",
+        dict(q=q, k=k, v=v, mask=mask, out=_attention(q, k, v, "float32", hidden=~mask)),
+    )
     padded = np.zeros((64, 64), dtype=bool)
     padded[:, 40:] = True
     padded[10] = True  # a query whose every key is hidden
-    yield ("fully_masked_row", 1, "uniform weights on fully masked rows", "a query with every key hidden, filled with the dtype's minimum",
-           dict(q=q, k=k, v=v, mask=padded, out=_attention(q, k, v, "float32", hidden=padded, fill=np.finfo(np.float32).min)))
-    yield ("scale_by_head_size", 1, "scores scaled by 1/H", "scores divided by H instead of sqrt(H)",
-           dict(q=q, k=k, v=v, out=_attention(q, k, v, "float32", scale=1 / 64)))
+    yield (
+        "fully_masked_row",
+        1,
+        "uniform weights on fully masked rows",
+        "a query with every key hidden, filled with the dtype's minimum",
+        dict(
+            q=q, k=k, v=v, mask=padded, out=_attention(q, k, v, "float32", hidden=padded, fill=np.finfo(np.float32).min)
+        ),
+    )
+    yield (
+        "scale_by_head_size",
+        1,
+        "scores scaled by 1/H",
+        "scores divided by H instead of sqrt(H)",
+        dict(q=q, k=k, v=v, out=_attention(q, k, v, "float32", scale=1 / 64)),
+    )
 
 
-EXAMPLES = {name: (exit_code, difference) for name, exit_code, difference, _, _ in _examples()}  # the verdict, what explain names
+EXAMPLES = {
+    name: (exit_code, difference) for name, exit_code, difference, _, _ in _examples()
+}  # the verdict, what explain names
 
 
 def write(directory):
@@ -81,8 +137,10 @@ def write(directory):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m attention_conformance.explain_examples",
-                                     description="Write one FILE.npz per example into DIR, for attention-conformance explain.")
+    parser = argparse.ArgumentParser(
+        prog="python -m attention_conformance.explain_examples",
+        description="Write one FILE.npz per example into DIR, for attention-conformance explain.",
+    )
     parser.add_argument("directory", metavar="DIR", help="a directory (made if absent, its parent must exist)")
     directory = Path(parser.parse_args(argv).directory)
     if directory.exists() and not directory.is_dir():

@@ -8,8 +8,8 @@ others (which row, which tolerance, how many decimals were printed, where a valu
 """
 
 import decimal
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -71,8 +71,13 @@ def _flag(value, raw, ctx):
 
 
 def _stat(value, raw, ctx):
-    ok = isinstance(value, dict) and set(value) == {"value", "bound", "reason"} and values.is_number(value["value"]) \
-        and values.is_number(value["bound"]) and isinstance(value["reason"], str)
+    ok = (
+        isinstance(value, dict)
+        and set(value) == {"value", "bound", "reason"}
+        and values.is_number(value["value"])
+        and values.is_number(value["bound"])
+        and isinstance(value["reason"], str)
+    )
     return None if ok else "must be {value: expected, bound: allowed |difference|, reason: why that bound}"
 
 
@@ -100,15 +105,22 @@ def _printed(value, raw, ctx):
     decimals = raw.get("decimals")
     if not values.is_int(decimals, 0, 8):
         return "decimals", "a printed value says how many decimals the document printed (0..8)"
-    finer = next((v for v in values.numbers(value)[0] if decimal.Decimal(repr(v)).as_tuple().exponent < -decimals), None)
+    finer = next(
+        (v for v in values.numbers(value)[0] if decimal.Decimal(repr(v)).as_tuple().exponent < -decimals), None
+    )
     if finer is not None:
         return f"{finer!r} has more than the {decimals} decimals the document printed"
     return _with_source(value, raw, ctx)
 
 
 def _source(value, raw, ctx):
-    ok = isinstance(value, dict) and set(value) == {"doc", "quote"} and values.one_of(value["doc"], ctx.documents) \
-        and isinstance(value["quote"], str) and value["quote"].strip()
+    ok = (
+        isinstance(value, dict)
+        and set(value) == {"doc", "quote"}
+        and values.one_of(value["doc"], ctx.documents)
+        and isinstance(value["quote"], str)
+        and value["quote"].strip()
+    )
     return None if ok else f"must be {{doc: one of {sorted(ctx.documents)}, quote: the sentence or code line}}"
 
 
@@ -125,8 +137,14 @@ def _shape(value, raw, ctx):
 # --- the fields --------------------------------------------------------------------------------------
 
 qualifier("row", lambda value, raw, ctx: None if values.is_int(value) else "must be a non-negative integer")
-qualifier("decimals", lambda value, raw, ctx: None if "printed" in raw and values.is_int(value, 0, 8) else
-          "the number of decimals a `printed` value was printed with (0..8)")
+qualifier(
+    "decimals",
+    lambda value, raw, ctx: (
+        None
+        if "printed" in raw and values.is_int(value, 0, 8)
+        else "the number of decimals a `printed` value was printed with (0..8)"
+    ),
+)
 qualifier("tolerance", _tolerance)
 qualifier("source", _source)
 qualifier("note", lambda value, raw, ctx: None if isinstance(value, str) else "must be text")
@@ -144,8 +162,15 @@ def _dtype_of(c):
         c.fail(f"dtype {c.got.dtype} but should be {c.dtype}")
 
 
-@verifier("in_range", lambda value, raw, ctx: None if isinstance(value, list) and len(value) == 2 and all(map(values.is_number, value))
-          else "must be [low, high], read as low <= value < high", elements=True)
+@verifier(
+    "in_range",
+    lambda value, raw, ctx: (
+        None
+        if isinstance(value, list) and len(value) == 2 and all(map(values.is_number, value))
+        else "must be [low, high], read as low <= value < high"
+    ),
+    elements=True,
+)
 def _in_range(c):
     low, high = c.exp.in_range
     got = c.got.astype(np.float64)
@@ -186,8 +211,14 @@ def _min_below(c):
         c.fail(f"smallest value {float(np.min(c.got))!r} but some value should be below {c.exp.min_below}")
 
 
-@verifier("equals", lambda value, raw, ctx: None if values.bools(value) or values.shape_of(value) is not None
-          else "must be a finite float32 number, true/false, or a regular list of them")
+@verifier(
+    "equals",
+    lambda value, raw, ctx: (
+        None
+        if values.bools(value) or values.shape_of(value) is not None
+        else "must be a finite float32 number, true/false, or a regular list of them"
+    ),
+)
 def _equals(c):
     if c.got.shape != np.shape(c.exp.equals) or not np.array_equal(c.got, np.asarray(c.exp.equals)):
         c.fail(f"got {show(c.got)} but should be exactly {c.exp.equals!r} ({origin(c.spec, c.exp)})")
@@ -199,13 +230,19 @@ def _printed_value(c):
     Not a margin: it mostly measures how near the true value sits to the rounding boundary."""
     if c.low:  # the reference on the same inputs stands in (below)
         return None
-    allowed = 0.5 * 10.0 ** -c.exp.decimals + c.allowed(c.exp.printed)
+    allowed = 0.5 * 10.0**-c.exp.decimals + c.allowed(c.exp.printed)
     c.against(c.exp.printed, allowed, f"printed to {c.exp.decimals} decimals + '{c.tol.name}'", origin(c.spec, c.exp))
     return None
 
 
-@verifier("golden", lambda value, raw, ctx: None if values.is_golden_ref(value)
-          else "must be a reference like 'file.json#tensor' to a file inside golden/", toleranced=True, computed=True)
+@verifier(
+    "golden",
+    lambda value, raw, ctx: (
+        None if values.is_golden_ref(value) else "must be a reference like 'file.json#tensor' to a file inside golden/"
+    ),
+    toleranced=True,
+    computed=True,
+)
 def _golden(c):
     if c.low:
         return None
@@ -220,7 +257,9 @@ def _reference(c):
     if not (c.exp.reference or (c.low and (c.exp.golden is not None or c.exp.printed is not None))):
         return None
     text = f"'low_precision' ({c.dtype})" if c.low else f"'{c.tol.name}'"
-    return c.against(c.reference_out, c.allowed(c.reference_out, c.plain_out), text, "adapters/reference.py on the same inputs")
+    return c.against(
+        c.reference_out, c.allowed(c.reference_out, c.plain_out), text, "adapters/reference.py on the same inputs"
+    )
 
 
 @verifier("same_as", _output_of_op, toleranced=True, computed=True, other_output=True)
@@ -232,11 +271,15 @@ def _same_as(c):
 
 @verifier("differs_from", _output_of_op, toleranced=True, other_output=True)
 def _differs_from(c):
-    other = as_numbers(c.label.replace(f"output {c.exp.output!r}", f"output {c.exp.differs_from!r}"), c.results[c.exp.differs_from])
+    other = as_numbers(
+        c.label.replace(f"output {c.exp.output!r}", f"output {c.exp.differs_from!r}"), c.results[c.exp.differs_from]
+    )
     if other.shape != c.got.shape:
         c.fail(f"shape {list(c.got.shape)} but the same call's {c.exp.differs_from!r} has {list(other.shape)}")
     if compare(c.got, other, c.allowed(other))[0] <= 1:
-        c.fail(f"matches the same call's {c.exp.differs_from!r} within tolerance '{c.tol.name}', but the two should differ")
+        c.fail(
+            f"matches the same call's {c.exp.differs_from!r} within tolerance '{c.tol.name}', but the two should differ"
+        )
 
 
 @verifier("nonzero_values", _number, toleranced=True, elements=True)
@@ -247,8 +290,10 @@ def _nonzero_values(c):
     target = np.full(kept.shape, c.exp.nonzero_values)
     m, index, err, limit = compare(kept, target, c.allowed(target))
     if m > 1:
-        c.fail(f"a kept element is {float(kept[index])!r} but every kept element "
-               f"should be {c.exp.nonzero_values!r} (|error| {err:.3g} > allowed {limit:.3g})")
+        c.fail(
+            f"a kept element is {float(kept[index])!r} but every kept element "
+            f"should be {c.exp.nonzero_values!r} (|error| {err:.3g} > allowed {limit:.3g})"
+        )
     return m, 0.0
 
 
@@ -261,6 +306,8 @@ def _row_sums(c):
     plain_sums = None if c.plain_out is None else portable.sum(np.asarray(c.plain_out, dtype=np.float64), axis=-1)
     m, index, err, limit = compare(sums, target, c.allowed(target, plain_sums))
     if m > 1:
-        c.fail(f"row {[int(i) for i in index]} sums to {float(sums[index])!r} but should sum to {c.exp.row_sums} "
-               f"(|error| {err:.3g} > allowed {limit:.3g} from tolerance '{c.tol.name}')")
+        c.fail(
+            f"row {[int(i) for i in index]} sums to {float(sums[index])!r} but should sum to {c.exp.row_sums} "
+            f"(|error| {err:.3g} > allowed {limit:.3g} from tolerance '{c.tol.name}')"
+        )
     return m, 0.0

@@ -39,10 +39,30 @@ import numpy as np
 from attention_conformance import SPEC_DIR, contract, loader, plan
 
 # The forward ops the fuzzer draws cases for (an adapter's missing or not-applicable ops are left out).
-COVERED = ("project", "transposed_matmul", "scale", "softmax", "blend", "attention", "self_attention_v1",
-           "self_attention_v2", "exercise_3_1", "causal_attention", "masked_attention", "multi_head_attention",
-           "fused_attention", "decode_attention", "causal_flag", "grouped_attention", "grouped_fused_attention",
-           "grouped_attention_layer", "mask_conventions", "attention_module", "layer_mask", "layer_key_padding")
+COVERED = (
+    "project",
+    "transposed_matmul",
+    "scale",
+    "softmax",
+    "blend",
+    "attention",
+    "self_attention_v1",
+    "self_attention_v2",
+    "exercise_3_1",
+    "causal_attention",
+    "masked_attention",
+    "multi_head_attention",
+    "fused_attention",
+    "decode_attention",
+    "causal_flag",
+    "grouped_attention",
+    "grouped_fused_attention",
+    "grouped_attention_layer",
+    "mask_conventions",
+    "attention_module",
+    "layer_mask",
+    "layer_key_padding",
+)
 INSTALL = "pip install 'attention-conformance[fuzz]' (or: pip install hypothesis==6.170.15)"
 DEFAULT_OUT = "fuzz-findings"
 SHRINK_CALLS = 150  # evaluations spent shrinking a finding, at most (counted, so a run stays deterministic)
@@ -59,7 +79,10 @@ _FILLS = (0.0, 1.0, 0.5, -1.0)
 _FRAMEWORK_PINS = {  # attention_conformance.numerics, the numeric switches only
     "torch": ["torch.set_float32_matmul_precision('highest')"],
     "tensorflow": ["tensorflow.config.experimental.enable_tensor_float_32_execution(False)"],
-    "jax": ["jax.config.update('jax_default_matmul_precision', 'highest')", "jax.config.update('jax_enable_x64', True)"],
+    "jax": [
+        "jax.config.update('jax_default_matmul_precision', 'highest')",
+        "jax.config.update('jax_enable_x64', True)",
+    ],
 }
 
 
@@ -99,7 +122,7 @@ def _strategy(ops):
                 hidden[tuple(r) + (keep[tuple(r)],)] = False
         else:
             hidden = np.zeros(shape, dtype=bool)
-            hidden[..., S - int(rng.integers(0, S)):] = True  # the last keys padded, key 0 never
+            hidden[..., S - int(rng.integers(0, S)) :] = True  # the last keys padded, key 0 never
             hidden[..., 0] = False
         return hidden.tolist()
 
@@ -128,9 +151,14 @@ def _strategy(ops):
             S = T if draw(st.booleans()) else draw(st.sampled_from(_TOKENS))
             return op, {"q": tensor(draw, lead + [T, H], _X_RANGES), "k": tensor(draw, lead + [S, H], _X_RANGES)}
         if op == "scale":
-            return op, {"scores": tensor(draw, [T, T], _SCORE_RANGES), "d_k": draw(st.sampled_from((1, 2, 3, 4, 7, 16, 64)))}
+            return op, {
+                "scores": tensor(draw, [T, T], _SCORE_RANGES),
+                "d_k": draw(st.sampled_from((1, 2, 3, 4, 7, 16, 64))),
+            }
         if op == "softmax":
-            return op, {"scores": tensor(draw, [T] if form == "row" else [T, draw(st.sampled_from(_TOKENS))], _SCORE_RANGES)}
+            return op, {
+                "scores": tensor(draw, [T] if form == "row" else [T, draw(st.sampled_from(_TOKENS))], _SCORE_RANGES)
+            }
         if op == "blend":
             S = draw(st.sampled_from(_TOKENS))
             return op, {"weights": tensor(draw, [T, S], ((0.0, 1.0),)), "v": tensor(draw, [S, H], _X_RANGES)}
@@ -138,21 +166,45 @@ def _strategy(ops):
         if op in ("attention", "self_attention_v1", "self_attention_v2", "exercise_3_1", "causal_attention"):
             return op, {"x": x(), **{n: w(H, D) if transposed else w(D, H) for n in ("w_query", "w_key", "w_value")}}
         if op == "masked_attention":
-            return op, {"x": x(), "w_query": w(D, H), "w_key": w(D, H), "w_value": w(D, H), "mask": mask(draw, [], T, T)}
+            return op, {
+                "x": x(),
+                "w_query": w(D, H),
+                "w_key": w(D, H),
+                "w_value": w(D, H),
+                "mask": mask(draw, [], T, T),
+            }
         if op in ("decode_attention", "causal_flag"):
-            return op, {"x": x(), "w_query": w(D, H), "w_key": w(D, H), "w_value": w(D, H),
-                        "start": draw(st.integers(0, T - 1))}
+            return op, {
+                "x": x(),
+                "w_query": w(D, H),
+                "w_key": w(D, H),
+                "w_value": w(D, H),
+                "start": draw(st.integers(0, T - 1)),
+            }
         if op == "mask_conventions":
-            return op, {"x": x(), "w_query": w(D, H), "w_key": w(D, H), "w_value": w(D, H),
-                        "mask": mask(draw, lead, T, T), "api": draw(st.sampled_from(contract.CHOICES["api"])),
-                        "fill": draw(st.sampled_from(contract.CHOICES["fill"]))}
+            return op, {
+                "x": x(),
+                "w_query": w(D, H),
+                "w_key": w(D, H),
+                "w_value": w(D, H),
+                "mask": mask(draw, lead, T, T),
+                "api": draw(st.sampled_from(contract.CHOICES["api"])),
+                "fill": draw(st.sampled_from(contract.CHOICES["fill"])),
+            }
         N = draw(st.sampled_from((1, 2, 3, 4)))
         if op in ("grouped_attention", "grouped_fused_attention", "grouped_attention_layer"):
             K = draw(st.sampled_from([k for k in (1, 2, 3, 4) if N % k == 0]))
             if op == "grouped_attention_layer":  # a layer: the model width is the input width
                 D = N * H
-            return op, {"x": x(d=D), "w_query": w(D, N * H), "w_key": w(D, K * H), "w_value": w(D, K * H),
-                        "num_heads": N, "num_kv_heads": K, "causal": draw(st.booleans())}
+            return op, {
+                "x": x(d=D),
+                "w_query": w(D, N * H),
+                "w_key": w(D, K * H),
+                "w_value": w(D, K * H),
+                "num_heads": N,
+                "num_kv_heads": K,
+                "causal": draw(st.booleans()),
+            }
         if op in ("multi_head_attention", "fused_attention"):
             inputs = {"x": x(), "w_query": w(D, N * H), "w_key": w(D, N * H), "w_value": w(D, N * H)}
             if op == "multi_head_attention":
@@ -160,17 +212,24 @@ def _strategy(ops):
             return op, inputs | {"num_heads": N, "causal": draw(st.booleans())}
         # The layers: model width E = N x H, weights in the reference form, biases drawn too.
         E = N * H
-        inputs = {"x": x(d=E), **{n: w(E, E) for n in ("w_query", "w_key", "w_value", "w_out")},
-                  **{n: tensor(draw, [E], _W_RANGES) for n in ("b_query", "b_key", "b_value", "b_out")}, "num_heads": N}
+        inputs = {
+            "x": x(d=E),
+            **{n: w(E, E) for n in ("w_query", "w_key", "w_value", "w_out")},
+            **{n: tensor(draw, [E], _W_RANGES) for n in ("b_query", "b_key", "b_value", "b_out")},
+            "num_heads": N,
+        }
         if op == "attention_module":
-            return op, inputs | {"causal": draw(st.booleans()), "layer": draw(st.sampled_from(contract.LAYERS)),
-                                 "checkpoint": draw(st.sampled_from(contract.CHOICES["checkpoint"]))}
+            return op, inputs | {
+                "causal": draw(st.booleans()),
+                "layer": draw(st.sampled_from(contract.LAYERS)),
+                "checkpoint": draw(st.sampled_from(contract.CHOICES["checkpoint"])),
+            }
         if op == "layer_mask":
             return op, inputs | {"mask": mask(draw, lead, T, T)}
         padding = np.zeros(lead + [T], dtype=bool)
         padded = draw(st.integers(0, T - 1))
         if padded:
-            padding[..., T - padded:] = True
+            padding[..., T - padded :] = True
         return op, inputs | {"padding": padding.tolist(), "causal": draw(st.booleans())}
 
     return case()
@@ -202,10 +261,19 @@ def _features(op, inputs):
 
 # The features that tell an op's spec cases apart where an adapter's NOT_APPLICABLE key or known
 # divergence names one of them; an op not listed: every spec case of the op stands for every generated one.
-_DECIDING = {"attention_module": ("layer",), "decode_attention": ("offset",), "causal_flag": ("offset",),
-             "masked_attention": ("fully_masked",), "mask_conventions": ("api", "fill", "fully_masked"),
-             "layer_mask": ("fully_masked",), "layer_key_padding": ("fully_masked",),
-             **{op: ("multi_query", "one_token") for op in ("grouped_attention", "grouped_fused_attention", "grouped_attention_layer")}}
+_DECIDING = {
+    "attention_module": ("layer",),
+    "decode_attention": ("offset",),
+    "causal_flag": ("offset",),
+    "masked_attention": ("fully_masked",),
+    "mask_conventions": ("api", "fill", "fully_masked"),
+    "layer_mask": ("fully_masked",),
+    "layer_key_padding": ("fully_masked",),
+    **{
+        op: ("multi_query", "one_token")
+        for op in ("grouped_attention", "grouped_fused_attention", "grouped_attention_layer")
+    },
+}
 
 
 _NARROWING = ("one_token",)  # a spec case on one token speaks for one-token cases only; others speak for those too
@@ -246,13 +314,19 @@ class Fuzzer:
         self.spec = loader.load()
         self.report_name = divergences_as or name
         self.divergences = loader.load_divergences(SPEC_DIR / "known_divergences.yaml")
-        self.divergences |= {plan.declared_pattern(self.report_name, key): reason
-                             for key, reason in getattr(adapter, "KNOWN_DIVERGENCES", {}).items()}
+        self.divergences |= {
+            plan.declared_pattern(self.report_name, key): reason
+            for key, reason in getattr(adapter, "KNOWN_DIVERGENCES", {}).items()
+        }
         not_applicable = getattr(adapter, "NOT_APPLICABLE", {})
         self.ops = [op for op in (ops or COVERED) if hasattr(adapter, op) and op not in not_applicable]
         primary = adapter.DTYPES[0]
-        self.planned = {(case.op, output) for case in self.spec.cases.values() for output, exp in case.expect.items()
-                        if plan.applies(self.spec, case, exp, dtype, primary)}  # the spec's dtype plan
+        self.planned = {
+            (case.op, output)
+            for case in self.spec.cases.values()
+            for output, exp in case.expect.items()
+            if plan.applies(self.spec, case, exp, dtype, primary)
+        }  # the spec's dtype plan
         self.calls = 0
         self.excused = {}  # reason -> how many outputs it excused
 
@@ -269,7 +343,9 @@ class Fuzzer:
         if reason:
             return f"not applicable: {reason}"
         for case_id in [twin.id for twin in twins] + ["fuzz"]:
-            reason = loader.divergence_reason(plan.test_id(output, self.report_name, self.dtype, case_id), self.divergences)
+            reason = loader.divergence_reason(
+                plan.test_id(output, self.report_name, self.dtype, case_id), self.divergences
+            )
             if reason:
                 return f"known divergence: {reason}"
         return None
@@ -284,8 +360,10 @@ class Fuzzer:
         from attention_conformance.adapters import reference
         from attention_conformance.contract import np_dtype
 
-        as64 = {n: np.asarray(v, dtype=np.float64) if isinstance(v, np.ndarray) and v.dtype != bool else v
-                for n, v in kwargs.items()}
+        as64 = {
+            n: np.asarray(v, dtype=np.float64) if isinstance(v, np.ndarray) and v.dtype != bool else v
+            for n, v in kwargs.items()
+        }
         names = contract.OPS[op][1]
 
         def outputs(result):
@@ -296,8 +374,10 @@ class Fuzzer:
             plain_dtype = np_dtype(self.judge.plain_dtype(self.dtype))
             with reference.rounding_to(plain_dtype):
                 plain = outputs(getattr(reference, op)(**as64))
-        plain = {k: np.asarray(v).astype(plain_dtype).astype(np.float64) if np.asarray(v).dtype.kind == "f" else v
-                 for k, v in plain.items()}
+        plain = {
+            k: np.asarray(v).astype(plain_dtype).astype(np.float64) if np.asarray(v).dtype.kind == "f" else v
+            for k, v in plain.items()
+        }
         return exact, plain
 
     def evaluate(self, op, inputs):
@@ -319,8 +399,14 @@ class Fuzzer:
                 result = getattr(self.adapter, op)(**kwargs)
         except Exception as exc:  # noqa: BLE001 - an adapter that raises on valid inputs is a finding
             text = (str(exc).strip().splitlines() or [""])[0][:300]
-            return Finding(op, inputs, self.dtype, {}, {o: f"raised {type(exc).__name__}: {text}" for o in judged},
-                           f"{type(exc).__name__}: {text}")
+            return Finding(
+                op,
+                inputs,
+                self.dtype,
+                {},
+                {o: f"raised {type(exc).__name__}: {text}" for o in judged},
+                f"{type(exc).__name__}: {text}",
+            )
         got = result if len(names) > 1 else {names[0]: result}
         exact, plain = self.expected(op, kwargs)
         k, ulps = self.model[self.dtype]
@@ -370,8 +456,15 @@ class Fuzzer:
             return seen[key]
 
         phases = [Phase.generate, Phase.shrink] if shrink else [Phase.generate]
-        config = settings(max_examples=examples, database=None, deadline=None, derandomize=False, phases=phases,
-                          suppress_health_check=list(HealthCheck), print_blob=False)
+        config = settings(
+            max_examples=examples,
+            database=None,
+            deadline=None,
+            derandomize=False,
+            phases=phases,
+            suppress_health_check=list(HealthCheck),
+            print_blob=False,
+        )
         try:
             # hypothesis keeps what it learns under ./.hypothesis unless told otherwise: nothing of a
             # run may land in the user's directory but --out
@@ -402,8 +495,11 @@ def case_yaml(spec, finding, adapter_name):
         words.append("causal")
     if "batched" not in words and isinstance(inputs.get("x"), dict) and len(inputs["x"]["shape"]) == 3:
         words.append("batched")
-    suffixes = [[]] + [[a] for a in ("one", "two", "four", "x2", "x8", "1", "3")] + \
-        [[a, b] for a in ("one", "two", "four") for b in ("one", "two", "four", "x2", "x8", "1", "3")]
+    suffixes = (
+        [[]]
+        + [[a] for a in ("one", "two", "four", "x2", "x8", "1", "3")]
+        + [[a, b] for a in ("one", "two", "four") for b in ("one", "two", "four", "x2", "x8", "1", "3")]
+    )
     taken = set(spec.cases)
     case_id = next("_".join(words + s) for s in suffixes if "_".join(words + s) not in taken)
     twins = _twins(spec, op, inputs)
@@ -412,10 +508,10 @@ def case_yaml(spec, finding, adapter_name):
     raw = {"id": case_id, "family": family}
     if len(conventions) == 1 and None not in conventions:
         raw["convention"] = conventions.pop()
-    note = (f"Found by attention-conformance fuzz on {adapter_name} in {finding.dtype}: "
-            + "; ".join(f"{o}: {m}" for o, m in sorted(finding.messages.items())))
-    raw |= {"note": note[:600], "op": op, "inputs": inputs,
-            "expect": {o: {"reference": True} for o in finding.failing}}
+    note = f"Found by attention-conformance fuzz on {adapter_name} in {finding.dtype}: " + "; ".join(
+        f"{o}: {m}" for o, m in sorted(finding.messages.items())
+    )
+    raw |= {"note": note[:600], "op": op, "inputs": inputs, "expect": {o: {"reference": True} for o in finding.failing}}
     text = yaml.safe_dump([raw], sort_keys=False, default_flow_style=None, width=120, allow_unicode=False)
     return case_id, textwrap.indent(text, "  ")
 
@@ -486,10 +582,13 @@ class _Inliner:
                         self.need(attr, vars(value))
                 return
             if self._bind(name, value):
-                self._import(f"import {value.__name__}" if name == value.__name__ else
-                             f"import {value.__name__} as {name}")
+                self._import(
+                    f"import {value.__name__}" if name == value.__name__ else f"import {value.__name__} as {name}"
+                )
             return
-        if (inspect.isfunction(value) or inspect.isclass(value) or hasattr(value, "__wrapped__")) and self._inlined(value):
+        if (inspect.isfunction(value) or inspect.isclass(value) or hasattr(value, "__wrapped__")) and self._inlined(
+            value
+        ):
             if "<locals>" in getattr(value, "__qualname__", ""):
                 raise CannotInline(f"{name} is made at run time ({value.__qualname__})")
             if not self._bind(name, value):
@@ -504,13 +603,18 @@ class _Inliner:
         if inspect.isfunction(value) or inspect.isclass(value) or inspect.isbuiltin(value) or callable(value):
             module = getattr(value, "__module__", None)
             if module and self._bind(name, value):
-                self._import(f"from {module} import {value.__name__}" + (f" as {name}" if name != value.__name__ else ""))
+                self._import(
+                    f"from {module} import {value.__name__}" + (f" as {name}" if name != value.__name__ else "")
+                )
             return
         # A constant: the statement that defines it at the top of its module, or its literal value.
         tree, source = self._module_ast(g)
         for node in tree.body:
-            targets = [t for n in ([node] if isinstance(node, (ast.Assign, ast.AnnAssign)) else []) for t in
-                       (n.targets if isinstance(n, ast.Assign) else [n.target])]
+            targets = [
+                t
+                for n in ([node] if isinstance(node, (ast.Assign, ast.AnnAssign)) else [])
+                for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+            ]
             if any(isinstance(t, ast.Name) and t.id == name for t in targets):
                 if self._bind(name, value):
                     self.walk(node.value, g)
@@ -536,8 +640,10 @@ class _Inliner:
             self.need(name, g, attributes.get(name))
 
     def namespace_blocks(self):
-        return [f"{name} = types.SimpleNamespace({', '.join(f'{a}={a}' for a in sorted(attrs))})\n"
-                for name, (_, attrs) in self.namespaces.items()]
+        return [
+            f"{name} = types.SimpleNamespace({', '.join(f'{a}={a}' for a in sorted(attrs))})\n"
+            for name, (_, attrs) in self.namespaces.items()
+        ]
 
 
 def _repro_data(fuzzer, finding):
@@ -557,13 +663,16 @@ def _repro_data(fuzzer, finding):
         if want.dtype.kind == "f":
             with np.errstate(all="ignore"):
                 arrays[f"allowed_{output}"] = np.broadcast_to(
-                    fuzzer.judge.allowed(finding.dtype, want, np.asarray(plain[output], dtype=np.float64), k, ulps), want.shape)
+                    fuzzer.judge.allowed(finding.dtype, want, np.asarray(plain[output], dtype=np.float64), k, ulps),
+                    want.shape,
+                )
     buffer = io.BytesIO()
     np.savez_compressed(buffer, **arrays)
     return buffer.getvalue(), scalars
 
 
-_REPRO_MAIN = '''
+# A backslash at a line's end continues the line: the reproducer's lines stay as they are, this file's within 120.
+_REPRO_MAIN = """
 # --- the case: inputs exactly as the adapter received them, and the float64 expectation ---------------
 DTYPE = {dtype!r}
 OP = {op!r}
@@ -591,8 +700,10 @@ def main():
         error = np.abs(got - expected)
         ratio = np.where(np.isnan(got), np.inf, np.where(error == 0, 0.0, error / allowed))
         i = np.unravel_index(np.argmax(ratio), ratio.shape) if ratio.ndim else ()
-        print(f"{{OP}} {{name}} in {{DTYPE}}: worst element {{[int(n) for n in i]}}: got {{float(got[i])!r}}, float64 expects "
-              f"{{float(expected[i])!r}}, |error| {{error[i]:.3g}}, allowed {{allowed[i]:.3g}} ({{ratio[i]:.3g}}x the allowance)")
+        print(f"{{OP}} {{name}} in {{DTYPE}}: worst element {{[int(n) for n in i]}}: got {{float(got[i])!r}}, \
+float64 expects "
+              f"{{float(expected[i])!r}}, |error| {{error[i]:.3g}}, allowed {{allowed[i]:.3g}} \
+({{ratio[i]:.3g}}x the allowance)")
         worst = max(worst, float(ratio[i]))
     print("REPRODUCED: beyond the allowed error" if worst > 1 else "not reproduced: within the allowed error")
     return 1 if worst > 1 else 0
@@ -600,7 +711,7 @@ def main():
 
 if __name__ == "__main__":
     sys.exit(main())
-'''
+"""
 
 
 def reproducer(fuzzer, finding, module_name):
@@ -609,32 +720,55 @@ def reproducer(fuzzer, finding, module_name):
     own = {getattr(fuzzer.adapter, "__name__", module_name).split(".")[0]}
     blob, scalars = _repro_data(fuzzer, finding)
     encoded = base64.b64encode(blob).decode()
-    blob_text = "\n".join(f'    "{encoded[i:i + 100]}"' for i in range(0, len(encoded), 100))
-    header = (f'"""Reproducer: {module_name}\'s {finding.op}() in {finding.dtype} against float64 attention.\n\n'
-              f"Written by `attention-conformance fuzz`; it needs only the framework and NumPy.\n"
-              + "".join(f"  {o}: {textwrap.shorten(m, 400)}\n" for o, m in sorted(finding.messages.items()))
-              + f'Exit 1 when the error is beyond the allowance (the tolerance model of attention-conformance).\n"""\n\n')
+    blob_text = "\n".join(f'    "{encoded[i : i + 100]}"' for i in range(0, len(encoded), 100))
+    header = (
+        f'"""Reproducer: {module_name}\'s {finding.op}() in {finding.dtype} against float64 attention.\n\n'
+        f"Written by `attention-conformance fuzz`; it needs only the framework and NumPy.\n"
+        + "".join(f"  {o}: {textwrap.shorten(m, 400)}\n" for o, m in sorted(finding.messages.items()))
+        + 'Exit 1 when the error is beyond the allowance (the tolerance model of attention-conformance).\n"""\n\n'
+    )
     try:
         inliner = _Inliner(own)
         inliner.need(finding.op, {finding.op: fn})
         pins = []
         for top in dict.fromkeys(line.split()[1].split(".")[0] for line in inliner.imports):
-            alias = next((line.split()[-1] for line in inliner.imports if line.split()[1] == top and line.startswith("import ")), None)
+            alias = next(
+                (line.split()[-1] for line in inliner.imports if line.split()[1] == top and line.startswith("import ")),
+                None,
+            )
             if top in _FRAMEWORK_PINS and alias is None:
                 inliner.imports.append(f"import {top}")
                 alias = top
-            pins += [alias + p[len(top):] for p in _FRAMEWORK_PINS.get(top, [])]
-        body = ("import base64\nimport io\nimport sys\nimport types\n\n" + ("import os\n" + "\n".join(inliner.prelude) + "\n\n" if inliner.prelude else "")
-                + "\n".join(inliner.imports + ["import numpy as np"] * ("import numpy as np" not in inliner.imports)) + "\n\n" + "\n".join(pins) + "\n\n\n"
-                + "\n\n".join(inliner.blocks + inliner.namespace_blocks()))
+            pins += [alias + p[len(top) :] for p in _FRAMEWORK_PINS.get(top, [])]
+        body = (
+            "import base64\nimport io\nimport sys\nimport types\n\n"
+            + ("import os\n" + "\n".join(inliner.prelude) + "\n\n" if inliner.prelude else "")
+            + "\n".join(inliner.imports + ["import numpy as np"] * ("import numpy as np" not in inliner.imports))
+            + "\n\n"
+            + "\n".join(pins)
+            + "\n\n\n"
+            + "\n\n".join(inliner.blocks + inliner.namespace_blocks())
+        )
         call = finding.op
     except (CannotInline, OSError, TypeError) as exc:  # the function cannot be lifted out: import the adapter instead
-        body = (f"# NOT STANDALONE: {exc}; this imports the adapter, so attention-conformance must be installed.\n"
-                f"import base64\nimport io\nimport importlib\nimport sys\n\nimport numpy as np\n\n"
-                f"_adapter = importlib.import_module({getattr(fuzzer.adapter, '__name__', module_name)!r})\n")
+        body = (
+            f"# NOT STANDALONE: {exc}; this imports the adapter, so attention-conformance must be installed.\n"
+            f"import base64\nimport io\nimport importlib\nimport sys\n\nimport numpy as np\n\n"
+            f"_adapter = importlib.import_module({getattr(fuzzer.adapter, '__name__', module_name)!r})\n"
+        )
         call = f"_adapter.{finding.op}"
-    return header + body + _REPRO_MAIN.format(dtype=finding.dtype, op=finding.op, failing=tuple(finding.failing),
-                                              scalars=scalars, blob=blob_text, call=call)
+    return (
+        header
+        + body
+        + _REPRO_MAIN.format(
+            dtype=finding.dtype,
+            op=finding.op,
+            failing=tuple(finding.failing),
+            scalars=scalars,
+            blob=blob_text,
+            call=call,
+        )
+    )
 
 
 def write(fuzzer, finding, out, module_name, seed):
@@ -643,8 +777,10 @@ def write(fuzzer, finding, out, module_name, seed):
     stem = f"{fuzzer.report_name.replace('.', '_')}-{finding.op}-{finding.dtype}"
     case_id, text = case_yaml(fuzzer.spec, finding, module_name)
     yaml_path, script_path = out / f"{stem}.yaml", out / f"{stem}.py"
-    yaml_path.write_text(f"# attention-conformance fuzz --adapter {module_name} --seed {seed} --dtype {finding.dtype}: "
-                         f"paste under `cases:` in spec/attention.yaml\n{text}")
+    yaml_path.write_text(
+        f"# attention-conformance fuzz --adapter {module_name} --seed {seed} --dtype {finding.dtype}: "
+        f"paste under `cases:` in spec/attention.yaml\n{text}"
+    )
     script_path.write_text(reproducer(fuzzer, finding, module_name))
     return case_id, yaml_path, script_path
 
@@ -660,7 +796,7 @@ def _base_name(name):
 
 def main(adapter_name, examples=100, seed=0, dtype=None, out=DEFAULT_OUT, ops=None):
     try:
-        import hypothesis  # noqa: F401
+        import hypothesis  # noqa: F401 - only whether it is installed, before any work
     except ImportError:
         print(f"error: fuzz needs hypothesis: {INSTALL}", file=sys.stderr)
         return 2
@@ -684,22 +820,32 @@ def main(adapter_name, examples=100, seed=0, dtype=None, out=DEFAULT_OUT, ops=No
         return 2
     unmatched = plan.unmatched_not_applicable(loader.load(), adapter)
     if unmatched:  # as `run` refuses it: a typo would silently excuse nothing, or the wrong thing
-        print(f"error: {adapter_name}'s NOT_APPLICABLE key {unmatched[0]!r} names no dtype, op, case, output or "
-              "parameter value of the spec (`attention-conformance check` says more)", file=sys.stderr)
+        print(
+            f"error: {adapter_name}'s NOT_APPLICABLE key {unmatched[0]!r} names no dtype, op, case, output or "
+            "parameter value of the spec (`attention-conformance check` says more)",
+            file=sys.stderr,
+        )
         return 2
     dtype = dtype or adapter.DTYPES[0]
     if dtype not in adapter.DTYPES:
-        print(f"error: {adapter_name} does not declare {dtype} (its DTYPES: {', '.join(adapter.DTYPES)})", file=sys.stderr)
+        print(
+            f"error: {adapter_name} does not declare {dtype} (its DTYPES: {', '.join(adapter.DTYPES)})", file=sys.stderr
+        )
         return 2
     fuzzer = Fuzzer(adapter_name, adapter, dtype, ops, _base_name(adapter_name))
     if not fuzzer.ops:
-        print(f"error: {adapter_name} defines none of the ops asked for, or declares them not applicable in {dtype}",
-              file=sys.stderr)
+        print(
+            f"error: {adapter_name} defines none of the ops asked for, or declares them not applicable in {dtype}",
+            file=sys.stderr,
+        )
         return 2
     finding = fuzzer.run(examples, seed)
     excused = sum(fuzzer.excused.values())
-    summary = (f"{adapter_name} {dtype}: {fuzzer.calls} distinct cases of {examples} drawn, over {len(fuzzer.ops)} ops, seed {seed}"
-               + (f", {excused} outputs excused (not applicable or known divergences)" if excused else ""))
+    summary = (
+        f"{adapter_name} {dtype}: {fuzzer.calls} distinct cases of {examples} drawn, "
+        f"over {len(fuzzer.ops)} ops, seed {seed}"
+        + (f", {excused} outputs excused (not applicable or known divergences)" if excused else "")
+    )
     if finding is None:
         print(f"ok: {summary}: no finding")
         return 0
@@ -707,7 +853,10 @@ def main(adapter_name, examples=100, seed=0, dtype=None, out=DEFAULT_OUT, ops=No
     print(f"{summary}")
     for output, message in sorted(finding.messages.items()):
         print(f"FINDING {finding.op}/{output}: {message}")
-    print(f"case {case_id}: {yaml_path}\nreproducer: {script_path} (python {script_path.name}: exit 1 while it reproduces)")
+    print(
+        f"case {case_id}: {yaml_path}\n"
+        f"reproducer: {script_path} (python {script_path.name}: exit 1 while it reproduces)"
+    )
     print(f"finding: {adapter_name} {finding.op}() in {dtype}, see {yaml_path}", file=sys.stderr)
     return 1
 

@@ -55,7 +55,9 @@ def render(description, tensors):
             raise GoldenError(f"tensor {name!r}: dtype {dtype} is not one of {DTYPES}")
         head = f'    {json.dumps(name)}: {{"dtype": "{dtype}", "shape": {json.dumps(list(array.shape))}, "data": '
         parts.append(head + _rows(array, dtype, 4) + "}")
-    text = "{\n" + f'  "description": {json.dumps(description)},\n' + '  "tensors": {\n' + ",\n".join(parts) + "\n  }\n}\n"
+    text = (
+        "{\n" + f'  "description": {json.dumps(description)},\n' + '  "tensors": {\n' + ",\n".join(parts) + "\n  }\n}\n"
+    )
     back = parse(text, "<render>")
     for name, array in tensors.items():  # never write a number that would not read back bit for bit
         if not np.array_equal(back[name], array) or back[name].dtype != np.asarray(array).dtype:
@@ -109,7 +111,9 @@ def parse(text, where):
         if entry["dtype"] not in DTYPES:
             raise GoldenError(f"{at}: field 'dtype': {entry['dtype']!r} is not one of {DTYPES}")
         shape = entry["shape"]
-        if not (isinstance(shape, list) and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape)):
+        if not (
+            isinstance(shape, list) and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape)
+        ):
             raise GoldenError(f"{at}: field 'shape': must be a list of non-negative integers")
         try:
             cells = np.array(entry["data"], dtype=object)
@@ -164,20 +168,26 @@ class Goldens:
                 raise TypeError("every sha256 must be a string")
         except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
             why = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
-            raise GoldenError(f"{manifest_path}: not a golden manifest ({{'files': {{name: {{'sha256': ...}}}}}}): {why}") from None
+            raise GoldenError(
+                f"{manifest_path}: not a golden manifest ({{'files': {{name: {{'sha256': ...}}}}}}): {why}"
+            ) from None
 
     def _inside(self, name):
         """The path of a file of this directory, refused if it (or a symlink) leads outside it."""
         path = self.directory / name
         real, home = path.resolve(), self.directory.resolve()
         if real.parent != home:
-            raise GoldenError(f"{path}: resolves to {real}, outside {home}: a golden file must live in the golden directory")
+            raise GoldenError(
+                f"{path}: resolves to {real}, outside {home}: a golden file must live in the golden directory"
+            )
         return path
 
     def file(self, name):
         if name not in self._files:
             if not _FILE_NAME.match(name):
-                raise GoldenError(f"golden file {name!r}: must be a plain file name inside golden/ (like doc000_seed123.json)")
+                raise GoldenError(
+                    f"golden file {name!r}: must be a plain file name inside golden/ (like doc000_seed123.json)"
+                )
             if name not in self.hashes:
                 raise GoldenError(f"golden file {name!r}: not listed in {MANIFEST}")
             path = self._inside(name)
@@ -203,7 +213,9 @@ class Goldens:
         array = tensors[tensor]
         if row is not None:
             if not array.ndim or int(row) >= array.shape[0]:
-                raise GoldenError(f"golden reference {ref!r}: row {row} is outside {self.directory / file_name}'s "
-                                  f"{tensor!r} of shape {list(array.shape)}")
+                raise GoldenError(
+                    f"golden reference {ref!r}: row {row} is outside {self.directory / file_name}'s "
+                    f"{tensor!r} of shape {list(array.shape)}"
+                )
             array = array[int(row)]
         return array

@@ -81,7 +81,9 @@ def attend(q, k, v, hidden, scale=None, rounding=None, over_queries=False):
         (scaled,) = reference._f64(scaled)  # the softmax's input is a step's input too
         hidden = np.broadcast_to(hidden, scaled.shape)
         if over_queries:
-            weights = np.swapaxes(reference._masked_softmax(np.swapaxes(scaled, -1, -2), np.swapaxes(hidden, -1, -2)), -1, -2)
+            weights = np.swapaxes(
+                reference._masked_softmax(np.swapaxes(scaled, -1, -2), np.swapaxes(hidden, -1, -2)), -1, -2
+            )
         else:
             weights = reference._masked_softmax(scaled, hidden)
         out = reference.blend(weights, v)
@@ -102,7 +104,11 @@ def allowed(dtype, exact, plain, k, ulps):
     last_ulp = float(largest) - float(np.nextafter(largest, np_dtype(dtype).type(0)))
     # At or beyond the dtype's largest number (float16's 65504) spacing is inf: the largest finite ULP
     with np.errstate(over="ignore"):
-        unit = np.where(row_scale >= float(largest), last_ulp, np.spacing(np.minimum(row_scale, float(largest)).astype(np_dtype(dtype))))
+        unit = np.where(
+            row_scale >= float(largest),
+            last_ulp,
+            np.spacing(np.minimum(row_scale, float(largest)).astype(np_dtype(dtype))),
+        )
     return k * baseline + ulps * unit
 
 
@@ -132,9 +138,11 @@ class Verdict:
 
     def describe(self):
         where = "[" + ", ".join(str(int(i)) for i in self.index) + "]"
-        return (f"{self.name}{where}: got {self.got!r}, expected {self.expected!r}, |error| {self.error:.3g} "
-                f"({self.ulps:.3g} ULP of {self.dtype} at the row's scale) against allowed {self.limit:.3g}; the plain {plain_dtype(self.dtype)} "
-                f"computation's error there is {self.plain_error:.3g}")
+        return (
+            f"{self.name}{where}: got {self.got!r}, expected {self.expected!r}, |error| {self.error:.3g} "
+            f"({self.ulps:.3g} ULP of {self.dtype} at the row's scale) against allowed {self.limit:.3g}; "
+            f"the plain {plain_dtype(self.dtype)} computation's error there is {self.plain_error:.3g}"
+        )
 
 
 def judge(name, dtype, got, exact, plain, k, ulps):
@@ -148,7 +156,9 @@ def judge(name, dtype, got, exact, plain, k, ulps):
         value = float(got[index]) if got.ndim else float(got)
         row = exact[index[:-1]] if exact.ndim else exact
         finite = np.abs(np.where(np.isfinite(exact), exact, 0.0))
-        scale = np.abs(np.where(np.isfinite(row), row, 0.0)).max(initial=0.0) or finite.max(initial=0.0)  # a zero row: the tensor's
+        scale = np.abs(np.where(np.isfinite(row), row, 0.0)).max(initial=0.0) or finite.max(
+            initial=0.0
+        )  # a zero row: the tensor's
         unit = float(np.spacing(np.asarray(scale).astype(np_dtype(dtype))))
         ulp_count = error / unit if unit else float("inf")
         plain_error = abs(float(plain[index] if plain.ndim else plain) - expected)

@@ -41,7 +41,8 @@ class Tolerance:
 # What the spec says about one output of a case: one attribute per field that fields.py declares (None
 # where not given), and `given`, the names of the fields given.
 Expectation = dataclasses.make_dataclass(
-    "Expectation", [("output", str), ("given", tuple)] + [(name, object, None) for name in fields.FIELDS], frozen=True)
+    "Expectation", [("output", str), ("given", tuple)] + [(name, object, None) for name in fields.FIELDS], frozen=True
+)
 
 
 @dataclass(frozen=True)
@@ -105,7 +106,11 @@ def _tolerances(path, raw):
             if dtype not in DTYPES:
                 raise SpecError(f"{at}: field {dtype!r}: unknown key (expected reason or a dtype name)")
             keys = ("k", "ulps") if name == "low_precision" else ("atol", "rtol")
-            if not isinstance(bounds, dict) or set(bounds) != set(keys) or not all(values.is_number(v) and v >= 0 for v in bounds.values()):
+            if (
+                not isinstance(bounds, dict)
+                or set(bounds) != set(keys)
+                or not all(values.is_number(v) and v >= 0 for v in bounds.values())
+            ):
                 raise SpecError(f"{at}: field {dtype!r}: must be {{{keys[0]}: number >= 0, {keys[1]}: number >= 0}}")
             by_dtype[dtype] = (float(bounds[keys[0]]), float(bounds[keys[1]]))
         out[name] = Tolerance(name, entry["reason"], by_dtype)
@@ -145,7 +150,10 @@ MAX_SEED = 2**31 - 1  # every framework's seed type holds it (JAX keys and TF se
 SCALARS = {
     "d_in": (functools.partial(values.is_int, low=1, high=4096), "an integer in 1..4096"),
     "d_out": (functools.partial(values.is_int, low=1, high=4096), "an integer in 1..4096"),
-    "num_heads": (functools.partial(values.is_int, low=1, high=64), "an integer in 1..64 that divides the projection width"),
+    "num_heads": (
+        functools.partial(values.is_int, low=1, high=64),
+        "an integer in 1..64 that divides the projection width",
+    ),
     "num_kv_heads": (functools.partial(values.is_int, low=1, high=64), "an integer in 1..64 that divides num_heads"),
     "seed": (functools.partial(values.is_int, low=0, high=MAX_SEED), f"an integer in 0..{MAX_SEED}"),
     "start": (functools.partial(values.is_int, low=0, high=4095), "an integer in 0..4095, below the token count"),
@@ -154,8 +162,10 @@ SCALARS = {
     "p": (lambda v: values.is_number(v) and 0 <= v < 1, "a probability, 0 <= p < 1"),
     "lr": (lambda v: values.is_number(v) and 0 < v <= 1, "a learning rate, 0 < lr <= 1"),
     "causal": (lambda v: isinstance(v, bool), "true or false"),
-    **{name: (lambda v, words=words: isinstance(v, str) and v in words, f"one of {', '.join(words)}")
-       for name, words in CHOICES.items()},
+    **{
+        name: (lambda v, words=words: isinstance(v, str) and v in words, f"one of {', '.join(words)}")
+        for name, words in CHOICES.items()
+    },
 }
 
 
@@ -163,20 +173,36 @@ def _generated(at, name, value):
     kind = next((k for k in GENERATED if k in value), None)
     shape = value.get("shape")
     if isinstance(shape, list) and 0 in shape and all(values.is_int(n) for n in shape):
-        raise SpecError(f"{at}: field 'inputs.{name}.shape': {shape} has a zero-sized axis {shape.index(0)}; "
-                        "every axis of a generated input needs at least 1 element")
-    if kind is None or set(value) != GENERATED[kind] or not (
-            isinstance(shape, list) and shape and all(values.is_int(n, 1, MAX_ELEMENTS) for n in shape)):
-        raise SpecError(f"{at}: field 'inputs.{name}': a generated input is {{fill: v, shape: [..]}} "
-                        "or {uniform: [low, high], shape: [..], seed: n}")
+        raise SpecError(
+            f"{at}: field 'inputs.{name}.shape': {shape} has a zero-sized axis {shape.index(0)}; "
+            "every axis of a generated input needs at least 1 element"
+        )
+    if (
+        kind is None
+        or set(value) != GENERATED[kind]
+        or not (isinstance(shape, list) and shape and all(values.is_int(n, 1, MAX_ELEMENTS) for n in shape))
+    ):
+        raise SpecError(
+            f"{at}: field 'inputs.{name}': a generated input is {{fill: v, shape: [..]}} "
+            "or {uniform: [low, high], shape: [..], seed: n}"
+        )
     if math.prod(shape) > MAX_ELEMENTS:
-        raise SpecError(f"{at}: field 'inputs.{name}.shape': {math.prod(shape)} elements is over the limit of {MAX_ELEMENTS}")
+        raise SpecError(
+            f"{at}: field 'inputs.{name}.shape': {math.prod(shape)} elements is over the limit of {MAX_ELEMENTS}"
+        )
     if kind == "fill" and not values.is_number(value["fill"]):
         raise SpecError(f"{at}: field 'inputs.{name}.fill': must be a finite float32 number")
     if kind == "uniform":
         bounds = value["uniform"]
-        if not (isinstance(bounds, list) and len(bounds) == 2 and all(map(values.is_number, bounds)) and bounds[0] < bounds[1]):
-            raise SpecError(f"{at}: field 'inputs.{name}.uniform': must be [low, high], finite float32 numbers, low < high")
+        if not (
+            isinstance(bounds, list)
+            and len(bounds) == 2
+            and all(map(values.is_number, bounds))
+            and bounds[0] < bounds[1]
+        ):
+            raise SpecError(
+                f"{at}: field 'inputs.{name}.uniform': must be [low, high], finite float32 numbers, low < high"
+            )
         if not SCALARS["seed"][0](value["seed"]):
             raise SpecError(f"{at}: field 'inputs.{name}.seed': must be {SCALARS['seed'][1]}")
     return value
@@ -194,10 +220,14 @@ def _input(at, name, value):
         return value
     if isinstance(value, str):
         if not values.GOLDEN_REF.fullmatch(value):
-            raise SpecError(f"{at}: field 'inputs.{name}': golden reference {value!r} must be 'file.json#tensor' inside golden/")
+            raise SpecError(
+                f"{at}: field 'inputs.{name}': golden reference {value!r} must be 'file.json#tensor' inside golden/"
+            )
     elif not values.is_number(value) and values.shape_of(value) is None:
-        raise SpecError(f"{at}: field 'inputs.{name}': must be a golden reference, a finite float32 number "
-                        "or a regular list of them")
+        raise SpecError(
+            f"{at}: field 'inputs.{name}': must be a golden reference, a finite float32 number "
+            "or a regular list of them"
+        )
     return value
 
 
@@ -215,7 +245,9 @@ def _heads_divide(at, inputs):
         k = inputs.get("w_key")
         k_shape = k["shape"] if isinstance(k, dict) else values.shape_of(k) if isinstance(k, list) else None
         if shape and k_shape and k_shape[-1] * heads != shape[-1] * kv:
-            raise SpecError(f"{at}: field 'inputs.w_key': width {k_shape[-1]} is not {kv} heads of w_query's {shape[-1]} / {heads}")
+            raise SpecError(
+                f"{at}: field 'inputs.w_key': width {k_shape[-1]} is not {kv} heads of w_query's {shape[-1]} / {heads}"
+            )
 
 
 def load_file(path):
@@ -231,19 +263,33 @@ def load_file(path):
     if not isinstance(documents, dict) or not all(isinstance(v, str) for v in documents.values()):
         raise SpecError(f"{path}: field 'documents': must map a short name to a document file name")
     vocabulary = doc["vocabulary"]
-    if not isinstance(vocabulary, list) or not all(isinstance(w, str) and re.fullmatch("[a-z0-9]+", w) for w in vocabulary):
+    if not isinstance(vocabulary, list) or not all(
+        isinstance(w, str) and re.fullmatch("[a-z0-9]+", w) for w in vocabulary
+    ):
         raise SpecError(f"{path}: field 'vocabulary': must be a list of words of a-z and 0-9")
     families = doc["families"]
-    if not (isinstance(families, list) and families and all(isinstance(f, str) and f.strip() for f in families)
-            and len(set(families)) == len(families)):
+    if not (
+        isinstance(families, list)
+        and families
+        and all(isinstance(f, str) and f.strip() for f in families)
+        and len(set(families)) == len(families)
+    ):
         raise SpecError(f"{path}: field 'families': must be a list of distinct row-group names for the matrix")
-    if not isinstance(doc["conventions"], dict) or not all(isinstance(v, str) and v.strip() for v in doc["conventions"].values()):
+    if not isinstance(doc["conventions"], dict) or not all(
+        isinstance(v, str) and v.strip() for v in doc["conventions"].values()
+    ):
         raise SpecError(f"{path}: field 'conventions': must map a name to the convention, stated in words")
     tolerances = _tolerances(path, doc["tolerances"])
     dtypes = doc["dtypes"]
-    if not (isinstance(dtypes, dict) and set(dtypes) == {"sweep", "ops", "reason"}
-            and isinstance(dtypes["sweep"], list) and all(values.one_of(d, DTYPES) for d in dtypes["sweep"])
-            and isinstance(dtypes["ops"], list) and all(values.one_of(op, OPS) for op in dtypes["ops"]) and isinstance(dtypes["reason"], str)):
+    if not (
+        isinstance(dtypes, dict)
+        and set(dtypes) == {"sweep", "ops", "reason"}
+        and isinstance(dtypes["sweep"], list)
+        and all(values.one_of(d, DTYPES) for d in dtypes["sweep"])
+        and isinstance(dtypes["ops"], list)
+        and all(values.one_of(op, OPS) for op in dtypes["ops"])
+        and isinstance(dtypes["reason"], str)
+    ):
         raise SpecError(f"{path}: field 'dtypes': must be {{sweep: [dtype names], ops: [op names], reason: why}}")
     if set(dtypes["sweep"]) & set(LOW_PRECISION) and "low_precision" not in tolerances:
         raise SpecError(f"{path}: field 'tolerances': a half-precision sweep needs a 'low_precision' tolerance")
@@ -283,16 +329,25 @@ def load_file(path):
         ctx = types.SimpleNamespace(outputs=outputs, documents=documents, tolerances=tolerances)
         expect = {out: _expectation(at, out, chk, ctx) for out, chk in raw["expect"].items()}
         erratum = raw.get("erratum")
-        if erratum is not None and not (isinstance(erratum, dict) and set(erratum) == {"doc", "claim", "fact"}
-                                        and values.one_of(erratum["doc"], documents) and all(isinstance(v, str) and v.strip() for v in erratum.values())):
+        if erratum is not None and not (
+            isinstance(erratum, dict)
+            and set(erratum) == {"doc", "claim", "fact"}
+            and values.one_of(erratum["doc"], documents)
+            and all(isinstance(v, str) and v.strip() for v in erratum.values())
+        ):
             raise SpecError(f"{at}: field 'erratum': must be {{doc, claim: the document's words, fact: what holds}}")
         convention = raw.get("convention")
         if convention is not None and not values.one_of(convention, doc["conventions"]):
-            raise SpecError(f"{at}: field 'convention': {convention!r} is not one of the spec's conventions {sorted(doc['conventions'])}")
+            raise SpecError(
+                f"{at}: field 'convention': {convention!r} is not one of the spec's conventions "
+                f"{sorted(doc['conventions'])}"
+            )
         sweep = raw.get("sweep", True)
         if not isinstance(sweep, bool):
             raise SpecError(f"{at}: field 'sweep': must be true or false")
-        cases[case_id] = Case(case_id, raw["family"], op, inputs, expect, str(path), raw.get("note", ""), erratum, convention, sweep)
+        cases[case_id] = Case(
+            case_id, raw["family"], op, inputs, expect, str(path), raw.get("note", ""), erratum, convention, sweep
+        )
     return Spec(cases, tolerances, documents, tuple(vocabulary), tuple(families), doc["conventions"], dtypes)
 
 

@@ -11,12 +11,28 @@ from pathlib import Path
 
 # Environment variables that change which kernels run, or how many threads: each is read by a
 # framework at import (docs/portability.md).
-SWITCHES = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
-            "MKL_NUM_THREADS", "NPY_DISABLE_CPU_FEATURES", "XLA_FLAGS", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS",
-            "TF_ENABLE_ONEDNN_OPTS")
+SWITCHES = (
+    "ATEN_CPU_CAPABILITY",
+    "ONEDNN_MAX_CPU_ISA",
+    "OPENBLAS_CORETYPE",
+    "OPENBLAS_NUM_THREADS",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "NPY_DISABLE_CPU_FEATURES",
+    "XLA_FLAGS",
+    "TF_NUM_INTRAOP_THREADS",
+    "TF_NUM_INTEROP_THREADS",
+    "TF_ENABLE_ONEDNN_OPTS",
+)
 # cpuinfo flag -> what it means here, widest first; the half-precision ones decide torch's speed.
 _ISA = (("avx512f", "AVX-512"), ("avx2", "AVX2"), ("avx", "AVX"), ("sse4_2", "SSE4.2"), ("asimd", "NEON"))
-_HALF = (("amx_bf16", "AMX-BF16"), ("avx512_fp16", "AVX512-FP16"), ("avx512_bf16", "AVX512-BF16"), ("fphp", "FP16"), ("bf16", "BF16"))
+_HALF = (
+    ("amx_bf16", "AMX-BF16"),
+    ("avx512_fp16", "AVX512-FP16"),
+    ("avx512_bf16", "AVX512-BF16"),
+    ("fphp", "FP16"),
+    ("bf16", "BF16"),
+)
 
 
 def _cpuinfo():

@@ -21,13 +21,18 @@ def build(found, names):
     columns, cells = [], {}
     for key in sorted(found):
         report = found[key]
-        columns += [{"column": f"{key} {d}", "adapter": report["adapter"], "dtype": d, "missing": False} for d in report["dtypes"]]
+        columns += [
+            {"column": f"{key} {d}", "adapter": report["adapter"], "dtype": d, "missing": False}
+            for d in report["dtypes"]
+        ]
         for test_id, result in report["tests"].items():
             parsed = plan.parse(test_id)
             if not parsed:
                 continue
             _, _, dtype, case_id = parsed
-            cell = cells.setdefault((case_id, f"{key} {dtype}"), {"status": "not applicable", "margin": None, "ulp": None, "tests": 0})
+            cell = cells.setdefault(
+                (case_id, f"{key} {dtype}"), {"status": "not applicable", "margin": None, "ulp": None, "tests": 0}
+            )
             cell["tests"] += 1
             if RANK[result["outcome"]] > RANK[cell["status"]] or cell["tests"] == 1:
                 cell["status"] = "failed" if result["outcome"] == "error" else result["outcome"]
@@ -35,7 +40,9 @@ def build(found, names):
                 if result.get(measure) is not None:
                     cell[measure] = max(cell[measure] or 0.0, result[measure])
     reported = {r["adapter"] for r in found.values()}
-    columns += [{"column": name, "adapter": name, "dtype": None, "missing": True} for name in names if name not in reported]
+    columns += [
+        {"column": name, "adapter": name, "dtype": None, "missing": True} for name in names if name not in reported
+    ]
     rows = []
     for fam in outline["families"]:
         for case_id, family, convention in outline["cases"]:
@@ -59,8 +66,15 @@ def _cell_text(cell):
     if status == "passed":
         ulp = f" {cell['ulp']:.1f}u" if (cell.get("ulp") or 0) >= 0.05 else ""
         return f"ok {cell['margin']:.2f}{ulp}" if cell.get("margin") is not None else "ok"
-    return {"failed": "FAIL", "stale divergence": "STALE", "diverged": "div", "other convention": "conv", "not applicable": "n/a", "missing": "MISSING",
-            "not run in this dtype": "-"}[status]
+    return {
+        "failed": "FAIL",
+        "stale divergence": "STALE",
+        "diverged": "div",
+        "other convention": "conv",
+        "not applicable": "n/a",
+        "missing": "MISSING",
+        "not run in this dtype": "-",
+    }[status]
 
 
 def markdown(matrix):
@@ -70,11 +84,17 @@ def markdown(matrix):
     for row in matrix["rows"]:
         fam = row["family"] if row["family"] != previous else ""
         previous = row["family"]
-        lines.append(f"| {fam} | {row['case']} | " + " | ".join(_cell_text(row["cells"][c]) for c in matrix["columns"]) + " |")
-    legend = ("ok M Uu: passed, worst |error| / tolerance M (0.03 = 3% of the budget), worst error U ULP at the tensor's "
-              "scale; div: known divergence (spec/known_divergences.yaml or the adapter's KNOWN_DIVERGENCES); conv: a declared "
-              "difference on a case that states a convention where the math has no single answer (the fully masked row, a causal flag over fewer queries than keys); n/a: the adapter says why it cannot run it; "
-              "-: the case has no check in this dtype; FAIL; STALE: a declared divergence that now conforms (remove it); MISSING: the framework's environment did not report.")
+        lines.append(
+            f"| {fam} | {row['case']} | " + " | ".join(_cell_text(row["cells"][c]) for c in matrix["columns"]) + " |"
+        )
+    legend = (
+        "ok M Uu: passed, worst |error| / tolerance M (0.03 = 3% of the budget), worst error U ULP at the tensor's "
+        "scale; div: known divergence (spec/known_divergences.yaml or the adapter's KNOWN_DIVERGENCES); conv: a "
+        "declared difference on a case that states a convention where the math has no single answer (the fully masked "
+        "row, a causal flag over fewer queries than keys); n/a: the adapter says why it cannot run it; -: the case has "
+        "no check in this dtype; FAIL; STALE: a declared divergence that now conforms (remove it); MISSING: the "
+        "framework's environment did not report."
+    )
     return "\n".join(lines) + "\n\n" + legend + "\n"
 
 
@@ -89,8 +109,15 @@ def heatmap(matrix, path):
     cols, rows = matrix["columns"], matrix["rows"]
     rgb = np.ones((len(rows), len(cols), 3))
     green, red = np.array([0.2, 0.7, 0.3]), np.array([0.85, 0.15, 0.1])
-    fixed = {"failed": (0, 0, 0), "stale divergence": (0, 0, 0), "diverged": (0.55, 0.35, 0.75), "other convention": (0.55, 0.7, 0.95), "not applicable": (0.75, 0.75, 0.75),
-             "missing": (1, 1, 1), "not run in this dtype": (0.93, 0.93, 0.93)}
+    fixed = {
+        "failed": (0, 0, 0),
+        "stale divergence": (0, 0, 0),
+        "diverged": (0.55, 0.35, 0.75),
+        "other convention": (0.55, 0.7, 0.95),
+        "not applicable": (0.75, 0.75, 0.75),
+        "missing": (1, 1, 1),
+        "not run in this dtype": (0.93, 0.93, 0.93),
+    }
     for i, row in enumerate(rows):
         for j, col in enumerate(cols):
             cell = row["cells"][col]
@@ -105,8 +132,11 @@ def heatmap(matrix, path):
     ax.set_yticks(range(len(rows)), [f"{r['case']}  ({r['family']})" for r in rows], fontsize=6)
     # No number in each cell: ~3000 labels were half the main job's summary (2.4 s, measured) and
     # unreadable at this size; matrix.md and matrix.json hold the margins.
-    ax.set_title("Conformance margins: |error| / tolerance (green 0, red 1); purple known divergence, "
-                 "grey n/a, light grey no check in this dtype, black failure", fontsize=8)
+    ax.set_title(
+        "Conformance margins: |error| / tolerance (green 0, red 1); purple known divergence, "
+        "grey n/a, light grey no check in this dtype, black failure",
+        fontsize=8,
+    )
     # Cropped to what was drawn rather than laid out first: tight_layout costs a second pass over the
     # ~3000 labels (1.2 s of the main job's summary, measured).
     fig.savefig(path, dpi=110, bbox_inches="tight")

@@ -33,11 +33,16 @@ import numpy as np
 
 from attention_conformance import SPEC_DIR, judge, loader, machine, plan
 from attention_conformance.adapters import reference
-from attention_conformance.contract import np_dtype
-from attention_conformance.contract import DTYPES, NAMES, OPS
+from attention_conformance.contract import DTYPES, NAMES, OPS, np_dtype
 
-SWEEP_OPS = ("masked_attention", "causal_attention", "decode_attention", "grouped_attention",
-             "grouped_fused_attention", "mask_conventions")
+SWEEP_OPS = (
+    "masked_attention",
+    "causal_attention",
+    "decode_attention",
+    "grouped_attention",
+    "grouped_fused_attention",
+    "mask_conventions",
+)
 MAX_T, MAX_H, MAX_HEADS, MAX_D_IN = 1024, 256, 16, 8
 CELLS = 1 << 21  # at most B x N x T x S score entries per case: T = 1024 gets 2 heads, T = 512 gets 8
 DECODE_STEPS = 64  # at most this many new tokens in a decoding case (the stepwise path loops in Python)
@@ -90,7 +95,8 @@ def draw_case(seed, index):
     N = int(rng.integers(1, MAX_HEADS + 1)) if grouped else 1
     K = int(rng.choice(_divisors(N)))
     batched = op in ("decode_attention", "grouped_attention", "grouped_fused_attention", "mask_conventions") or (
-        op == "causal_attention" and rng.random() < 0.5)
+        op == "causal_attention" and rng.random() < 0.5
+    )
     B = int(rng.integers(1, 3)) if batched else 1
     if B * N * T * T > CELLS:  # big shapes: fewer heads and one sequence, so the float64 oracle stays cheap
         B = 1
@@ -99,18 +105,31 @@ def draw_case(seed, index):
             N = int(rng.integers(1, min(allowed, MAX_HEADS) + 1))
             K = int(rng.choice(_divisors(N)))
     large = rng.random() < LARGE_LOGITS
-    sigma = float(math.exp(rng.uniform(math.log(8.0), math.log(2000.0)) if large else rng.uniform(math.log(0.05), math.log(8.0))))
+    sigma = float(
+        math.exp(rng.uniform(math.log(8.0), math.log(2000.0)) if large else rng.uniform(math.log(0.05), math.log(8.0)))
+    )
     lead = (B,) if batched else ()
     positive = rng.random() < 0.3  # torch.rand-like inputs, as the documents': correlated scores
     x = (rng.random(lead + (T, d_in)) if positive else rng.standard_normal(lead + (T, d_in))).astype(np.float32)
     # x ~ N(0, 1) and W ~ N(0, s^2) make q.k / sqrt(H) ~ N(0, (d_in s^2)^2): s^2 = sigma / d_in
     s = math.sqrt(sigma / d_in)
-    inputs = {"x": x,
-              "w_query": (s * rng.standard_normal((d_in, N * H))).astype(np.float32),
-              "w_key": (s * rng.standard_normal((d_in, K * H))).astype(np.float32),
-              "w_value": (rng.standard_normal((d_in, K * H)) / math.sqrt(d_in)).astype(np.float32)}
-    shape = {"T": T, "S": T, "H": H, "N": N, "K": K, "B": B if batched else 0, "d_in": d_in, "sigma": round(sigma, 4),
-             "inputs": "uniform" if positive else "normal"}
+    inputs = {
+        "x": x,
+        "w_query": (s * rng.standard_normal((d_in, N * H))).astype(np.float32),
+        "w_key": (s * rng.standard_normal((d_in, K * H))).astype(np.float32),
+        "w_value": (rng.standard_normal((d_in, K * H)) / math.sqrt(d_in)).astype(np.float32),
+    }
+    shape = {
+        "T": T,
+        "S": T,
+        "H": H,
+        "N": N,
+        "K": K,
+        "B": B if batched else 0,
+        "d_in": d_in,
+        "sigma": round(sigma, 4),
+        "inputs": "uniform" if positive else "normal",
+    }
     if op == "masked_attention":
         kind = str(rng.choice(["random", "one_visible", "causal_random"]))
         inputs["mask"] = _mask(rng, (T, T), kind)
@@ -135,8 +154,10 @@ def draw_case(seed, index):
 
 def rounded(inputs, dtype):
     """The inputs as the adapter gets them in `dtype` (float32 data cast to it, as the spec's)."""
-    return {name: value.astype(np_dtype(dtype)) if isinstance(value, np.ndarray) and value.dtype == np.float32 else value
-            for name, value in inputs.items()}
+    return {
+        name: value.astype(np_dtype(dtype)) if isinstance(value, np.ndarray) and value.dtype == np.float32 else value
+        for name, value in inputs.items()
+    }
 
 
 def _heads(t, n):
@@ -157,12 +178,14 @@ def oracle(op, inputs, rounding=None):
         out = judge.attend(q, k, v, judge.hidden_keys(T, T, causal=inputs["causal"]), rounding=rounding)
         return {"heads": out["out"]}
     if op == "decode_attention":
-        q = reference.project(x[..., inputs["start"]:, :], wq)
+        q = reference.project(x[..., inputs["start"] :, :], wq)
         out = judge.attend(q, keys, values, judge.hidden_keys(q.shape[-2], T, causal=True), rounding=rounding)
         return {"context": out["out"], "stepwise": out["out"]}
     q = reference.project(x, wq)
     mask = inputs.get("mask")
-    out = judge.attend(q, keys, values, judge.hidden_keys(T, T, mask, causal=op == "causal_attention"), rounding=rounding)
+    out = judge.attend(
+        q, keys, values, judge.hidden_keys(T, T, mask, causal=op == "causal_attention"), rounding=rounding
+    )
     if op == "mask_conventions":
         return {"context": out["out"]}
     return {"weights": out["weights"], "context": out["out"]}
@@ -190,7 +213,11 @@ def declared_divergences(name, adapter):
     """{test-id pattern: reason}: spec/known_divergences.yaml's for a built-in adapter, and its own."""
     found = {}
     if name in NAMES:
-        found = {p: r for p, r in loader.load_divergences(SPEC_DIR / "known_divergences.yaml").items() if plan.adapter_of(p) == name}
+        found = {
+            p: r
+            for p, r in loader.load_divergences(SPEC_DIR / "known_divergences.yaml").items()
+            if plan.adapter_of(p) == name
+        }
     for key, reason in getattr(adapter, "KNOWN_DIVERGENCES", {}).items():
         found[plan.declared_pattern(name, key)] = reason
     return found
@@ -204,13 +231,19 @@ def declared(name, divergences, spec, op, output, dtype, inputs):
     for case in spec.cases.values():
         if case.op != op or case.convention or output not in case.expect:
             continue
-        given = {n: v for n, v in case.inputs.items() if n == "api" or (n == "fill" and case.inputs.get("api") == "additive")}
+        given = {
+            n: v for n, v in case.inputs.items() if n == "api" or (n == "fill" and case.inputs.get("api") == "additive")
+        }
         if any(inputs.get(n) != v for n, v in given.items()):
             continue
         multi_query = [i.get("num_kv_heads") == 1 and i.get("num_heads", 1) > 1 for i in (case.inputs, inputs)]
         if multi_query[0] and not multi_query[1]:
             continue  # said of multi-query attention only (one K/V head for several query heads)
-        if isinstance(case.inputs.get("x"), dict) and case.inputs["x"].get("shape", [0, 0])[-2] == 1 and np.shape(inputs["x"])[-2] != 1:
+        if (
+            isinstance(case.inputs.get("x"), dict)
+            and case.inputs["x"].get("shape", [0, 0])[-2] == 1
+            and np.shape(inputs["x"])[-2] != 1
+        ):
             continue  # said of one token only
         reason = loader.divergence_reason(plan.test_id(output, name, dtype, case.id), divergences)
         if reason:
@@ -225,7 +258,11 @@ def measure(dtype, got, exact, plain, k, ulps):
     """{needed_k, needed_k_by_ulps, ulps_alone, margin, baseline, error, ...} of one output."""
     got = np.asarray(got, dtype=np.float64)
     if got.shape != exact.shape:
-        return {"margin": math.inf, "needed_k": math.inf, "problem": f"shape {list(got.shape)}, expected {list(exact.shape)}"}
+        return {
+            "margin": math.inf,
+            "needed_k": math.inf,
+            "problem": f"shape {list(got.shape)}, expected {list(exact.shape)}",
+        }
     with np.errstate(all="ignore"):
         baseline = float(np.max(judge.allowed(dtype, exact, plain, 1.0, 0.0), initial=0.0))
         unit = np.broadcast_to(judge.allowed(dtype, exact, plain, 0.0, 1.0), exact.shape)
@@ -242,9 +279,16 @@ def measure(dtype, got, exact, plain, k, ulps):
 
         verdict = judge.judge("", dtype, got, exact, plain, k, ulps)
         alone = math.inf if bad.any() else float(np.max(np.where(err == 0, 0.0, err / unit), initial=0.0))
-    return {"needed_k": needed(ulps), "needed_k_by_ulps": {str(u): needed(u) for u in ULPS_GRID}, "ulps_alone": alone,
-            "margin": float(verdict.margin), "baseline": baseline, "max_error": float(np.max(np.where(bad, np.inf, err), initial=0.0)),
-            "front": None if bad.any() else front(err, unit), "worst": verdict.describe()}
+    return {
+        "needed_k": needed(ulps),
+        "needed_k_by_ulps": {str(u): needed(u) for u in ULPS_GRID},
+        "ulps_alone": alone,
+        "margin": float(verdict.margin),
+        "baseline": baseline,
+        "max_error": float(np.max(np.where(bad, np.inf, err), initial=0.0)),
+        "front": None if bad.any() else front(err, unit),
+        "worst": verdict.describe(),
+    }
 
 
 def front(err, unit, most=64):
@@ -302,7 +346,10 @@ def run(name, adapter, examples, seed, model, dtypes=None, ops=None, log=None):
                 result = getattr(adapter, op)(**inputs)
                 problem = None
             except Exception as exc:  # noqa: BLE001 - what the adapter raises is its result for this case
-                result, problem = None, f"{op}() raised {type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0][:300]}"
+                result, problem = (
+                    None,
+                    f"{op}() raised {type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0][:300]}",
+                )
             call_s = time.perf_counter() - started
             names = OPS[op][1]
             if result is not None and len(names) == 1:
@@ -361,44 +408,72 @@ def summarize(rows, model):
         worst_margin = max(measured, key=lambda r: r["margin"], default=None)
         out[dtype] = {
             "model": {"k": model[dtype][0], "ulps": model[dtype][1]},
-            "outputs": len(mine), "cases": len({r["index"] for r in mine}), "measured": len(measured),
-            "beyond": sum(r["status"] == "beyond" for r in mine), "raised": sum(r["status"] == "raised" for r in mine),
-            "declared": sum(r["status"] == "declared" for r in mine), "skipped": sum(r["status"] == "skipped" for r in mine),
-            "worst_needed_k": worst["needed_k"] if worst else None, "worst_needed_k_at": _shape_text(worst) if worst else None,
-            "worst_needed_k_by_ulps": {u: max(r["needed_k_by_ulps"][u] for r in measured) for u in map(str, ULPS_GRID)} if measured else None,
+            "outputs": len(mine),
+            "cases": len({r["index"] for r in mine}),
+            "measured": len(measured),
+            "beyond": sum(r["status"] == "beyond" for r in mine),
+            "raised": sum(r["status"] == "raised" for r in mine),
+            "declared": sum(r["status"] == "declared" for r in mine),
+            "skipped": sum(r["status"] == "skipped" for r in mine),
+            "worst_needed_k": worst["needed_k"] if worst else None,
+            "worst_needed_k_at": _shape_text(worst) if worst else None,
+            "worst_needed_k_by_ulps": {u: max(r["needed_k_by_ulps"][u] for r in measured) for u in map(str, ULPS_GRID)}
+            if measured
+            else None,
             "worst_ulps_alone": max(r["ulps_alone"] for r in measured) if measured else None,
             "worst_margin": worst_margin["margin"] if worst_margin else None,
             "worst_margin_at": _shape_text(worst_margin) if worst_margin else None,
-            "by_op": {op: max(r["needed_k"] for r in measured if r["op"] == op)
-                      for op in SWEEP_OPS if any(r["op"] == op for r in measured)},
+            "by_op": {
+                op: max(r["needed_k"] for r in measured if r["op"] == op)
+                for op in SWEEP_OPS
+                if any(r["op"] == op for r in measured)
+            },
         }
     return out
 
 
 def table(summary):
-    lines = ["| dtype | model k, ulps | cases | outputs | skipped | declared | beyond | worst needed k | at | worst margin |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| dtype | model k, ulps | cases | outputs | skipped | declared | beyond "
+        "| worst needed k | at | worst margin |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for dtype, s in summary.items():
         needed = "-" if s["worst_needed_k"] is None else f"{s['worst_needed_k']:.3g}"
         margin = "-" if s["worst_margin"] is None else f"{s['worst_margin']:.3g}"
-        lines.append(f"| {dtype} | {s['model']['k']:g}, {s['model']['ulps']:g} | {s['cases']} | {s['measured']} | {s['skipped']} | "
-                     f"{s['declared']} | {s['beyond'] + s['raised']} | {needed} | {s['worst_needed_k_at'] or '-'} | {margin} |")
+        lines.append(
+            f"| {dtype} | {s['model']['k']:g}, {s['model']['ulps']:g} | {s['cases']} | {s['measured']} "
+            f"| {s['skipped']} | {s['declared']} | {s['beyond'] + s['raised']} | {needed} "
+            f"| {s['worst_needed_k_at'] or '-'} | {margin} |"
+        )
     lines.append("")
-    lines.append("worst needed k by op: " + "; ".join(
-        f"{dtype} " + ", ".join(f"{op} {k:.3g}" for op, k in s["by_op"].items()) for dtype, s in summary.items()))
-    lines.append("worst needed k by ulps: " + "; ".join(
-        f"{dtype} " + ", ".join(f"{u}: {k:.3g}" for u, k in (s["worst_needed_k_by_ulps"] or {}).items())
-        for dtype, s in summary.items()))
+    lines.append(
+        "worst needed k by op: "
+        + "; ".join(
+            f"{dtype} " + ", ".join(f"{op} {k:.3g}" for op, k in s["by_op"].items()) for dtype, s in summary.items()
+        )
+    )
+    lines.append(
+        "worst needed k by ulps: "
+        + "; ".join(
+            f"{dtype} " + ", ".join(f"{u}: {k:.3g}" for u, k in (s["worst_needed_k_by_ulps"] or {}).items())
+            for dtype, s in summary.items()
+        )
+    )
     return "\n".join(lines)
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m attention_conformance.model_sweep", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m attention_conformance.model_sweep", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--adapter", required=True)
     parser.add_argument("--examples", type=int, default=DEFAULT_EXAMPLES)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", help="write every measurement and the summary here")
-    parser.add_argument("--model", default=str(judge.MODEL_FILE), help="the model file to judge against (default spec/model.yaml)")
+    parser.add_argument(
+        "--model", default=str(judge.MODEL_FILE), help="the model file to judge against (default spec/model.yaml)"
+    )
     parser.add_argument("--dtype", action="append", choices=DTYPES, help="only this dtype (repeatable)")
     parser.add_argument("--op", action="append", choices=SWEEP_OPS, help="only this op (repeatable)")
     parser.add_argument("--verbose", action="store_true", help="a line per measurement")
@@ -415,26 +490,50 @@ def main(argv=None):
     def log(row):
         if args.verbose or row["status"] not in ("within", "skipped"):
             needed = row.get("needed_k", math.nan)
-            print(f"  #{row['index']} {row['dtype']} {_shape_text(row)}: {row['status']}, needed k {needed:.3g}, "
-                  f"margin {row.get('margin', math.nan):.3g}" + (f" ({row['problem']})" if row.get("problem") else "")
-                  + (f" [declared by {row['declared_by']}]" if row.get("declared_by") else ""), flush=True)
+            print(
+                f"  #{row['index']} {row['dtype']} {_shape_text(row)}: {row['status']}, needed k {needed:.3g}, "
+                f"margin {row.get('margin', math.nan):.3g}"
+                + (f" ({row['problem']})" if row.get("problem") else "")
+                + (f" [declared by {row['declared_by']}]" if row.get("declared_by") else ""),
+                flush=True,
+            )
 
     rows = run(args.adapter, adapter, args.examples, args.seed, model, args.dtype, args.op, log)
     seconds = time.perf_counter() - started
     summary = summarize(rows, model)
-    command = (f"python -m attention_conformance.model_sweep --adapter {args.adapter} --examples {args.examples} --seed {args.seed}"
-               + "".join(f" --dtype {d}" for d in args.dtype or ()) + "".join(f" --op {o}" for o in args.op or ()))
+    command = (
+        f"python -m attention_conformance.model_sweep --adapter {args.adapter} --examples {args.examples} "
+        f"--seed {args.seed}"
+        + "".join(f" --dtype {d}" for d in args.dtype or ())
+        + "".join(f" --op {o}" for o in args.op or ())
+    )
     print(f"{args.adapter} ({version}), {args.examples} examples, seed {args.seed}, model {args.model}")
     print(f"machine: {where}; {seconds:.0f} s")
     print(table(summary))
     failures = [r for r in rows if r["status"] in ("beyond", "raised")]
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"adapter": args.adapter, "version": version, "machine": machine.describe(), "machine_line": where,
-                       "command": command, "seconds": round(seconds, 1), "model": {d: list(kv) for d, kv in model.items()},
-                       "summary": summary, "rows": rows}, f, indent=1, default=float)
+            json.dump(
+                {
+                    "adapter": args.adapter,
+                    "version": version,
+                    "machine": machine.describe(),
+                    "machine_line": where,
+                    "command": command,
+                    "seconds": round(seconds, 1),
+                    "model": {d: list(kv) for d, kv in model.items()},
+                    "summary": summary,
+                    "rows": rows,
+                },
+                f,
+                indent=1,
+                default=float,
+            )
     if failures:
-        print(f"{len(failures)} output(s) beyond the model (not declared divergences): see the lines above", file=sys.stderr)
+        print(
+            f"{len(failures)} output(s) beyond the model (not declared divergences): see the lines above",
+            file=sys.stderr,
+        )
         return 1
     print("every measured output is within the model")
     return 0

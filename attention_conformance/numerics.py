@@ -41,8 +41,10 @@ def _jax(jax):
         jax.config.update("jax_compilation_cache_dir", str(cache / "xla"))
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)  # the spec's compiles are small and many
         jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
-    return {"jax.default_matmul_precision": jax.config.jax_default_matmul_precision,
-            "jax.enable_x64": jax.config.jax_enable_x64}
+    return {
+        "jax.default_matmul_precision": jax.config.jax_default_matmul_precision,
+        "jax.enable_x64": jax.config.jax_enable_x64,
+    }
 
 
 _PINS = {"torch": _torch, "tensorflow": _tensorflow, "jax": _jax}

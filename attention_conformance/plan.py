@@ -57,7 +57,7 @@ def declared_key(pattern):
 
 def adapter_of(pattern):
     """The adapter a test id, or a known-divergence pattern with "*" in it, is about."""
-    return pattern[pattern.index("[") + 1:].split("-")[0] if "[" in pattern else None
+    return pattern[pattern.index("[") + 1 :].split("-")[0] if "[" in pattern else None
 
 
 def dtypes_for(spec, adapter):
@@ -116,8 +116,11 @@ def keys_of(op, case_ids, inputs, dtype, output=None):
     """Every NOT_APPLICABLE key that covers a case of `op` with these inputs, known by these spec case
     ids (none for a generated case, or the spec cases it stands with), in this dtype and output."""
     keys = [dtype, op, *case_ids] + ([f"{op}/{output}"] + [f"{i}/{output}" for i in case_ids] if output else [])
-    return keys + [parameter_key(name, value) for name, value in inputs.items()
-                   if isinstance(value, (str, int)) and "#" not in str(value)]  # words, switches, counts; not golden refs
+    return keys + [
+        parameter_key(name, value)
+        for name, value in inputs.items()
+        if isinstance(value, (str, int)) and "#" not in str(value)
+    ]  # words, switches, counts; not golden refs
 
 
 def unmatched_not_applicable(spec, adapter):
@@ -135,6 +138,9 @@ def tests(spec, adapters, dtypes=None):
     for name, adapter in adapters.items():
         for dtype in dtypes or dtypes_for(spec, adapter):
             for case in spec.cases.values():
-                planned += [Test(name, dtype, case, output, not_applicable(adapter, case, dtype, output))
-                            for output, exp in case.expect.items() if applies(spec, case, exp, dtype, adapter.DTYPES[0])]
+                planned += [
+                    Test(name, dtype, case, output, not_applicable(adapter, case, dtype, output))
+                    for output, exp in case.expect.items()
+                    if applies(spec, case, exp, dtype, adapter.DTYPES[0])
+                ]
     return planned

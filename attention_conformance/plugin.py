@@ -17,22 +17,51 @@ from pathlib import Path
 
 import pytest
 
-from attention_conformance import CONFORMANCE_TESTS, SPEC_DIR, calls, contract, golden, loader, machine, numerics, plan, reports, verify
+from attention_conformance import (
+    CONFORMANCE_TESTS,
+    SPEC_DIR,
+    calls,
+    contract,
+    golden,
+    loader,
+    machine,
+    numerics,
+    plan,
+    reports,
+    verify,
+)
 from attention_conformance.compare import Nonconformance
 
 
 def pytest_addoption(parser):
     group = parser.getgroup("attention-conformance")
-    group.addoption("--adapter", action="append", default=[], metavar="NAME",
-                    help=f"adapter to run the spec against: one of {', '.join(contract.NAMES)}, an entry point name or a "
-                         "dotted module path (repeatable); without it this plugin does nothing")
-    group.addoption("--golden-dir", default=str(golden.GOLDEN_DIR), metavar="DIR", help="golden tensors to compare against")
-    group.addoption("--reports", default=str(reports.DEFAULT_DIR), metavar="DIR", help="where <adapter>.json reports go")
-    group.addoption("--device", default="cpu", choices=("cpu", "gpu"),
-                    help="where the frameworks compute (default cpu); an unavailable device stops the run")
+    group.addoption(
+        "--adapter",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help=f"adapter to run the spec against: one of {', '.join(contract.NAMES)}, an entry point name or a "
+        "dotted module path (repeatable); without it this plugin does nothing",
+    )
+    group.addoption(
+        "--golden-dir", default=str(golden.GOLDEN_DIR), metavar="DIR", help="golden tensors to compare against"
+    )
+    group.addoption(
+        "--reports", default=str(reports.DEFAULT_DIR), metavar="DIR", help="where <adapter>.json reports go"
+    )
+    group.addoption(
+        "--device",
+        default="cpu",
+        choices=("cpu", "gpu"),
+        help="where the frameworks compute (default cpu); an unavailable device stops the run",
+    )
     group.addoption("--spec", default=str(SPEC_DIR / "attention.yaml"), metavar="FILE", help="the spec to run")
-    group.addoption("--known-divergences", default=str(SPEC_DIR / "known_divergences.yaml"), metavar="FILE",
-                    help="tests expected to fail, with reasons (run as strict xfail)")
+    group.addoption(
+        "--known-divergences",
+        default=str(SPEC_DIR / "known_divergences.yaml"),
+        metavar="FILE",
+        help="tests expected to fail, with reasons (run as strict xfail)",
+    )
 
 
 DECLARED_BY_ADAPTER = " (declared by the adapter)"
@@ -49,8 +78,9 @@ class ConformanceTest:
         __tracebackhide__ = True
         t = self.test
         try:
-            self.margin, self.ulp = verify.verify(state.spec, t.adapter, state.loaded[t.adapter], t.case, t.output, t.dtype,
-                                                  state.goldens)
+            self.margin, self.ulp = verify.verify(
+                state.spec, t.adapter, state.loaded[t.adapter], t.case, t.output, t.dtype, state.goldens
+            )
         except calls.AdapterRaised as exc:
             if state.divergence_of.get(t.id) is None:
                 raise  # the adapter's own traceback, then the line that names the case
@@ -131,15 +161,20 @@ def _load(config, names):
             raise _Refused(name, str(exc)) from None
         unmatched = plan.unmatched_not_applicable(state.spec, state.loaded[name])
         if unmatched:
-            raise _Refused(name, f"adapter {name!r}: NOT_APPLICABLE key(s) {', '.join(map(repr, unmatched))} name no dtype, "
-                                 "op, case, output or input value of this spec (renamed, or a typo?)")
+            raise _Refused(
+                name,
+                f"adapter {name!r}: NOT_APPLICABLE key(s) {', '.join(map(repr, unmatched))} name no dtype, "
+                "op, case, output or input value of this spec (renamed, or a typo?)",
+            )
     for name, module in state.loaded.items():  # an adapter's own, held to the same strict rules as the file's
         for key, reason in getattr(module, "KNOWN_DIVERGENCES", {}).items():
             state.divergences[plan.declared_pattern(name, key)] = reason + DECLARED_BY_ADAPTER
     state.numerics = numerics.pin()
     state.versions = {name: _ask(name, module, "version", str) for name, module in state.loaded.items()}
-    state.devices = {name: _ask(name, module, "devices", (list, tuple)) if hasattr(module, "devices") else ["cpu"]
-                     for name, module in state.loaded.items()}
+    state.devices = {
+        name: _ask(name, module, "devices", (list, tuple)) if hasattr(module, "devices") else ["cpu"]
+        for name, module in state.loaded.items()
+    }
     device = config.getoption("device")
     for name, seen in state.devices.items():
         if device not in seen:
@@ -157,20 +192,30 @@ def _ask(name, module, function, kind):
     try:
         answer = getattr(module, function)()
     except Exception as exc:  # noqa: BLE001 - whatever the adapter does is reported, not propagated
-        raise _Refused(name, f"adapter {name!r}: {function}() raises {type(exc).__name__}: {exc}; "
-                             f"run `attention-conformance check {name}`") from None
+        raise _Refused(
+            name,
+            f"adapter {name!r}: {function}() raises {type(exc).__name__}: {exc}; "
+            f"run `attention-conformance check {name}`",
+        ) from None
     if not isinstance(answer, kind) or not answer:
-        raise _Refused(name, f"adapter {name!r}: {function}() returned {answer!r}; run `attention-conformance check {name}`")
+        raise _Refused(
+            name, f"adapter {name!r}: {function}() returned {answer!r}; run `attention-conformance check {name}`"
+        )
     return answer
 
 
 def pytest_report_header(config):
     if not state.active:
         return None
-    lines = [f"adapter {name}: {state.versions[name]}, dtypes {', '.join(plan.declared_dtypes(state.spec, module))}, "
-             f"devices seen {', '.join(state.devices[name])} (running on {config.getoption('device')})"
-             for name, module in state.loaded.items()]
-    lines.append("numeric switches: " + (", ".join(f"{k}={v}" for k, v in state.numerics.items()) or "none (no framework imported)"))
+    lines = [
+        f"adapter {name}: {state.versions[name]}, dtypes {', '.join(plan.declared_dtypes(state.spec, module))}, "
+        f"devices seen {', '.join(state.devices[name])} (running on {config.getoption('device')})"
+        for name, module in state.loaded.items()
+    ]
+    lines.append(
+        "numeric switches: "
+        + (", ".join(f"{k}={v}" for k, v in state.numerics.items()) or "none (no framework imported)")
+    )
     lines.append(f"machine: {machine.one_line()}")
     return lines
 
@@ -180,9 +225,18 @@ def pytest_generate_tests(metafunc):
     if output is None:
         return
     if not state.active:
-        raise pytest.UsageError("the conformance tests need an adapter: pytest --adapter NAME (or attention-conformance run --adapter NAME)")
-    params = [pytest.param(ConformanceTest(t), id=t.param_id, marks=[pytest.mark.skip(reason=f"not applicable: {t.not_applicable}")]
-                           if t.not_applicable else []) for t in state.planned if t.output == output]
+        raise pytest.UsageError(
+            "the conformance tests need an adapter: pytest --adapter NAME (or attention-conformance run --adapter NAME)"
+        )
+    params = [
+        pytest.param(
+            ConformanceTest(t),
+            id=t.param_id,
+            marks=[pytest.mark.skip(reason=f"not applicable: {t.not_applicable}")] if t.not_applicable else [],
+        )
+        for t in state.planned
+        if t.output == output
+    ]
     metafunc.parametrize("conformance_test", params)
 
 
@@ -222,12 +276,20 @@ def _runs_conformance(config):
 
 
 def _is_narrowed(config):
-    return bool(config.option.keyword or config.option.markexpr or config.option.deselect or
-                any("::" in a for a in config.args) or getattr(config.option, "lf", False) or config.option.maxfail)
+    return bool(
+        config.option.keyword
+        or config.option.markexpr
+        or config.option.deselect
+        or any("::" in a for a in config.args)
+        or getattr(config.option, "lf", False)
+        or config.option.maxfail
+    )
 
 
 def pytest_runtest_logreport(report):
-    if not state.active or (report.when != "call" and not (report.when == "setup" and (report.failed or report.skipped))):
+    if not state.active or (
+        report.when != "call" and not (report.when == "setup" and (report.failed or report.skipped))
+    ):
         return
     name = report.nodeid.rsplit("::", 1)[-1]
     if name not in state.expected:
@@ -240,8 +302,11 @@ def pytest_runtest_logreport(report):
     else:
         outcome = report.outcome
     state.results.setdefault(plan.parse(name)[1], {})[name] = {
-        "outcome": outcome, "margin": getattr(report, "margin", None), "ulp": getattr(report, "ulp", None),
-        "message": message if outcome in ("failed", "error", "diverged", "stale divergence") else None, "reason": reason,
+        "outcome": outcome,
+        "margin": getattr(report, "margin", None),
+        "ulp": getattr(report, "ulp", None),
+        "message": message if outcome in ("failed", "error", "diverged", "stale divergence") else None,
+        "reason": reason,
     }
 
 
@@ -253,22 +318,31 @@ def pytest_runtest_makereport(item, call):
         return report
     if call.when == "call":
         report.margin, report.ulp = test.margin, test.ulp
-        if call.excinfo is not None:  # the report's message: the suite's own are read as they are, others with their type
+        if (
+            call.excinfo is not None
+        ):  # the report's message: the suite's own are read as they are, others with their type
             error = call.excinfo.value
             report.failure = str(error) if isinstance(error, Nonconformance) else f"{type(error).__name__}: {error}"
     if test.test.not_applicable:
         report.reason = test.test.not_applicable
-        if report.skipped and isinstance(report.longrepr, tuple):  # -rs names the test, not the file it was generated in
+        if report.skipped and isinstance(
+            report.longrepr, tuple
+        ):  # -rs names the test, not the file it was generated in
             report.longrepr = (str(item.config.invocation_params.dir / item.nodeid), None, report.longrepr[2])
     divergence = state.divergence_of.get(item.name)
     if divergence is not None:
         report.reason = divergence
         if call.when == "call" and call.excinfo is None and report.failed:  # a strict xfail that passed
             report.stale_divergence = True
-            where = ("the adapter's KNOWN_DIVERGENCES" if divergence.endswith(DECLARED_BY_ADAPTER)
-                     else item.config.getoption("known_divergences"))
-            report.longrepr = (f"declared divergence now conforms: remove it from {where} "
-                               f"(it said: {divergence.removesuffix(DECLARED_BY_ADAPTER)})")
+            where = (
+                "the adapter's KNOWN_DIVERGENCES"
+                if divergence.endswith(DECLARED_BY_ADAPTER)
+                else item.config.getoption("known_divergences")
+            )
+            report.longrepr = (
+                f"declared divergence now conforms: remove it from {where} "
+                f"(it said: {divergence.removesuffix(DECLARED_BY_ADAPTER)})"
+            )
     return report
 
 
@@ -286,23 +360,48 @@ def pytest_sessionfinish(session, exitstatus):
     for name in state.loaded if state.conformance_collected else ():
         reports.forget_mutants(state.reports, name)  # the last self-check's record was measured against what ran before
         reports.write_run(
-            state.reports, name, version=state.versions[name], dtypes=plan.declared_dtypes(state.spec, state.loaded[name]),
-            devices={d: "ran" if d == config.getoption("device") else
-                     ("unavailable" if d not in state.devices[name] else "available, not run") for d in ("cpu", "gpu")},
-            spec=state.spec, spec_sha256=state.spec_sha256, numerics=state.numerics, complete=complete, expected=sum(t.adapter == name for t in state.planned),
-            tests=state.results.get(name, {}))
+            state.reports,
+            name,
+            version=state.versions[name],
+            dtypes=plan.declared_dtypes(state.spec, state.loaded[name]),
+            devices={
+                d: "ran"
+                if d == config.getoption("device")
+                else ("unavailable" if d not in state.devices[name] else "available, not run")
+                for d in ("cpu", "gpu")
+            },
+            spec=state.spec,
+            spec_sha256=state.spec_sha256,
+            numerics=state.numerics,
+            complete=complete,
+            expected=sum(t.adapter == name for t in state.planned),
+            tests=state.results.get(name, {}),
+        )
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     for name in state.loaded if state.conformance_collected else ():
-        reporter.write_line(f"report: {Path(state.reports) / reports.file_name(name)} ("
-                            + ("complete)" if complete else "narrowed by pytest arguments, so marked incomplete: "
-                               "a summary needs a complete run)"))
+        reporter.write_line(
+            f"report: {Path(state.reports) / reports.file_name(name)} ("
+            + (
+                "complete)"
+                if complete
+                else "narrowed by pytest arguments, so marked incomplete: a summary needs a complete run)"
+            )
+        )
     missing = sorted(state.expected - ran)
     if complete and missing:
-        reporter.write_line(f"FAILED: ran {len(ran)} of {len(state.expected)} conformance tests the spec defines; "
-                            f"first missing: {', '.join(missing[:5])}", red=True)
+        reporter.write_line(
+            f"FAILED: ran {len(ran)} of {len(state.expected)} conformance tests the spec defines; "
+            f"first missing: {', '.join(missing[:5])}",
+            red=True,
+        )
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
-    stale = sorted(p for p in state.divergences if plan.adapter_of(p) in state.loaded
-                   and not any(loader.divergence_reason(t, {p: p}) for t in state.expected))
+    stale = sorted(
+        p
+        for p in state.divergences
+        if plan.adapter_of(p) in state.loaded and not any(loader.divergence_reason(t, {p: p}) for t in state.expected)
+    )
     if complete and stale:
-        reporter.write_line(f"FAILED: known divergences that match no test (renamed or fixed?): {', '.join(stale)}", red=True)
+        reporter.write_line(
+            f"FAILED: known divergences that match no test (renamed or fixed?): {', '.join(stale)}", red=True
+        )
         session.exitstatus = pytest.ExitCode.TESTS_FAILED

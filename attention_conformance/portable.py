@@ -77,7 +77,9 @@ def matmul(a, b):
         used = nonzero[-1] + 1 if nonzero.size else 1
     (a_q, e_a), (b_q, e_b) = _slices(a[..., :used], -1, bits, count), _slices(b, -2, bits, count)
     # Slice pairs whose bits all lie below the kept range are dropped; the rest, smallest first.
-    pairs = sorted(((p, q) for p in range(count) for q in range(count) if p + q < count), key=lambda pq: -(pq[0] + pq[1]))
+    pairs = sorted(
+        ((p, q) for p in range(count) for q in range(count) if p + q < count), key=lambda pq: -(pq[0] + pq[1])
+    )
     total = None
     for p, q in pairs:
         if a_q[p] is None or b_q[q] is None:
@@ -94,15 +96,15 @@ def matmul(a, b):
     return np.ldexp(total, e_a + e_b)  # (.., M, 1) + (.., 1, N): each row's and column's scale, once
 
 
-def sum(a, axis=-1, keepdims=False):  # noqa: A001 - used as portable.sum, beside np.sum
+def sum(a, axis=-1, keepdims=False):
     """np.sum along one axis, pairwise in a fixed order of elementwise additions."""
     rest = np.moveaxis(np.asarray(a, dtype=np.float64), axis, -1)
     if rest.shape[-1] == 0:
         rest = np.zeros(rest.shape[:-1] + (1,))
     while rest.shape[-1] > 1:
         half = rest.shape[-1] // 2
-        paired = rest[..., :half] + rest[..., half:2 * half]
-        rest = np.concatenate([paired, rest[..., 2 * half:]], axis=-1)  # an odd last element waits a round
+        paired = rest[..., :half] + rest[..., half : 2 * half]
+        rest = np.concatenate([paired, rest[..., 2 * half :]], axis=-1)  # an odd last element waits a round
     total = rest[..., 0]
     return np.expand_dims(total, axis) if keepdims else total
 
@@ -125,7 +127,7 @@ def exp(x):
     x = np.asarray(x, dtype=np.float64)
     flat, out = x.reshape(-1), np.empty(x.size)
     for start in range(0, x.size, _PIECE):
-        out[start:start + _PIECE] = _exp(flat[start:start + _PIECE])
+        out[start : start + _PIECE] = _exp(flat[start : start + _PIECE])
     return out.reshape(x.shape)
 
 

@@ -54,7 +54,9 @@ def _require(layout, weights, expected):
     missing = [k for k in expected if k not in weights]
     extra = [k for k in weights if k not in expected]
     if missing or extra:
-        raise PortError(f"{layout} checkpoint: expected parameters {sorted(expected)}; missing {missing}, unexpected {extra}")
+        raise PortError(
+            f"{layout} checkpoint: expected parameters {sorted(expected)}; missing {missing}, unexpected {extra}"
+        )
     for key, shape in expected.items():
         got = np.shape(weights[key])
         if got != shape:
@@ -78,12 +80,19 @@ def layout_shapes(layout, embed_dim, num_heads):
     if layout == "reference":
         return {name: (E, E) if name.startswith("w_") else (E,) for name in REFERENCE}
     if layout == "torch":
-        return {"in_proj_weight": (3 * E, E), "in_proj_bias": (3 * E,), "out_proj.weight": (E, E), "out_proj.bias": (E,)}
+        return {
+            "in_proj_weight": (3 * E, E),
+            "in_proj_bias": (3 * E,),
+            "out_proj.weight": (E, E),
+            "out_proj.bias": (E,),
+        }
     if layout == "gpt2":
         return {"c_attn.weight": (E, 3 * E), "c_attn.bias": (3 * E,), "c_proj.weight": (E, E), "c_proj.bias": (E,)}
     if layout in _OUTPUT:
         out = _OUTPUT[layout]
-        shapes = {f"{p}/{kind}": (E, N, hd) if kind == "kernel" else (N, hd) for p in _QKV for kind in ("kernel", "bias")}
+        shapes = {
+            f"{p}/{kind}": (E, N, hd) if kind == "kernel" else (N, hd) for p in _QKV for kind in ("kernel", "bias")
+        }
         return shapes | {f"{out}/kernel": (N, hd, E), f"{out}/bias": (E,)}
     raise PortError(f"unknown layout {layout!r}: one of {LAYOUTS}")
 
@@ -97,13 +106,19 @@ def to_layout(layout, weights, num_heads):
     if layout == "reference":
         return dict(w)
     if layout == "torch":
-        return {"in_proj_weight": np.concatenate([w["w_query"].T, w["w_key"].T, w["w_value"].T]),
-                "in_proj_bias": np.concatenate([w["b_query"], w["b_key"], w["b_value"]]),
-                "out_proj.weight": w["w_out"].T, "out_proj.bias": w["b_out"]}
+        return {
+            "in_proj_weight": np.concatenate([w["w_query"].T, w["w_key"].T, w["w_value"].T]),
+            "in_proj_bias": np.concatenate([w["b_query"], w["b_key"], w["b_value"]]),
+            "out_proj.weight": w["w_out"].T,
+            "out_proj.bias": w["b_out"],
+        }
     if layout == "gpt2":
-        return {"c_attn.weight": np.concatenate([w["w_query"], w["w_key"], w["w_value"]], axis=1),
-                "c_attn.bias": np.concatenate([w["b_query"], w["b_key"], w["b_value"]]),
-                "c_proj.weight": w["w_out"], "c_proj.bias": w["b_out"]}
+        return {
+            "c_attn.weight": np.concatenate([w["w_query"], w["w_key"], w["w_value"]], axis=1),
+            "c_attn.bias": np.concatenate([w["b_query"], w["b_key"], w["b_value"]]),
+            "c_proj.weight": w["w_out"],
+            "c_proj.bias": w["b_out"],
+        }
     layout_shapes(layout, E, num_heads)  # names the layout if it is unknown
     ported = {}
     for p in _QKV:  # column n*hd + i of w_query is head n's feature i: a row-major reshape

@@ -20,10 +20,16 @@ from attention_conformance import SPEC_DIR, benchmark, contract, machine, report
 RESULTS = Path("docs/results")
 # name -> (file the table is in, begin marker, end marker), relative to the checkout
 BLOCKS = {
-    "summary": ("README.md", "<!-- summary table: written by `attention-conformance publish`; do not edit by hand -->",
-                "<!-- end of summary table -->"),
-    "benchmark": ("docs/speed.md", "<!-- benchmark tables: written by `attention-conformance publish`; do not edit by hand -->",
-                  "<!-- end of benchmark tables -->"),
+    "summary": (
+        "README.md",
+        "<!-- summary table: written by `attention-conformance publish`; do not edit by hand -->",
+        "<!-- end of summary table -->",
+    ),
+    "benchmark": (
+        "docs/speed.md",
+        "<!-- benchmark tables: written by `attention-conformance publish`; do not edit by hand -->",
+        "<!-- end of benchmark tables -->",
+    ),
 }
 
 
@@ -37,27 +43,42 @@ def summary_data(directory):
         found, unfinished = reports.merge([directory])
     except reports.ReportError as exc:
         raise SystemExit(f"error: {exc}") from None
-    convention_cases = {case_id for r in found.values() for case_id, _, convention in r["outline"]["cases"] if convention}
+    convention_cases = {
+        case_id for r in found.values() for case_id, _, convention in r["outline"]["cases"] if convention
+    }
     rows, problems = [], [f"{name}: unfinished ({why})" for name, why in unfinished]
     for name in contract.NAMES:
         cells, problem = summary.row(name, found.get(name), convention_cases)
         rows.append(cells)
         problems += [f"{name}: {problem}"] * bool(problem)
     if problems:
-        raise SystemExit(f"error: {directory} is not a complete, conforming run of every built-in adapter ({problems[0]}): "
-                         "run `tox -m conformance -p auto` first")
+        raise SystemExit(
+            f"error: {directory} is not a complete, conforming run of every built-in adapter ({problems[0]}): "
+            "run `tox -m conformance -p auto` first"
+        )
     made_from = {r["spec_sha256"] for r in found.values()}
     if made_from != {spec_sha256()}:
-        raise SystemExit(f"error: {directory} was made from another spec than {SPEC_DIR / 'attention.yaml'}: rerun the main job")
-    return {"spec_sha256": spec_sha256(), "adapters": list(contract.NAMES), "rows": rows,
-            "measured_on": sorted({machine.one_line(r["machine"]) for r in found.values()}),
-            "finished": max(r["finished"] for r in found.values())}
+        raise SystemExit(
+            f"error: {directory} was made from another spec than {SPEC_DIR / 'attention.yaml'}: rerun the main job"
+        )
+    return {
+        "spec_sha256": spec_sha256(),
+        "adapters": list(contract.NAMES),
+        "rows": rows,
+        "measured_on": sorted({machine.one_line(r["machine"]) for r in found.values()}),
+        "finished": max(r["finished"] for r in found.values()),
+    }
 
 
 def summary_table(data):
     """The README's table, from summary.json."""
-    return "\n".join(summary._table(data["rows"]) + [
-        "", f"Measured on {'; '.join(data['measured_on'])}, {data['finished'][:10]}, spec {data['spec_sha256'][:12]}."])
+    return "\n".join(
+        summary._table(data["rows"])
+        + [
+            "",
+            f"Measured on {'; '.join(data['measured_on'])}, {data['finished'][:10]}, spec {data['spec_sha256'][:12]}.",
+        ]
+    )
 
 
 def benchmark_data(directory):
@@ -71,7 +92,9 @@ def benchmark_data(directory):
             raise SystemExit(f"error: {path} measured no framework: rerun `tox -e benchmark` after the main job")
         benchmark.tables(doc)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise SystemExit(f"error: {path} is not a report of `tox -e benchmark` ({type(exc).__name__}: {exc}): rerun it") from None
+        raise SystemExit(
+            f"error: {path} is not a report of `tox -e benchmark` ({type(exc).__name__}: {exc}): rerun it"
+        ) from None
     return doc
 
 
@@ -101,7 +124,9 @@ def main(directory=reports.DEFAULT_DIR, root="."):
     made = {"summary": summary_data(directory), "benchmark": benchmark_data(directory)}
     for name, data in made.items():
         if data is None:
-            print(f"{name}: no {Path(directory) / 'benchmark.json'}, table left as it is (`tox -e benchmark` makes one)")
+            print(
+                f"{name}: no {Path(directory) / 'benchmark.json'}, table left as it is (`tox -e benchmark` makes one)"
+            )
             continue
         block(name, root)  # every file is checked for its markers before any is written
     for name, data in made.items():

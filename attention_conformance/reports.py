@@ -63,8 +63,10 @@ def _read(path):
     except (OSError, ValueError) as exc:
         raise ReportError(f"{path}: unreadable report: {exc}") from None
     if not isinstance(content, dict) or content.get("schema") != SCHEMA:
-        raise ReportError(f"{path}: report schema {content.get('schema') if isinstance(content, dict) else None!r}, "
-                          f"this suite reads {SCHEMA}: rerun the environment that wrote it")
+        raise ReportError(
+            f"{path}: report schema {content.get('schema') if isinstance(content, dict) else None!r}, "
+            f"this suite reads {SCHEMA}: rerun the environment that wrote it"
+        )
     return content
 
 
@@ -75,8 +77,11 @@ def hold(directory, adapters):
     for adapter in adapters:
         path = Path(directory) / file_name(adapter)
         kept[adapter] = path.read_bytes() if path.is_file() else None
-        _write(directory, file_name(adapter), {"adapter": adapter, "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
-                                               "complete": False, "tests": {}})
+        _write(
+            directory,
+            file_name(adapter),
+            {"adapter": adapter, "started": time.strftime("%Y-%m-%dT%H:%M:%S"), "complete": False, "tests": {}},
+        )
     return kept
 
 
@@ -100,8 +105,10 @@ def unfinished(report):
     """Why a report is only a start marker, or None for a finished run."""
     if "finished" in report:
         return None
-    return (f"started {report.get('started', '?')} and never finished (crashed or stopped; rerun it, "
-            "or delete the file if that adapter is gone)")
+    return (
+        f"started {report.get('started', '?')} and never finished (crashed or stopped; rerun it, "
+        "or delete the file if that adapter is gone)"
+    )
 
 
 def forget_mutants(directory, adapter):
@@ -111,16 +118,32 @@ def forget_mutants(directory, adapter):
 
 def outline(spec):
     """The spec's families and cases in order, as a run report carries them."""
-    return {"families": list(spec.families),
-            "cases": [[case.id, case.family, bool(case.convention)] for case in spec.cases.values()]}
+    return {
+        "families": list(spec.families),
+        "cases": [[case.id, case.family, bool(case.convention)] for case in spec.cases.values()],
+    }
 
 
 def write_run(directory, adapter, *, version, dtypes, devices, spec, spec_sha256, numerics, complete, expected, tests):
-    _write(directory, file_name(adapter), {
-        "adapter": adapter, "version": version, "dtypes": dtypes, "devices": devices, "host": platform.node(),
-        "machine": machine.describe(), "spec_sha256": spec_sha256, "outline": outline(spec), "numerics": numerics,
-        "complete": complete, "expected": expected, "tests": tests, "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
-    })
+    _write(
+        directory,
+        file_name(adapter),
+        {
+            "adapter": adapter,
+            "version": version,
+            "dtypes": dtypes,
+            "devices": devices,
+            "host": platform.node(),
+            "machine": machine.describe(),
+            "spec_sha256": spec_sha256,
+            "outline": outline(spec),
+            "numerics": numerics,
+            "complete": complete,
+            "expected": expected,
+            "tests": tests,
+            "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        },
+    )
 
 
 def write_mutants(directory, adapter, defined, mutants):
@@ -161,13 +184,19 @@ def merge(directories):
                 stopped.append((report["adapter"], f"{why} ({directory})"))
                 continue
             ran = next((d for d, state in report.get("devices", {}).items() if state == "ran"), "cpu")
-            key = report["adapter"] if len(directories) == 1 else f"{report['adapter']} {report['version']} {ran}@{report.get('host', '?')}"
+            key = (
+                report["adapter"]
+                if len(directories) == 1
+                else f"{report['adapter']} {report['version']} {ran}@{report.get('host', '?')}"
+            )
             if key in found:
                 raise ReportError(f"{directory}: {key!r} is already reported by {origin[key]}: two runs for one column")
             specs.setdefault(report.get("spec_sha256"), str(directory))
             if len(specs) > 1:
                 (first, where), (other, here) = list(specs.items())[:2]
-                raise ReportError(f"{here}: made from spec {str(other)[:12]}, but {where} from spec {str(first)[:12]}: "
-                                  "reports merge only when every machine ran the same spec")
+                raise ReportError(
+                    f"{here}: made from spec {str(other)[:12]}, but {where} from spec {str(first)[:12]}: "
+                    "reports merge only when every machine ran the same spec"
+                )
             found[key], origin[key] = report, str(directory)
     return found, stopped

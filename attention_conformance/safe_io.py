@@ -102,9 +102,13 @@ def _check_expansion(root):
             size[key] = 1 + sum(size[id(k)] for k in kids)
             depth[key] = 1 + max((depth[id(k)] for k in kids), default=0)
             if size[key] > MAX_NODES:
-                raise UnsafeInput(f"line {node.start_mark.line + 1}: more than {MAX_NODES} values once aliases are expanded")
+                raise UnsafeInput(
+                    f"line {node.start_mark.line + 1}: more than {MAX_NODES} values once aliases are expanded"
+                )
             if depth[key] > MAX_DEPTH:
-                raise UnsafeInput(f"line {node.start_mark.line + 1}: nested more than {MAX_DEPTH} deep once aliases are expanded")
+                raise UnsafeInput(
+                    f"line {node.start_mark.line + 1}: nested more than {MAX_DEPTH} deep once aliases are expanded"
+                )
             continue
         if key in size:
             continue

@@ -25,9 +25,13 @@ def row(name, report, convention_cases=(), missing=None):
         status = f"MISSING: {missing or 'no report (environment not run, or framework did not import)'}"
         return [name, "-", "-", "-", "-", "-", "-", "-", "-", status], status
     results = report["tests"]
-    count = {outcome: sum(r["outcome"] == outcome for r in results.values())
-             for outcome in ("passed", "diverged", "not applicable", "stale divergence")}
-    other_convention = sum(r["outcome"] == "diverged" and plan.parse(t)[3] in convention_cases for t, r in results.items())
+    count = {
+        outcome: sum(r["outcome"] == outcome for r in results.values())
+        for outcome in ("passed", "diverged", "not applicable", "stale divergence")
+    }
+    other_convention = sum(
+        r["outcome"] == "diverged" and plan.parse(t)[3] in convention_cases for t, r in results.items()
+    )
     failed = len(results) - count["passed"] - count["diverged"] - count["not applicable"]
     margins = [t["margin"] for t in results.values() if t["margin"] is not None]
     ulps = [t["ulp"] for t in results.values() if t.get("ulp") is not None]
@@ -38,20 +42,34 @@ def row(name, report, convention_cases=(), missing=None):
     if failed:
         first = _failing(results)[0]
         stale = count["stale divergence"]
-        parts = [f"{failed - stale} failed"] * bool(failed - stale) + [f"{stale} known divergence(s) now conform"] * bool(stale)
+        parts = [f"{failed - stale} failed"] * bool(failed - stale) + [
+            f"{stale} known divergence(s) now conform"
+        ] * bool(stale)
         status = f"FAILED: {', '.join(parts)} (first {first})"
         problem = f"{', '.join(parts)}; {first}: {results[first].get('message') or results[first]['outcome']}"
     elif not report["complete"] or ran < report["expected"]:
         status = problem = f"INCOMPLETE: {ran} of {report['expected']} ran"
     else:
         diverged = count["diverged"]
-        notes = ([f"{diverged - other_convention} known divergences"] * bool(diverged - other_convention)
-                 + [f"{other_convention} by another convention"] * bool(other_convention)
-                 + [f"{count['not applicable']} not applicable"] * bool(count["not applicable"]))
+        notes = (
+            [f"{diverged - other_convention} known divergences"] * bool(diverged - other_convention)
+            + [f"{other_convention} by another convention"] * bool(other_convention)
+            + [f"{count['not applicable']} not applicable"] * bool(count["not applicable"])
+        )
         status = "conforms" + (f" ({', '.join(notes)})" if notes else "")
     devices = ", ".join(f"{d} {state}" for d, state in report.get("devices", {}).items())
-    cells = [name, report["version"], ", ".join(report["dtypes"]), devices, str(report["expected"]), str(count["passed"]),
-             str(failed), worst, worst_ulp, status]
+    cells = [
+        name,
+        report["version"],
+        ", ".join(report["dtypes"]),
+        devices,
+        str(report["expected"]),
+        str(count["passed"]),
+        str(failed),
+        worst,
+        worst_ulp,
+        status,
+    ]
     return cells, problem
 
 
@@ -76,21 +94,48 @@ def kill_rate(directories):
             wrong += 1
             caught += bool(hits)
             bad += [] if hits else [f"{name} not caught"]
-            shown = ", ".join(_short(h, name) for h in hits[:3]) + (f" and {len(hits) - 3} more" if len(hits) > 3 else "")
-            lines.append(f"| {name} | must fail | {'caught by ' + shown if hits else 'NOT CAUGHT'} ({len(hits)} of {result['cases']}) |")
+            shown = ", ".join(_short(h, name) for h in hits[:3]) + (
+                f" and {len(hits) - 3} more" if len(hits) > 3 else ""
+            )
+            lines.append(
+                f"| {name} | must fail | {'caught by ' + shown if hits else 'NOT CAUGHT'} "
+                f"({len(hits)} of {result['cases']}) |"
+            )
         else:
             bad += [f"{name} false alarm"] if hits else []
-            lines.append(f"| {name} | must pass | {'passed all ' + str(result['cases']) if not hits else 'FALSE ALARM: ' + ', '.join(_short(h, name) for h in hits[:3])} |")
+            shown = ", ".join(_short(h, name) for h in hits[:3])
+            lines.append(
+                f"| {name} | must pass | "
+                f"{'passed all ' + str(result['cases']) if not hits else 'FALSE ALARM: ' + shown} |"
+            )
     rate = f"{100 * caught / wrong:.0f}%" if wrong else "-"
-    head = [f"Wrong adapters caught (kill rate): {caught} of {wrong}, {rate}", "",
-            "| adapter (tests/mutants) | expectation | result (failing tests) |", "|---|---|---|"]
+    head = [
+        f"Wrong adapters caught (kill rate): {caught} of {wrong}, {rate}",
+        "",
+        "| adapter (tests/mutants) | expectation | result (failing tests) |",
+        "|---|---|---|",
+    ]
     return head + lines, bad
 
 
 def _table(rows):
-    header = ["framework", "version", "dtypes", "devices", "cases", "passed", "failed", "worst margin", "worst ULP", "status"]
+    header = [
+        "framework",
+        "version",
+        "dtypes",
+        "devices",
+        "cases",
+        "passed",
+        "failed",
+        "worst margin",
+        "worst ULP",
+        "status",
+    ]
     widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
-    line = lambda cells: "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"  # noqa: E731
+
+    def line(cells):
+        return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"
+
     return [line(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|"] + [line(cells) for cells in rows]
 
 
@@ -108,24 +153,35 @@ def main(directories=(reports.DEFAULT_DIR,), names=None, out=reports.DEFAULT_DIR
         return 1
     reported = {r["adapter"] for r in found.values()}
     if not (found or unfinished or names):
-        print(f"error: no reports in {', '.join(map(str, directories))}: run `attention-conformance run --adapter NAME` "
-              "first (or pass --reports DIR)", file=sys.stderr)
+        print(
+            f"error: no reports in {', '.join(map(str, directories))}: run `attention-conformance run --adapter NAME` "
+            "first (or pass --reports DIR)",
+            file=sys.stderr,
+        )
         return 1
     # A folder's unfinished run is shown (and fails) whatever another folder holds for that adapter.
     unfinished = [(adapter, why) for adapter, why in unfinished if not names or adapter in names]
     never = sorted(set(names or ()) - reported - {adapter for adapter, _ in unfinished})
     found = {key: report for key, report in found.items() if not names or report["adapter"] in names}
-    convention_cases = {case_id for report in found.values() for case_id, _, convention in report['outline']['cases'] if convention}
+    convention_cases = {
+        case_id for report in found.values() for case_id, _, convention in report["outline"]["cases"] if convention
+    }
     rows, failures = [], []
-    for key, report, missing in ([(k, found[k], None) for k in sorted(found)] + [(a, None, why) for a, why in unfinished]
-                                 + [(a, None, None) for a in never]):
+    for key, report, missing in (
+        [(k, found[k], None) for k in sorted(found)]
+        + [(a, None, why) for a, why in unfinished]
+        + [(a, None, None) for a in never]
+    ):
         cells, problem = row(key, report, convention_cases, missing)
         rows.append(cells)
         if problem:
             failures.append(f"{key}: {problem}")
     print("\n".join(_table(rows)))
-    print("\nworst margin: largest |error| / tolerance over the computed expected values (1.0 would use the whole budget);"
-          "\nworst ULP: largest distance from the float64 expectation, in units of the last place of the dtype")
+    print(
+        "\nworst margin: largest |error| / tolerance over the computed expected values "
+        "(1.0 would use the whole budget);"
+        "\nworst ULP: largest distance from the float64 expectation, in units of the last place of the dtype"
+    )
     measured_on = sorted({machine.one_line(r["machine"]) for r in found.values() if "machine" in r})
     print("measured on: " + ("; ".join(measured_on) or "not recorded"))
     lines, wrong = kill_rate(directories)
@@ -142,6 +198,9 @@ def main(directories=(reports.DEFAULT_DIR,), names=None, out=reports.DEFAULT_DIR
         sys.stdout.flush()  # the verdict is the last line, also where stdout and stderr share a pipe
         print("FAILED: " + "; ".join(failures), file=sys.stderr)
         return 1
-    print(f"conforms: {', '.join(sorted(found))} ({len(found)} adapter(s)"
-          + (f", merged from {len(directories)} folders" if len(directories) > 1 else "") + ")")
+    print(
+        f"conforms: {', '.join(sorted(found))} ({len(found)} adapter(s)"
+        + (f", merged from {len(directories)} folders" if len(directories) > 1 else "")
+        + ")"
+    )
     return 0

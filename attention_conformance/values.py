@@ -4,7 +4,9 @@ golden references. Shared by the loader and by each check's validation."""
 import re
 
 FLOAT32_MAX = 3.4028234663852886e38  # numpy.finfo(numpy.float32).max: tensor data is float32
-GOLDEN_REF = re.compile(r"[a-z0-9_]+\.json#[A-Za-z0-9_]+(\[[0-9]+\])?")  # used with fullmatch: ASCII only, no trailing newline
+GOLDEN_REF = re.compile(
+    r"[a-z0-9_]+\.json#[A-Za-z0-9_]+(\[[0-9]+\])?"
+)  # used with fullmatch: ASCII only, no trailing newline
 
 
 def one_of(value, names):
@@ -42,6 +44,7 @@ def shape_of(value):
 
 def bools(value):
     """True for a boolean or a regular (not ragged) nested list of booleans."""
+
     def as_ints(v):
         return int(v) if isinstance(v, bool) else [as_ints(x) for x in v] if isinstance(v, list) else None
 

@@ -47,9 +47,12 @@ class Subject:
             row = self.exp.row
             where = list((row,) + tuple(int(i) for i in index)) if row is not None else [int(i) for i in index]
             g, e = np.asarray(got)[index], np.asarray(expected, dtype=np.float64)[index]
-            self.fail(f"worst element {where}: got {float(g)!r} but should be {float(e)!r} "
-                      f"(|error| {err:.3g} > allowed {limit:.3g} from tolerance {tol_text}, {ulps(g, e, self.dtype):.3g} ULP); "
-                      f"expected value: {origin}")
+            self.fail(
+                f"worst element {where}: got {float(g)!r} but should be {float(e)!r} "
+                f"(|error| {err:.3g} > allowed {limit:.3g} from tolerance {tol_text}, "
+                f"{ulps(g, e, self.dtype):.3g} ULP); "
+                f"expected value: {origin}"
+            )
         return m, max_ulps(got, expected, self.dtype)
 
 
@@ -97,8 +100,9 @@ def _reference_outputs(c):
     c.reference_out = _select(exact[output], row)
     if c.low:
         with reference.rounding_to(np_dtype(c.dtype)):
-            plain = calls.outputs("reference", reference, c.case, "float64", c.goldens, input_dtype=c.dtype, rounding=c.dtype,
-                                  oracle=True)[output]
+            plain = calls.outputs(
+                "reference", reference, c.case, "float64", c.goldens, input_dtype=c.dtype, rounding=c.dtype, oracle=True
+            )[output]
         c.plain_out = _select(np.asarray(plain).astype(np_dtype(c.dtype)), row)  # the result is stored in the dtype too
 
 

@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 
 from attention_conformance import golden, loader, verify
-from attention_conformance.compare import Nonconformance
 from attention_conformance.adapters import reference
+from attention_conformance.compare import Nonconformance
 
 DOC000_X = [  # 000_607594879886645b.txt, "X = torch.tensor([...])"
     [0.43, 0.15, 0.89],  # The
@@ -36,16 +36,24 @@ DOC000_X = [  # 000_607594879886645b.txt, "X = torch.tensor([...])"
 DOC004_X = [[1, 0, 1, 0], [0, 1, 0, 1], [1, 1, 0, 0], [0, 0, 1, 1], [1, 0, 0, 1]]  # 004_616018589080e108.txt
 THERMOSTAT_S = [0.1, -0.2, 0.3, -0.2, 0.5]  # 000_607594879886645b.txt, "s = torch.tensor([...])"
 
-RNG = ("torch.manual_seed(seed) then torch's CPU Mersenne Twister (torch.rand, nn.Linear's kaiming-uniform init); "
-       "g, the loss weights, is the next draw: torch.rand(context.shape) * 2 - 1")
+RNG = (
+    "torch.manual_seed(seed) then torch's CPU Mersenne Twister (torch.rand, nn.Linear's kaiming-uniform init); "
+    "g, the loss weights, is the next draw: torch.rand(context.shape) * 2 - 1"
+)
 # golden file -> (seed, how its weights are drawn). Seeds 123 and 789 are the document's.
 SEEDS = {
     "doc000_seed123.json": (123, "W_query, W_key, W_value = torch.rand(3, 2) three times, as the document; then g"),
     "doc000_seed789_v2.json": (789, "SelfAttention_v2(3, 2): three nn.Linear(3, 2, bias=False), [d_out, d_in]; then g"),
     "doc000_thermostat.json": (None, "no random draw: s as printed, float32"),
     "doc004_binary.json": (4, "torch.rand(4, 4) three times: the uniform draw the mapping table's left column makes"),
-    "doc004_binary_v2.json": (789, "SelfAttention_v2(4, 4): d_in == d_out, so a missing transpose is silently wrong; then g"),
-    "batched_cube.json": (3, "x = torch.rand(3, 3, 3), then torch.rand(3, 3) three times: B == T == d_in == d_out; then g"),
+    "doc004_binary_v2.json": (
+        789,
+        "SelfAttention_v2(4, 4): d_in == d_out, so a missing transpose is silently wrong; then g",
+    ),
+    "batched_cube.json": (
+        3,
+        "x = torch.rand(3, 3, 3), then torch.rand(3, 3) three times: B == T == d_in == d_out; then g",
+    ),
 }
 STAGE_INPUTS = {  # mapping-table row -> (reference function, float32 inputs drawn from the pipeline)
     "row_scores": (reference.transposed_matmul, ("query", "key")),
@@ -96,14 +104,21 @@ def _linear_weights(torch, seed, d_in, d_out):
     applied here; wherever torch runs a vectorised kernel it must agree, and is checked to."""
     torch.manual_seed(seed)
     fan_in = d_in  # kaiming_uniform_(a=sqrt(5)), as nn.Linear.reset_parameters: bound = 1/sqrt(fan_in)
-    bound = math.sqrt(3.0) * (torch.nn.init.calculate_gain("leaky_relu", math.sqrt(5)) / math.sqrt(fan_in))  # torch's order
+    bound = math.sqrt(3.0) * (
+        torch.nn.init.calculate_gain("leaky_relu", math.sqrt(5)) / math.sqrt(fan_in)
+    )  # torch's order
     low, high = np.float64(np.float32(-bound)), np.float64(np.float32(bound))
-    weights = [(_f32(torch.rand(d_out, d_in)).astype(np.float64) * (high - low) + low).astype(np.float32) for _ in range(3)]
+    weights = [
+        (_f32(torch.rand(d_out, d_in)).astype(np.float64) * (high - low) + low).astype(np.float32) for _ in range(3)
+    ]
     if torch.backends.cpu.get_cpu_capability() != "DEFAULT":
         torch.manual_seed(seed)
         drawn = [_f32(torch.nn.Linear(d_in, d_out, bias=False).weight) for _ in range(3)]
         if not all(np.array_equal(a, b) for a, b in zip(weights, drawn)):
-            raise RuntimeError(f"nn.Linear's initialisation at seed {seed} no longer matches its emulation here: update _linear_weights")
+            raise RuntimeError(
+                f"nn.Linear's initialisation at seed {seed} no longer matches its emulation here: "
+                "update _linear_weights"
+            )
     return weights
 
 
@@ -115,7 +130,10 @@ def build():
     x = np.array(DOC000_X, dtype=np.float32)
     torch.manual_seed(123)
     w = [_f32(torch.rand(3, 2)) for _ in range(3)]
-    files["doc000_seed123.json"] = ("The cat sat on the mat, seed-123 weights [d_in, d_out]", _training(torch, _pipeline(x, *w), "v1"))
+    files["doc000_seed123.json"] = (
+        "The cat sat on the mat, seed-123 weights [d_in, d_out]",
+        _training(torch, _pipeline(x, *w), "v1"),
+    )
 
     w2 = _linear_weights(torch, 789, 3, 2)
     v1_layout = [wi.T.copy() for wi in w2]
@@ -129,25 +147,41 @@ def build():
     s2000 = s * np.float32(2000)  # exp(1000) overflows even float64: softmax must subtract the max
     files["doc000_thermostat.json"] = (
         "Softmax thermostat: s, 8 s and 2000 s (float32), their softmax (float64)",
-        {"s": s, "s_x8": s8, "s_x2000": s2000, "softmax_s": reference.softmax(s),
-         "softmax_s_x8": reference.softmax(s8), "softmax_s_x2000": reference.softmax(s2000)},
+        {
+            "s": s,
+            "s_x8": s8,
+            "s_x2000": s2000,
+            "softmax_s": reference.softmax(s),
+            "softmax_s_x8": reference.softmax(s8),
+            "softmax_s_x2000": reference.softmax(s2000),
+        },
     )
 
     xb = np.array(DOC004_X, dtype=np.float32)
     torch.manual_seed(4)
     wb = [_f32(torch.rand(4, 4)) for _ in range(3)]
-    files["doc004_binary.json"] = ("Binary 5x4 X of the TF.js document, uniform weights [d_in, d_out]", _pipeline(xb, *wb))
+    files["doc004_binary.json"] = (
+        "Binary 5x4 X of the TF.js document, uniform weights [d_in, d_out]",
+        _pipeline(xb, *wb),
+    )
 
     wb2 = _linear_weights(torch, 789, 4, 4)
     files["doc004_binary_v2.json"] = (
         "Binary 5x4 X, SelfAttention_v2(4, 4) at seed 789; w_* in nn.Linear layout [d_out, d_in]",
-        _training(torch, _pipeline(xb, *[wi.T.copy() for wi in wb2]) | {"w_query": wb2[0], "w_key": wb2[1], "w_value": wb2[2]}, "v2"),
+        _training(
+            torch,
+            _pipeline(xb, *[wi.T.copy() for wi in wb2]) | {"w_query": wb2[0], "w_key": wb2[1], "w_value": wb2[2]},
+            "v2",
+        ),
     )
 
     torch.manual_seed(3)
     xc = _f32(torch.rand(3, 3, 3))
     wc = [_f32(torch.rand(3, 3)) for _ in range(3)]
-    files["batched_cube.json"] = ("Batch of 3 sequences of 3 tokens, d_in = d_out = 3: .T on 3-D fits silently", _training(torch, _pipeline(xc, *wc), "v1"))
+    files["batched_cube.json"] = (
+        "Batch of 3 sequences of 3 tokens, d_in = d_out = 3: .T on 3-D fits silently",
+        _training(torch, _pipeline(xc, *wc), "v1"),
+    )
     return files
 
 
@@ -158,7 +192,9 @@ def manifest_text(hashes):
         "generator": "golden/regenerate.py",
         "rng": RNG,
         "versions": {"python": platform.python_version(), "numpy": np.__version__, "torch": torch.__version__},
-        "files": {name: {"sha256": hashes[name], "seed": SEEDS[name][0], "draw": SEEDS[name][1]} for name in sorted(hashes)},
+        "files": {
+            name: {"sha256": hashes[name], "seed": SEEDS[name][0], "draw": SEEDS[name][1]} for name in sorted(hashes)
+        },
     }
     return json.dumps(manifest, indent=2) + "\n"
 
@@ -183,16 +219,24 @@ def drift(built, directory):
         for tensor in sorted(set(new) | set(old)):
             at = f"{name}#{tensor}"
             if tensor not in old or tensor not in new:
-                problems.append(f"{at}: {'missing from the stored file' if tensor not in old else 'no longer generated'}")
+                problems.append(
+                    f"{at}: {'missing from the stored file' if tensor not in old else 'no longer generated'}"
+                )
             elif old[tensor].shape != new[tensor].shape or old[tensor].dtype != new[tensor].dtype:
-                problems.append(f"{at}: stored {old[tensor].dtype}{list(old[tensor].shape)}, rebuilt {new[tensor].dtype}{list(new[tensor].shape)}")
+                problems.append(
+                    f"{at}: stored {old[tensor].dtype}{list(old[tensor].shape)}, "
+                    f"rebuilt {new[tensor].dtype}{list(new[tensor].shape)}"
+                )
             else:
                 # Bit for bit: inputs are data, and the oracle's results are the same bytes on
                 # every machine (attention_conformance/portable.py).
                 err = np.abs(old[tensor].astype(np.float64) - new[tensor])
                 if err.size and not np.array_equal(old[tensor], new[tensor]):
                     i = np.unravel_index(np.argmax(err), err.shape)
-                    problems.append(f"{at}{[int(n) for n in i]}: stored {float(old[tensor][i])!r}, rebuilt {float(new[tensor][i])!r}")
+                    problems.append(
+                        f"{at}{[int(n) for n in i]}: stored {float(old[tensor][i])!r}, "
+                        f"rebuilt {float(new[tensor][i])!r}"
+                    )
     return problems
 
 
@@ -242,7 +286,11 @@ def main(argv=None):
         problems = drift(built, args.dir)
         for line in problems:
             print(f"DRIFT {line}")
-        print(f"golden check: {len(problems)} drifted tensor(s) in {args.dir}" if problems else f"golden check: {args.dir} matches a fresh rebuild")
+        print(
+            f"golden check: {len(problems)} drifted tensor(s) in {args.dir}"
+            if problems
+            else f"golden check: {args.dir} matches a fresh rebuild"
+        )
         return 1 if problems else 0
 
     mismatches = printed_mismatches(built)

@@ -8,9 +8,9 @@ from <reports>/mutants-<adapter>.json.
 from pathlib import Path
 
 import pytest
+from golden_files import copy_goldens
 
 from attention_conformance import plugin, reports
-from golden_files import copy_goldens
 
 MUTANTS = sorted(p.stem for p in (Path(__file__).parent / "mutants").glob("*__*.py"))  # <adapter>__<bug>.py
 _ran = {}
@@ -63,9 +63,14 @@ def pytest_generate_tests(metafunc):
         # Shown on the reference and torch, the cheapest framework: a whole-spec run twice costs
         # JAX and TensorFlow a minute of imports and compiles for the same fact.
         names = [n for n in loaded if n in ("reference", "torch")]
-        metafunc.parametrize("deterministic_adapter", names or _elsewhere("determinism is shown in the reference and torch environments"))
+        metafunc.parametrize(
+            "deterministic_adapter", names or _elsewhere("determinism is shown in the reference and torch environments")
+        )
     if "torch_adapter" in metafunc.fixturenames:
-        metafunc.parametrize("torch_adapter", ["torch"] if "torch" in loaded else _elsewhere("torch's switch, shown in the torch environment"))
+        metafunc.parametrize(
+            "torch_adapter",
+            ["torch"] if "torch" in loaded else _elsewhere("torch's switch, shown in the torch environment"),
+        )
     if "mutant" in metafunc.fixturenames:
         metafunc.parametrize("mutant", [m for m in MUTANTS if _base(m) in loaded])
 
@@ -77,4 +82,6 @@ def pytest_sessionfinish(session):
     for name in plugin.state.loaded:
         defined = [m for m in MUTANTS if _base(m) == name]
         if defined:
-            reports.write_mutants(plugin.state.reports, name, defined, {m: r for m, r in _ran.items() if _base(m) == name})
+            reports.write_mutants(
+                plugin.state.reports, name, defined, {m: r for m, r in _ran.items() if _base(m) == name}
+            )

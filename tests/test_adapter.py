@@ -17,10 +17,18 @@ ROOT = Path(__file__).resolve().parent.parent
 # without editing this test), and the names a framework could reach the suite through.
 # Every top-level module an adapter imports, at the top or inside a function (flax is imported only
 # by the layer cases), but the standard library, NumPy and the suite's own ports.
-FRAMEWORKS = tuple(sorted({line.split()[1].split(".")[0] for name in contract.NAMES
-                           for line in map(str.strip, (contract.ADAPTERS_DIR / f"{name}.py").read_text().splitlines())
-                           if line.startswith(("import ", "from ")) and line.split()[1].split(".")[0]
-                           not in {*sys.stdlib_module_names, "numpy", "ml_dtypes", "attention_conformance"}}))
+FRAMEWORKS = tuple(
+    sorted(
+        {
+            line.split()[1].split(".")[0]
+            for name in contract.NAMES
+            for line in map(str.strip, (contract.ADAPTERS_DIR / f"{name}.py").read_text().splitlines())
+            if line.startswith(("import ", "from "))
+            and line.split()[1].split(".")[0]
+            not in {*sys.stdlib_module_names, "numpy", "ml_dtypes", "attention_conformance"}
+        }
+    )
+)
 
 
 def test_the_framework_list_is_derived_from_the_adapters():
@@ -43,7 +51,9 @@ def test_importing_the_suite_imports_no_framework(requested_adapter):
     before, after = json.loads(out.stdout.splitlines()[-1])
     assert before == [], f"importing the suite loaded {before}"
     # The proof means something only where the framework is installed and loads on demand.
-    assert (requested_adapter in after) == (requested_adapter in FRAMEWORKS), f"loading {requested_adapter} imported {after}"
+    assert (requested_adapter in after) == (requested_adapter in FRAMEWORKS), (
+        f"loading {requested_adapter} imported {after}"
+    )
 
 
 def test_the_adapter_passes_its_self_check(requested_adapter):
@@ -58,11 +68,17 @@ def test_registry_is_what_tox_runs():
 
     tox = configparser.ConfigParser()
     tox.read(ROOT / "tox.ini")
+
     def names(text):
-        return sorted(set(e.strip() for e in text.replace("\n", ",").split(",") if e.strip()) - {"suite", "summary", "portability"})
+        return sorted(
+            set(e.strip() for e in text.replace("\n", ",").split(",") if e.strip())
+            - {"suite", "summary", "portability"}
+        )
 
     main_job = tox["tox"]["labels"].split("=", 1)[1]
-    selfcheck = tox["testenv:{" + ",".join(contract.NAMES) + "}-selfcheck"]  # KeyError: the section's adapters are not the registry
+    selfcheck = tox[
+        "testenv:{" + ",".join(contract.NAMES) + "}-selfcheck"
+    ]  # KeyError: the section's adapters are not the registry
     selfchecks = sorted(f"{name}-selfcheck" for name in contract.NAMES)
     assert names(tox["tox"]["env_list"]) == sorted(contract.NAMES + tuple(selfchecks)), "tox env_list"
     assert names(main_job) == sorted(contract.NAMES), "tox label conformance (the main job): no self-checks"
@@ -71,10 +87,17 @@ def test_registry_is_what_tox_runs():
     assert names(tox["testenv:portability"]["depends"]) == sorted(contract.NAMES), "portability's depends"
     assert "portability" in tox["tox"]["env_list"], "portability is part of the tests (tox -p auto)"
     summary = tox["testenv:summary"]["commands"].split()
-    assert sorted(summary[i + 1] for i, word in enumerate(summary) if word == "--adapter") == sorted(contract.NAMES), \
+    assert sorted(summary[i + 1] for i, word in enumerate(summary) if word == "--adapter") == sorted(contract.NAMES), (
         "the summary names every built-in adapter, so one that did not report is MISSING"
-    ran = re.findall(r"^(\w+): \S+/(\w+)/bin/python -m pytest --adapter (\w+) tests/test_adapter.py", selfcheck["commands"].replace("{/}", "/"), re.M)
-    assert sorted(ran) == [(n, n, n) for n in sorted(contract.NAMES)], "each <adapter>-selfcheck runs tests/test_adapter.py in its own framework's environment"
+    )
+    ran = re.findall(
+        r"^(\w+): \S+/(\w+)/bin/python -m pytest --adapter (\w+) tests/test_adapter.py",
+        selfcheck["commands"].replace("{/}", "/"),
+        re.M,
+    )
+    assert sorted(ran) == [(n, n, n) for n in sorted(contract.NAMES)], (
+        "each <adapter>-selfcheck runs tests/test_adapter.py in its own framework's environment"
+    )
     commands = tox["testenv"]["commands"] + tox["testenv:suite"]["commands"] + selfcheck["commands"]
     unrun = [p.name for p in sorted((ROOT / "tests").glob("test_*.py")) if f"tests/{p.name}" not in commands]
     assert unrun == [], "test files no tox environment runs"
@@ -93,8 +116,11 @@ def test_wrong_adapter_is_caught(mutant, goldens, record_mutant, known_divergenc
     replaced = {op for op in contract.OPS if getattr(module, op, None) is not getattr(real, op, None)}
     spec = loader.load()
     spec = dataclasses.replace(spec, cases={k: c for k, c in spec.cases.items() if c.op in replaced})
-    results = {t: r for t, r in verify_all(spec, name, module, goldens, dtypes).items()
-               if not loader.divergence_reason(t.replace(f"[{name}-", f"[{base}-"), known_divergences)}
+    results = {
+        t: r
+        for t, r in verify_all(spec, name, module, goldens, dtypes).items()
+        if not loader.divergence_reason(t.replace(f"[{name}-", f"[{base}-"), known_divergences)
+    }
     record_mutant(name, module.EXPECTED, results)
     caught = {t: msg for t, (outcome, msg) in results.items() if outcome in ("failed", "error")}
     if module.EXPECTED == "passes":
@@ -119,7 +145,8 @@ def test_two_runs_give_bit_identical_results(deterministic_adapter):
         f"name = {deterministic_adapter!r}\n"
         "adapter, loaded, goldens = contract.load(name), loader.load(), golden.Goldens()\n"
         "digest = hashlib.sha256()\n"
-        "calls = dict.fromkeys((t.case.id, t.dtype) for t in plan.tests(loaded, {name: adapter}) if not t.not_applicable)\n"
+        "calls = dict.fromkeys("
+        "(t.case.id, t.dtype) for t in plan.tests(loaded, {name: adapter}) if not t.not_applicable)\n"
         "for case_id, dtype in calls:\n"
         "    try:\n"
         "        items = sorted(outputs(name, adapter, loaded.cases[case_id], dtype, goldens).items())\n"
@@ -129,7 +156,9 @@ def test_two_runs_give_bit_identical_results(deterministic_adapter):
         "        digest.update(f'{case_id}/{dtype}/{key}'.encode() + np.asarray(value).tobytes())\n"
         "print(digest.hexdigest())\n"
     )
-    runs = [subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    runs = [
+        subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.PIPE, text=True) for _ in range(2)
+    ]
     digests = [run.communicate()[0].split()[-1] for run in runs]
     assert all(run.returncode == 0 for run in runs)
     assert digests[0] == digests[1]
@@ -177,16 +206,27 @@ def test_adding_a_framework_names_every_file_that_lists_the_frameworks():
     every tracked file (outside adapters/, the README, CONTRIBUTING.md and docs) that names all the built-in
     adapters is on it, and every file on it exists; each built-in adapter has its wrong variants."""
     text = (ROOT / "CONTRIBUTING.md").read_text()
-    section = text[text.index("**Adding a framework**"):text.index("The registry is the list of files")]
+    section = text[text.index("**Adding a framework**") : text.index("The registry is the list of files")]
     listed = {line.split("`")[1] for line in section.splitlines() if line.startswith("- `")}
-    assert listed == {"adapters/<name>.py", "tox.ini", ".github/workflows/conformance.yml", "pyproject.toml",
-                      "tests/mutants/<name>__<bug>.py"}, listed
+    assert listed == {
+        "adapters/<name>.py",
+        "tox.ini",
+        ".github/workflows/conformance.yml",
+        "pyproject.toml",
+        "tests/mutants/<name>__<bug>.py",
+    }, listed
     tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True).stdout.split() or None
     files = tracked or [str(p.relative_to(ROOT)) for p in ROOT.rglob("*") if p.is_file() and ".tox" not in p.parts]
-    naming_all = {f for f in files if not f.startswith(("adapters/", "docs/", "README", "CONTRIBUTING", "golden/", "spec/documents"))
-                  and all(re.search(rf"\b{n}\b", (ROOT / f).read_text(errors="ignore")) for n in contract.NAMES)}
+    naming_all = {
+        f
+        for f in files
+        if not f.startswith(("adapters/", "docs/", "README", "CONTRIBUTING", "golden/", "spec/documents"))
+        and all(re.search(rf"\b{n}\b", (ROOT / f).read_text(errors="ignore")) for n in contract.NAMES)
+    }
     concrete = {f.replace("<name>", "*") for f in listed}
     assert naming_all <= {f for f in concrete if "*" not in f}, sorted(naming_all)
     for name in contract.NAMES:
         assert (ROOT / "adapters" / f"{name}.py").exists()
-        assert list((ROOT / "tests" / "mutants").glob(f"{name}__*.py")), f"{name} has no wrong variant in tests/mutants/"
+        assert list((ROOT / "tests" / "mutants").glob(f"{name}__*.py")), (
+            f"{name} has no wrong variant in tests/mutants/"
+        )

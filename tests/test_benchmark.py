@@ -14,22 +14,50 @@ ROOT = Path(__file__).resolve().parent.parent  # the checkout: its docs/speed.md
 
 
 def _row(name, **figures):
-    row = {"adapter": name, "tests": 507, "tests_run": 500, "whole_s": 10.0, "import_s": 1.0, "inside_s": 7.0, "start_and_exit_s": 0.5,
-           "floor_s": 8.5, "overhead_s": 1.5, "overhead_share": 0.15, "overhead_ms_per_test": 3.0, "cold_s": 14.0,
-           "cold_framework_extra_s": 0.0, "cold_over_warm": 1.4, "over_bare_mib": 300.0, "working_set_mib": 246.0, "working_set_case": "gpt2",
-           "allocator_baseline_mib": 10.0, "memory_allowed_mib": 502.0, "memory_over_allowed": 0.6,
-           "numpy_matmul_s": 0.005, "matmul_s": {"float32": 0.01, "float16": 0.7},
-           "inside": [{"op": "multi_head_attention", "dtype": "float16", "s": 4.0, "calls": 4},
-                      {"op": "sgd_step", "dtype": "float32", "s": 2.0, "calls": 2}],
-           "scaling": [{"T": t, "textbook_s": 0.1, "fused_s": None} for t in benchmark.SCALING_T]} | figures
+    row = {
+        "adapter": name,
+        "tests": 507,
+        "tests_run": 500,
+        "whole_s": 10.0,
+        "import_s": 1.0,
+        "inside_s": 7.0,
+        "start_and_exit_s": 0.5,
+        "floor_s": 8.5,
+        "overhead_s": 1.5,
+        "overhead_share": 0.15,
+        "overhead_ms_per_test": 3.0,
+        "cold_s": 14.0,
+        "cold_framework_extra_s": 0.0,
+        "cold_over_warm": 1.4,
+        "over_bare_mib": 300.0,
+        "working_set_mib": 246.0,
+        "working_set_case": "gpt2",
+        "allocator_baseline_mib": 10.0,
+        "memory_allowed_mib": 502.0,
+        "memory_over_allowed": 0.6,
+        "numpy_matmul_s": 0.005,
+        "matmul_s": {"float32": 0.01, "float16": 0.7},
+        "inside": [
+            {"op": "multi_head_attention", "dtype": "float16", "s": 4.0, "calls": 4},
+            {"op": "sgd_step", "dtype": "float32", "s": 2.0, "calls": 2},
+        ],
+        "scaling": [{"T": t, "textbook_s": 0.1, "fused_s": None} for t in benchmark.SCALING_T],
+    } | figures
     row["ratios"] = {key: row[key] / target for key, target in benchmark.TARGETS.items() if key in row}
     return row
 
 
 def _doc(rows):
     machine = {"host": "h", "cpu": "Some CPU", "isa": "AVX2", "half": [], "threads": 2, "switches": {}}
-    job = {"s": 60.0, "floor_s": 40.0, "frameworks_floor_cpu_s": 70.0, "cores": 2, "tox_fixed_s": 5.0,
-           "main_job_over_floor": 1.5, "ratios": {"main_job_over_floor": 1.5 / 1.3}}
+    job = {
+        "s": 60.0,
+        "floor_s": 40.0,
+        "frameworks_floor_cpu_s": 70.0,
+        "cores": 2,
+        "tox_fixed_s": 5.0,
+        "main_job_over_floor": 1.5,
+        "ratios": {"main_job_over_floor": 1.5 / 1.3},
+    }
     return {"machine": machine, "date": "2026-11-30", "main_job": job, "frameworks": rows}
 
 
@@ -47,18 +75,30 @@ def test_a_figure_over_its_target_is_marked_and_named_in_the_targets_line():
 def test_the_main_jobs_floor_is_the_work_over_the_cores_or_the_longest_environment():
     assert benchmark.job_floor([10.0] * 4, [10.0] * 4, 2, 5.0) == 25.0
     assert benchmark.job_floor([20.0] * 4, [10.0] * 4, 2, 5.0) == 45.0, "two threads busy for 10 s are 20 s of work"
-    assert benchmark.job_floor([30.0, 2.0, 2.0], [30.0, 2.0, 2.0], 2, 5.0) == 35.0, "one long environment: no schedule beats it"
+    assert benchmark.job_floor([30.0, 2.0, 2.0], [30.0, 2.0, 2.0], 2, 5.0) == 35.0, (
+        "one long environment: no schedule beats it"
+    )
 
 
 def test_findings_say_what_was_measured_about_the_frameworks_time():
-    rows = [_row("torch"), _row("mlx", matmul_s={"float32": 0.27}, inside=[{"op": "attention_module", "dtype": "float32",
-                                                                            "s": 5.0, "calls": 10}])]
+    rows = [
+        _row("torch"),
+        _row(
+            "mlx",
+            matmul_s={"float32": 0.27},
+            inside=[{"op": "attention_module", "dtype": "float32", "s": 5.0, "calls": 10}],
+        ),
+    ]
     found = {(f["framework"], f["op"], f["dtype"]): f["note"] for f in benchmark.findings(rows, {"half": []})}
-    assert "float16 matmul takes 70x its float32's on this CPU (no native half precision)" in found[
-        "torch", "multi_head_attention", "float16"]
+    assert (
+        "float16 matmul takes 70x its float32's on this CPU (no native half precision)"
+        in found["torch", "multi_head_attention", "float16"]
+    )
     assert found["torch", "sgd_step", "float32"] == "the framework's own compute"
-    assert "float32 matmul takes 54x NumPy's: the mlx-cpu wheel for Linux links the reference (netlib) BLAS" in found[
-        "mlx", "attention_module", "float32"]
+    assert (
+        "float32 matmul takes 54x NumPy's: the mlx-cpu wheel for Linux links the reference (netlib) BLAS"
+        in found["mlx", "attention_module", "float32"]
+    )
 
 
 def test_the_largest_working_set_is_gpt2_small_from_its_shapes():
@@ -76,8 +116,13 @@ def test_time_inside_the_adapter_counts_its_calls_and_never_the_oracles(monkeypa
     case = spec.cases["sat"]
     before = copy.copy(calls.inside_calls)
     calls.forget()
-    results = verify.verify_all(dataclasses.replace(spec, cases={case.id: case}), "reference", contract.load("reference"),
-                             golden.Goldens(), ["float64"])
+    results = verify.verify_all(
+        dataclasses.replace(spec, cases={case.id: case}),
+        "reference",
+        contract.load("reference"),
+        golden.Goldens(),
+        ["float64"],
+    )
     assert results and all(outcome == "passed" for outcome, _ in results.values())
     counted = calls.inside_calls - before
     assert counted == {(case.op, "float64"): 1}, counted
@@ -95,7 +140,9 @@ def _shape_of(text):
                 header = tuple(cells)
                 tables.append(header)
             else:
-                assert len(cells) == len(header), f"a row of the {header[0]!r} table has {len(cells)} cells, not {len(header)}: {line}"
+                assert len(cells) == len(header), (
+                    f"a row of the {header[0]!r} table has {len(cells)} cells, not {len(header)}: {line}"
+                )
         else:
             header = None
             if line:
@@ -119,8 +166,11 @@ def test_the_benchmark_refuses_in_one_line_and_writes_nothing_it_did_not_measure
     with pytest.raises(SystemExit, match=r"^error: adapter 'no_such_adapter_module' was requested but does not import"):
         benchmark.main(adapter="no_such_adapter_module")
     (tmp_path / "reports").mkdir()
-    for text, said in (("{not json", "is not a report"), ('{"tests": 3}', "measured no framework"),
-                       ('{"frameworks": [{"adapter": "x"}]}', "is not a report")):
+    for text, said in (
+        ("{not json", "is not a report"),
+        ('{"tests": 3}', "measured no framework"),
+        ('{"frameworks": [{"adapter": "x"}]}', "is not a report"),
+    ):
         (tmp_path / "reports" / "benchmark.json").write_text(text)
         with pytest.raises(SystemExit, match=said):
             publish.benchmark_data(tmp_path / "reports")

@@ -56,5 +56,7 @@ def test_publishing_replaces_only_the_blocks_and_writes_nothing_without_markers(
 
 def test_publishing_refuses_an_incomplete_run_in_one_line(tmp_path):
     (tmp_path / "reports").mkdir()
-    with pytest.raises(SystemExit, match=r"^error: .*not a complete, conforming run of every built-in adapter \(\w+: MISSING"):
+    with pytest.raises(
+        SystemExit, match=r"^error: .*not a complete, conforming run of every built-in adapter \(\w+: MISSING"
+    ):
         publish.summary_data(tmp_path / "reports")

@@ -35,8 +35,13 @@ def qkv():
 @pytest.mark.parametrize("name", sorted(explain_examples.EXAMPLES))
 def test_each_example_gets_its_verdict_from_the_installed_command_run_elsewhere(tmp_path, name):
     explain_examples.write(tmp_path)
-    done = subprocess.run([COMMAND, "explain", f"{name}.npz"], cwd=tmp_path, capture_output=True, text=True,
-                          env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    done = subprocess.run(
+        [COMMAND, "explain", f"{name}.npz"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+    )
     code, difference = explain_examples.EXAMPLES[name]
     assert done.returncode == code, done.stdout + done.stderr
     verdict = (done.stderr if code else done.stdout).strip().splitlines()[-1]
@@ -51,7 +56,11 @@ def test_each_example_gets_its_verdict_from_the_installed_command_run_elsewhere(
 def test_the_answer_computed_in_the_dtype_is_within_and_one_element_off_is_beyond_and_located(tmp_path, dtype, qkv):
     q, k, v = (t.astype(explain.np_dtype(dtype)) for t in qkv)
     out = _attention(q, k, v, dtype, accumulate="float32" if dtype in ("float16", "bfloat16") else None)
-    stored = dict(q=q.astype(np.float32), k=k.astype(np.float32), v=v.astype(np.float32)) if dtype == "bfloat16" else dict(q=q, k=k, v=v)
+    stored = (
+        dict(q=q.astype(np.float32), k=k.astype(np.float32), v=v.astype(np.float32))
+        if dtype == "bfloat16"
+        else dict(q=q, k=k, v=v)
+    )
     extra = dict(dtype=np.array("bfloat16")) if dtype == "bfloat16" else {}
     save = (lambda a: a.astype(np.float32)) if dtype == "bfloat16" else (lambda a: a)
     code, text = _explain(tmp_path, out=save(out), **stored, **extra)
@@ -93,7 +102,9 @@ def test_weight_mistakes_in_the_x_form_and_the_first_diverging_intermediate(tmp_
     rng = np.random.default_rng(3)
     x = rng.standard_normal((5, 12)).astype(np.float32)
     w = {n: rng.standard_normal((12, 12)).astype(np.float32) for n in ("w_query", "w_key", "w_value")}
-    kv = {n: rng.standard_normal((12, 6)).astype(np.float32) for n in ("w_key", "w_value")}  # 4 heads over 2 K/V heads of 3
+    kv = {
+        n: rng.standard_normal((12, 6)).astype(np.float32) for n in ("w_key", "w_value")
+    }  # 4 heads over 2 K/V heads of 3
 
     def heads(t, n):
         return np.stack(np.split(t, n, axis=-1), axis=-3)
@@ -119,21 +130,56 @@ def test_weight_mistakes_in_the_x_form_and_the_first_diverging_intermediate(tmp_
     assert code == 1 and "K/V heads tiled, not repeated" in text, text
 
 
-@pytest.mark.parametrize("arrays, says", [
-    (dict(q=np.ones((2, 4)), k=np.ones((3, 4)), v=np.ones((3, 4))), "no 'out'"),
-    (dict(q=np.ones((2, 4)), k=np.ones((3, 4)), v=np.ones((3, 4)), out=np.ones((2, 4)), mask=np.ones((2, 3))),
-     "'mask' is float64; it must be bool"),
-    (dict(q=np.ones((2, 4)), k=np.ones((3, 4)), v=np.ones((3, 4)), out=np.ones((2, 5))), "'out' has shape [2, 5]"),
-    (dict(q=np.ones((2, 4)), k=np.ones((3, 4)), v=np.ones((3, 4)), out=np.ones((2, 4)), query=np.ones(1)), "unknown key 'query'"),
-    (dict(q=np.ones((2, 4)), x=np.ones((2, 4)), out=np.ones((2, 4))), "give either q, k and v or x"),
-    (dict(q=np.ones((2, 4)), k=np.ones((3, 4)), v=np.ones((3, 4)), out=np.ones((2, 4), dtype=np.int32)), "'out' is int32"),
-    (dict(q=np.ones((2, 4)), k=np.ones((3, 4)), v=np.ones((3, 4)), out=np.full((2, 4), 0.1), dtype=np.array("bfloat16")),
-     "not bfloat16 numbers"),
-    (dict(q=np.ones((1, 2, 4)), k=np.ones((1, 3, 4)), v=np.ones((1, 3, 4)), out=np.ones((1, 2, 4)), num_kv_heads=np.array(2)),
-     "num_kv_heads 2 needs"),
-    (dict(q=np.ones((2, 4)), k=np.ones((3, 4)), v=np.ones((3, 4)), out=np.ones((2, 4)), causal=np.array([True, False])),
-     "'causal' must be a single bool"),
-])
+@pytest.mark.parametrize(
+    "arrays, says",
+    [
+        (dict(q=np.ones((2, 4)), k=np.ones((3, 4)), v=np.ones((3, 4))), "no 'out'"),
+        (
+            dict(q=np.ones((2, 4)), k=np.ones((3, 4)), v=np.ones((3, 4)), out=np.ones((2, 4)), mask=np.ones((2, 3))),
+            "'mask' is float64; it must be bool",
+        ),
+        (dict(q=np.ones((2, 4)), k=np.ones((3, 4)), v=np.ones((3, 4)), out=np.ones((2, 5))), "'out' has shape [2, 5]"),
+        (
+            dict(q=np.ones((2, 4)), k=np.ones((3, 4)), v=np.ones((3, 4)), out=np.ones((2, 4)), query=np.ones(1)),
+            "unknown key 'query'",
+        ),
+        (dict(q=np.ones((2, 4)), x=np.ones((2, 4)), out=np.ones((2, 4))), "give either q, k and v or x"),
+        (
+            dict(q=np.ones((2, 4)), k=np.ones((3, 4)), v=np.ones((3, 4)), out=np.ones((2, 4), dtype=np.int32)),
+            "'out' is int32",
+        ),
+        (
+            dict(
+                q=np.ones((2, 4)),
+                k=np.ones((3, 4)),
+                v=np.ones((3, 4)),
+                out=np.full((2, 4), 0.1),
+                dtype=np.array("bfloat16"),
+            ),
+            "not bfloat16 numbers",
+        ),
+        (
+            dict(
+                q=np.ones((1, 2, 4)),
+                k=np.ones((1, 3, 4)),
+                v=np.ones((1, 3, 4)),
+                out=np.ones((1, 2, 4)),
+                num_kv_heads=np.array(2),
+            ),
+            "num_kv_heads 2 needs",
+        ),
+        (
+            dict(
+                q=np.ones((2, 4)),
+                k=np.ones((3, 4)),
+                v=np.ones((3, 4)),
+                out=np.ones((2, 4)),
+                causal=np.array([True, False]),
+            ),
+            "'causal' must be a single bool",
+        ),
+    ],
+)
 def test_bad_input_is_refused_in_one_line_with_exit_2(tmp_path, arrays, says):
     np.savez(tmp_path / "bad.npz", **arrays)
     done = subprocess.run([COMMAND, "explain", "bad.npz"], cwd=tmp_path, capture_output=True, text=True)
@@ -152,9 +198,11 @@ def test_a_file_that_is_not_an_npz_or_holds_objects_is_refused(tmp_path):
 def test_explain_imports_no_framework(tmp_path, qkv):
     q, k, v = qkv
     np.savez(tmp_path / "f.npz", q=q, k=k, v=v, out=_attention(q, k, v, "float32"))
-    probe = ("import sys; from attention_conformance import cli; code = cli.main(['explain', sys.argv[1]]); "
-             "loaded = [m for m in ('torch', 'tensorflow', 'jax', 'mlx', 'onnxruntime') if m in sys.modules]; "
-             "print('frameworks:', loaded); sys.exit(code)")
+    probe = (
+        "import sys; from attention_conformance import cli; code = cli.main(['explain', sys.argv[1]]); "
+        "loaded = [m for m in ('torch', 'tensorflow', 'jax', 'mlx', 'onnxruntime') if m in sys.modules]; "
+        "print('frameworks:', loaded); sys.exit(code)"
+    )
     done = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "f.npz")], capture_output=True, text=True)
     assert done.returncode == 0 and "frameworks: []" in done.stdout, done.stdout + done.stderr
 
@@ -177,14 +225,22 @@ def test_more_known_differences_are_named(tmp_path, qkv):
     cases = {
         "scores scaled by 1/sqrt(d_in)": dict(out=_attention(Q, K, V, "float32", scale=1 / np.sqrt(12))),
         "w_query and w_key swapped": dict(out=_attention(K, Q, V, "float32")),
-        "uniform weights on fully masked rows": dict(mask=hidden, out=_attention(Q, K, V, "float32", hidden=hidden, fill=-1e9)),
+        "uniform weights on fully masked rows": dict(
+            mask=hidden, out=_attention(Q, K, V, "float32", hidden=hidden, fill=-1e9)
+        ),
     }
     for name, arrays in cases.items():
         code, text = _explain(tmp_path, x=x, **w, **arrays)
         assert code == 1 and f"matches a known difference: {name}" in text, f"{name}:\n{text}"
     heads = np.stack(np.split(Q, 2, axis=-1)), np.stack(np.split(K, 2, axis=-1)), np.stack(np.split(V, 2, axis=-1))
-    code, text = _explain(tmp_path, q=heads[0], k=heads[1], v=heads[2], num_kv_heads=np.array(2),
-                          out=_attention(*heads, "float32", scale=1 / np.sqrt(8)))
+    code, text = _explain(
+        tmp_path,
+        q=heads[0],
+        k=heads[1],
+        v=heads[2],
+        num_kv_heads=np.array(2),
+        out=_attention(*heads, "float32", scale=1 / np.sqrt(8)),
+    )
     assert code == 1 and "matches a known difference: scores scaled by 1/sqrt(N x H)" in text, text
     qg = rng.standard_normal((4, 6, 8)).astype(np.float32)
     kg, vg = (rng.standard_normal((2, 6, 8)).astype(np.float32) for _ in range(2))
@@ -215,16 +271,45 @@ def test_a_row_at_float16s_largest_number_still_has_a_finite_allowance(tmp_path)
     assert code == 1 and "worst out[1, 2]" in text, text
 
 
-@pytest.mark.parametrize("arrays, says", [
-    (dict(q=np.array([np.nan, 1.0])[None].repeat(2, 0), k=np.ones((3, 2)), v=np.ones((3, 2)), out=np.ones((2, 2))),
-     "'q' holds NaN or inf (at [0, 0])"),
-    (dict(q=np.ones((2, 4)), k=np.ones((3, 4)), v=np.ones((3, 4)), out=np.ones((2, 4)), scale=np.array(0.0)), "'scale' is 0.0"),
-    (dict(q=np.ones((2, 4)), k=np.ones((3, 4)), v=np.ones((3, 4)), out=np.ones((2, 4)), mask=np.zeros((5, 2, 3), bool)),
-     "'mask' [5, 2, 3] does not broadcast"),
-    (dict(q=np.ones((2, 4)), k=np.ones((3, 4)), v=np.ones((3, 4)), out=np.ones((2, 4)), dtype=np.array(["float32"])),
-     "'dtype' must be a single string"),
-    (dict(q=np.ones((4, 3, 4)), k=np.ones((2, 3, 4)), v=np.ones((2, 3, 4)), out=np.ones((4, 3, 4))), "give num_kv_heads"),
-])
+@pytest.mark.parametrize(
+    "arrays, says",
+    [
+        (
+            dict(
+                q=np.array([np.nan, 1.0])[None].repeat(2, 0), k=np.ones((3, 2)), v=np.ones((3, 2)), out=np.ones((2, 2))
+            ),
+            "'q' holds NaN or inf (at [0, 0])",
+        ),
+        (
+            dict(q=np.ones((2, 4)), k=np.ones((3, 4)), v=np.ones((3, 4)), out=np.ones((2, 4)), scale=np.array(0.0)),
+            "'scale' is 0.0",
+        ),
+        (
+            dict(
+                q=np.ones((2, 4)),
+                k=np.ones((3, 4)),
+                v=np.ones((3, 4)),
+                out=np.ones((2, 4)),
+                mask=np.zeros((5, 2, 3), bool),
+            ),
+            "'mask' [5, 2, 3] does not broadcast",
+        ),
+        (
+            dict(
+                q=np.ones((2, 4)),
+                k=np.ones((3, 4)),
+                v=np.ones((3, 4)),
+                out=np.ones((2, 4)),
+                dtype=np.array(["float32"]),
+            ),
+            "'dtype' must be a single string",
+        ),
+        (
+            dict(q=np.ones((4, 3, 4)), k=np.ones((2, 3, 4)), v=np.ones((2, 3, 4)), out=np.ones((4, 3, 4))),
+            "give num_kv_heads",
+        ),
+    ],
+)
 def test_more_bad_input_is_refused_in_one_line(tmp_path, arrays, says):
     np.savez(tmp_path / "bad.npz", **arrays)
     with pytest.raises(explain.BadInput, match=None) as refused:

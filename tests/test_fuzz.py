@@ -3,7 +3,8 @@
 Every spec or golden mutant is either accepted (and its changed cases then run cleanly on the
 reference: a pass, a Nonconformance, or an error raised inside the adapter itself), or refused
 by `python -m spec` with exit 1 and exactly one line naming the file; never a traceback, never
-more than 300 MiB, never a hang. How fast a refusal is (2 s) is a benchmark row, not a test. Every wrong output is a Nonconformance, never another exception.
+more than 300 MiB, never a hang. How fast a refusal is (2 s) is a benchmark row, not a test. Every
+wrong output is a Nonconformance, never another exception.
 Under tox's "ci" profile the examples are the same every run.
 """
 
@@ -11,9 +12,9 @@ import contextlib
 import copy
 import io
 import json
-import tempfile
 import os
 import resource
+import tempfile
 import time
 import traceback
 import warnings
@@ -23,16 +24,15 @@ import hypothesis_profiles  # noqa: F401 - the ci/dev profiles, loaded before an
 import numpy as np
 import pytest
 import yaml
+from golden_files import copy_goldens, resign
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from test_hostile import Garbage, alias_bomb
 
-from attention_conformance import SPEC_DIR, cli, loader
+from attention_conformance import SPEC_DIR, calls, cli, golden, loader, safe_io
 from attention_conformance.adapters import reference
-from attention_conformance import calls, golden, safe_io
 from attention_conformance.compare import Nonconformance
 from attention_conformance.verify import verify
-from golden_files import copy_goldens, resign
-from test_hostile import Garbage, alias_bomb
 
 SPEC_TEXT = (SPEC_DIR / "attention.yaml").read_text()
 SPEC_DATA = safe_io.load_yaml(SPEC_TEXT)
@@ -46,8 +46,32 @@ FUZZ = settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow, H
 
 # What a hostile value can be: each kind of wrong the validator or the parser must name.
 hostile_values = st.one_of(
-    st.sampled_from([10**400, -(10**40), 1e300, -1e39, 1e-320, -0.0, float("nan"), float("inf"), 0, -1, 2**31, 2**64,
-                     True, None, "", "1.0", "sat cat", "x.json#t", "../../etc/passwd#x", [], {}, [[1.0], [1.0, 2.0]]]),
+    st.sampled_from(
+        [
+            10**400,
+            -(10**40),
+            1e300,
+            -1e39,
+            1e-320,
+            -0.0,
+            float("nan"),
+            float("inf"),
+            0,
+            -1,
+            2**31,
+            2**64,
+            True,
+            None,
+            "",
+            "1.0",
+            "sat cat",
+            "x.json#t",
+            "../../etc/passwd#x",
+            [],
+            {},
+            [[1.0], [1.0, 2.0]],
+        ]
+    ),
     st.floats(allow_nan=True, allow_infinity=True),
     st.floats(-2, 2, width=32),  # a valid number in the wrong place: most such mutants are accepted and must run
     st.integers(min_value=-(2**70), max_value=2**70),
@@ -121,7 +145,11 @@ def spec_mutant(draw):
     if kind == "bomb":
         levels, width = draw(st.integers(1, 12)), draw(st.integers(2, 12))
         anchor = draw(st.sampled_from(["inputs: *seed123", "inputs: *seed789", "w_key: *eye3"]))
-        replacement = f"inputs: {{x: {alias_bomb(levels, width)}}}" if anchor.startswith("inputs") else f"w_key: {alias_bomb(levels, width)}"
+        replacement = (
+            f"inputs: {{x: {alias_bomb(levels, width)}}}"
+            if anchor.startswith("inputs")
+            else f"w_key: {alias_bomb(levels, width)}"
+        )
         return Mutant(SPEC_TEXT.replace(anchor, replacement, 1), ("bomb", anchor, levels, width))
     cut = draw(st.integers(0, len(SPEC_TEXT) - 1))
     return Mutant(SPEC_TEXT[:cut], ("truncated at", cut))
@@ -243,7 +271,10 @@ def test_golden_mutants_are_accepted_or_refused_in_one_line(mutant):
 
 
 # Small cases only: the GPT-2-shaped ones make the reference, not the checker, the cost.
-SMALL_CASES = [(c, o) for c in _BASE.cases.values() if not any(isinstance(v, dict) for v in c.inputs.values()) for o in c.expect]
+SMALL_CASES = [
+    (c, o) for c in _BASE.cases.values() if not any(isinstance(v, dict) for v in c.inputs.values()) for o in c.expect
+]
+
 
 def _filled(shape, value, dtype):
     with np.errstate(all="ignore"), warnings.catch_warnings():
@@ -252,17 +283,27 @@ def _filled(shape, value, dtype):
 
 
 wrong_arrays = st.one_of(
-    st.builds(_filled, st.lists(st.integers(0, 7), max_size=3).map(tuple),
-              st.sampled_from([np.nan, np.inf, -np.inf, 3e38, -0.0, 1e-45, 0.0, 1.0]),
-              st.sampled_from([np.float16, np.float32, np.float64, np.int32, np.bool_, np.complex64])),
+    st.builds(
+        _filled,
+        st.lists(st.integers(0, 7), max_size=3).map(tuple),
+        st.sampled_from([np.nan, np.inf, -np.inf, 3e38, -0.0, 1e-45, 0.0, 1.0]),
+        st.sampled_from([np.float16, np.float32, np.float64, np.int32, np.bool_, np.complex64]),
+    ),
     st.lists(st.floats(allow_nan=True, allow_infinity=True), max_size=6),
-    st.recursive(st.one_of(st.none(), st.text(max_size=4), st.floats(), st.integers(-(2**70), 2**70)),
-                 lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=2), max_leaves=8),
+    st.recursive(
+        st.one_of(st.none(), st.text(max_size=4), st.floats(), st.integers(-(2**70), 2**70)),
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=2),
+        max_leaves=8,
+    ),
 )
 
 
 @settings(max_examples=200)
-@given(case_output=st.sampled_from(SMALL_CASES), value=wrong_arrays, dtype=st.sampled_from(["float32", "float16", "float64"]))
+@given(
+    case_output=st.sampled_from(SMALL_CASES),
+    value=wrong_arrays,
+    dtype=st.sampled_from(["float32", "float16", "float64"]),
+)
 def test_wrong_outputs_are_nonconformance_never_a_crash(case_output, value, dtype):
     case, output = case_output
     calls.forget()  # outputs are cached by adapter name and case id; every example is a new adapter

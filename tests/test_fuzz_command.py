@@ -11,8 +11,9 @@ import pytest
 
 pytest.importorskip("hypothesis")
 
-from attention_conformance import cli, contract, fuzz, loader  # noqa: E402
-from conftest import MUTANTS  # noqa: E402
+from conftest import MUTANTS
+
+from attention_conformance import cli, contract, fuzz, loader
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = 0
@@ -45,12 +46,27 @@ def test_the_adapter_passes_its_fuzz_budget(requested_adapter, tmp_path, capsys)
     adapter = contract.load(requested_adapter)
     for i, dtype in enumerate(adapter.DTYPES):
         examples = BUDGET["first"] if i == 0 else BUDGET["other"]
-        code = cli.main(["fuzz", "--adapter", requested_adapter, "--examples", str(examples), "--seed", str(SEED),
-                         "--dtype", dtype, "--out", str(tmp_path)])
+        code = cli.main(
+            [
+                "fuzz",
+                "--adapter",
+                requested_adapter,
+                "--examples",
+                str(examples),
+                "--seed",
+                str(SEED),
+                "--dtype",
+                dtype,
+                "--out",
+                str(tmp_path),
+            ]
+        )
         out = capsys.readouterr()
         with capsys.disabled():
-            print(f"\nfuzz budget {requested_adapter} {dtype}: {examples} cases: "
-                  f"{out.out.strip().splitlines()[-1] if out.out.strip() else out.err.strip()}")
+            print(
+                f"\nfuzz budget {requested_adapter} {dtype}: {examples} cases: "
+                f"{out.out.strip().splitlines()[-1] if out.out.strip() else out.err.strip()}"
+            )
         if (requested_adapter, dtype) in PENDING:
             assert code == 1, f"{requested_adapter} {dtype}: no longer found; remove it from PENDING"
             assert PENDING[requested_adapter, dtype].split(":")[0] in out.out
@@ -70,12 +86,17 @@ def test_the_fuzzer_finds_most_forward_op_mistakes(requested_adapter, kills, cap
     caught = sorted(m.split(".")[-1] for m, (c, _, _) in results.items() if c)
     missed = sorted(m.split(".")[-1] for m, (c, _, _) in results.items() if not c)
     spec = [m for m in (m.split(".")[-1] for m in results) if m in _ran]
-    spec_text = (f"the spec catches {sum(bool(_ran[m]['caught_by']) for m in spec)}/{len(spec)} of them"
-                 if spec else "the spec's kill rate: run tests/test_adapter.py in the same session")
+    spec_text = (
+        f"the spec catches {sum(bool(_ran[m]['caught_by']) for m in spec)}/{len(spec)} of them"
+        if spec
+        else "the spec's kill rate: run tests/test_adapter.py in the same session"
+    )
     with capsys.disabled():
-        print(f"\nfuzz kill rate {requested_adapter} (seed {SEED}, {MUTANT_EXAMPLES} cases each): "
-              f"{len(caught)}/{len(results)} = {fuzz.percent(results):.0f}% of the forward-op wrong adapters; {spec_text}"
-              + (f"; missed: {', '.join(missed)}" if missed else ""))
+        print(
+            f"\nfuzz kill rate {requested_adapter} (seed {SEED}, {MUTANT_EXAMPLES} cases each): "
+            f"{len(caught)}/{len(results)} = {fuzz.percent(results):.0f}% of the forward-op wrong adapters; {spec_text}"
+            + (f"; missed: {', '.join(missed)}" if missed else "")
+        )
     assert fuzz.percent(results) >= KILL_RATE, f"the fuzzer missed {missed}"
 
 
@@ -88,8 +109,10 @@ def _found(kills):
 
 
 def _fuzz(mutant, ops, out):
-    return cli.main(["fuzz", "--adapter", mutant, "--examples", str(MUTANT_EXAMPLES), "--seed", str(SEED), "--out", str(out)]
-                    + [arg for op in ops for arg in ("--op", op)])
+    return cli.main(
+        ["fuzz", "--adapter", mutant, "--examples", str(MUTANT_EXAMPLES), "--seed", str(SEED), "--out", str(out)]
+        + [arg for op in ops for arg in ("--op", op)]
+    )
 
 
 def test_a_finding_is_a_spec_case_and_a_standalone_reproducer(requested_adapter, kills, tmp_path, capsys):
@@ -115,9 +138,20 @@ def test_a_finding_is_a_spec_case_and_a_standalone_reproducer(requested_adapter,
     isolated = tmp_path / "isolated"
     isolated.mkdir()
     shutil.copy(script, isolated / script.name)
-    run = subprocess.run([sys.executable, "-I", "-c", "import runpy, sys; sys.modules['attention_conformance'] = None; "
-                          "sys.modules['tests'] = None; sys.argv = [sys.argv[1]]; runpy.run_path(sys.argv[0], run_name='__main__')",
-                          script.name], cwd=isolated, capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-I",
+            "-c",
+            "import runpy, sys; sys.modules['attention_conformance'] = None; "
+            "sys.modules['tests'] = None; sys.argv = [sys.argv[1]]; runpy.run_path(sys.argv[0], run_name='__main__')",
+            script.name,
+        ],
+        cwd=isolated,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 1 and "REPRODUCED" in run.stdout, (run.returncode, run.stdout, run.stderr[-2000:])
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from golden_files import resign
 
 from attention_conformance import CONFORMANCE_TESTS, golden
-from golden_files import resign
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -34,13 +34,31 @@ def test_render_refuses_non_finite():
 
 BAD_FILES = {
     "not_json": ("{", "not valid JSON"),
-    "nan": ('{"description": "", "tensors": {"x": {"dtype": "float64", "shape": [1], "data": [NaN]}}}', "NaN is not allowed"),
+    "nan": (
+        '{"description": "", "tensors": {"x": {"dtype": "float64", "shape": [1], "data": [NaN]}}}',
+        "NaN is not allowed",
+    ),
     "duplicate_key": ('{"description": "", "description": "", "tensors": {}}', "duplicate key 'description'"),
-    "extra_field": ('{"description": "", "tensors": {"x": {"dtype": "float64", "shape": [1], "data": [1], "scale": 2}}}', "tensor 'x'"),
-    "bad_dtype": ('{"description": "", "tensors": {"x": {"dtype": "int8", "shape": [1], "data": [1]}}}', "field 'dtype'"),
-    "ragged": ('{"description": "", "tensors": {"x": {"dtype": "float64", "shape": [2, 2], "data": [[1, 2], [3]]}}}', "field 'data'"),
-    "shape_mismatch": ('{"description": "", "tensors": {"x": {"dtype": "float64", "shape": [3], "data": [1, 2]}}}', "'shape' says [3]"),
-    "string_number": ('{"description": "", "tensors": {"x": {"dtype": "float64", "shape": [2], "data": [1, "2"]}}}', "field 'data'"),
+    "extra_field": (
+        '{"description": "", "tensors": {"x": {"dtype": "float64", "shape": [1], "data": [1], "scale": 2}}}',
+        "tensor 'x'",
+    ),
+    "bad_dtype": (
+        '{"description": "", "tensors": {"x": {"dtype": "int8", "shape": [1], "data": [1]}}}',
+        "field 'dtype'",
+    ),
+    "ragged": (
+        '{"description": "", "tensors": {"x": {"dtype": "float64", "shape": [2, 2], "data": [[1, 2], [3]]}}}',
+        "field 'data'",
+    ),
+    "shape_mismatch": (
+        '{"description": "", "tensors": {"x": {"dtype": "float64", "shape": [3], "data": [1, 2]}}}',
+        "'shape' says [3]",
+    ),
+    "string_number": (
+        '{"description": "", "tensors": {"x": {"dtype": "float64", "shape": [2], "data": [1, "2"]}}}',
+        "field 'data'",
+    ),
     "deep": ('{"description": "", "tensors": ' + "[" * 100000 + "]" * 100000 + "}", "nested too deeply"),
 }
 
@@ -88,10 +106,26 @@ def test_perturbed_golden_value_fails_the_suite_naming_tensor_and_element(golden
     """One stored value moved by 1e-4 (hash updated, as a careless regeneration would): the suite fails."""
     _perturb(golden_copy, "doc000_seed123.json", "context", (2, 1), 1e-4, fix_manifest=True)
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--adapter", "reference", "--golden-dir", str(golden_copy),
-         "--reports", str(golden_copy.parent / "reports"),
-         str(CONFORMANCE_TESTS), "-k", "test_context and v1_seed123"],
-        cwd=ROOT, capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--adapter",
+            "reference",
+            "--golden-dir",
+            str(golden_copy),
+            "--reports",
+            str(golden_copy.parent / "reports"),
+            str(CONFORMANCE_TESTS),
+            "-k",
+            "test_context and v1_seed123",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
     )
     assert run.returncode == 1, run.stdout[-2000:]
     assert "golden doc000_seed123.json#context" in run.stdout

@@ -11,15 +11,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from attention_conformance import CONFORMANCE_TESTS, cli, contract, loader
-from attention_conformance.benchmark import alias_bomb
-from attention_conformance.adapters import reference
-from attention_conformance import golden
-from attention_conformance.compare import Nonconformance
-from attention_conformance.verify import verify
 from golden_files import resign
 from test_spec import VALID
+
+from attention_conformance import CONFORMANCE_TESTS, cli, contract, golden, loader
+from attention_conformance.adapters import reference
+from attention_conformance.benchmark import alias_bomb
+from attention_conformance.compare import Nonconformance
+from attention_conformance.verify import verify
 
 ROOT = Path(__file__).resolve().parent.parent
 # A hang guard only: the bombs below are refused in 1 ms of CPU (measured, Xeon 2.8 GHz, AVX-512).
@@ -79,9 +78,27 @@ def test_alias_bomb_in_a_spec_is_refused_at_once_in_bounded_memory(tmp_path):
 
 def test_alias_bomb_is_refused_by_the_command_and_by_pytest(tmp_path):
     path = _spec_with(tmp_path, "inputs: {scores: [1.0, 2.0]}", f"inputs: {{scores: {alias_bomb()}}}")
-    for command, code in (([sys.executable, "-m", "attention_conformance", "validate", str(path)], 1),
-                          ([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--adapter", "reference", "--spec", str(path),
-                            "--reports", str(tmp_path / "reports"), str(CONFORMANCE_TESTS)], 4)):
+    for command, code in (
+        ([sys.executable, "-m", "attention_conformance", "validate", str(path)], 1),
+        (
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "--adapter",
+                "reference",
+                "--spec",
+                str(path),
+                "--reports",
+                str(tmp_path / "reports"),
+                str(CONFORMANCE_TESTS),
+            ],
+            4,
+        ),
+    ):
         done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=60)
         assert done.returncode == code, done.stdout + done.stderr
         assert "aliases are expanded" in done.stdout + done.stderr
@@ -133,7 +150,9 @@ def test_a_huge_integer_in_yaml_is_refused_in_one_line(tmp_path):
 # --- numbers that are not float32 data ---------------------------------------------------------
 
 
-@pytest.mark.parametrize("value", ["1.0e+400", "-1.0e+39", str(10**400), ".inf"], ids=["1e400", "-1e39", "int_10e400", "inf"])
+@pytest.mark.parametrize(
+    "value", ["1.0e+400", "-1.0e+39", str(10**400), ".inf"], ids=["1e400", "-1e39", "int_10e400", "inf"]
+)
 def test_spec_numbers_must_be_finite_float32(tmp_path, value):
     path = _spec_with(tmp_path, "[1.0, 2.0]", f"[1.0, {value}]")
     _refused(path, "case 'sat'", "field 'inputs.scores'", "float32")
@@ -160,9 +179,27 @@ def test_golden_numbers_must_be_finite_in_their_dtype(golden_copy, tmp_path, cap
     assert "is not a finite float" in err
     if tensor and number == "-1e39":
         assert "float32" in err
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--adapter", "reference", "--golden-dir", str(golden_copy),
-                           "--reports", str(tmp_path / "reports"), str(CONFORMANCE_TESTS)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--adapter",
+            "reference",
+            "--golden-dir",
+            str(golden_copy),
+            "--reports",
+            str(tmp_path / "reports"),
+            str(CONFORMANCE_TESTS),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 4, done.stdout[-1500:] + done.stderr[-1500:]  # a usage error, never INTERNALERROR (3)
     assert "is not a finite float" in done.stderr
 
@@ -192,17 +229,26 @@ def test_a_golden_manifest_that_is_a_symlink_outside_is_refused(golden_copy, tmp
 SMALL = "op: softmax\n    inputs: {scores: [1.0, 2.0]}"
 RANGES = {
     "negative_d_in": ("op: parameters\n    inputs: {d_in: -3, d_out: 2, form: v1}", "inputs.d_in"),
-    "zero_heads": ("op: fused_attention\n    inputs: {x: [[1.0]], w_query: [[1.0]], w_key: [[1.0]], w_value: [[1.0]], "
-                   "num_heads: 0, causal: false}", "inputs.num_heads"),
-    "heads_not_dividing": ("op: fused_attention\n    inputs: {x: [[1.0, 1.0]], w_query: [[1.0, 1.0, 1.0]], w_key: [[1.0]], "
-                           "w_value: [[1.0]], num_heads: 2, causal: false}", "do not divide"),
+    "zero_heads": (
+        "op: fused_attention\n    inputs: {x: [[1.0]], w_query: [[1.0]], w_key: [[1.0]], w_value: [[1.0]], "
+        "num_heads: 0, causal: false}",
+        "inputs.num_heads",
+    ),
+    "heads_not_dividing": (
+        "op: fused_attention\n    inputs: {x: [[1.0, 1.0]], w_query: [[1.0, 1.0, 1.0]], w_key: [[1.0]], "
+        "w_value: [[1.0]], num_heads: 2, causal: false}",
+        "do not divide",
+    ),
     "negative_seed": ("op: create_parameter\n    inputs: {d_in: 3, d_out: 2, seed: -1}", "inputs.seed"),
     "huge_seed": ("op: create_parameter\n    inputs: {d_in: 3, d_out: 2, seed: 99999999999999999999}", "inputs.seed"),
     "float_size": ("op: create_parameter\n    inputs: {d_in: 3.5, d_out: 2, seed: 1}", "inputs.d_in"),
     "bool_size": ("op: create_parameter\n    inputs: {d_in: true, d_out: 2, seed: 1}", "inputs.d_in"),
     "p_of_one": ("op: dropout\n    inputs: {weights: [1.0], p: 1.0, seed: 0}", "inputs.p"),
-    "negative_lr": ("op: sgd_step\n    inputs: {x: [[1.0]], w_query: [[1.0]], w_key: [[1.0]], w_value: [[1.0]], g: [[1.0]], "
-                    "lr: -0.1}", "inputs.lr"),
+    "negative_lr": (
+        "op: sgd_step\n    inputs: {x: [[1.0]], w_query: [[1.0]], w_key: [[1.0]], w_value: [[1.0]], g: [[1.0]], "
+        "lr: -0.1}",
+        "inputs.lr",
+    ),
     "zero_draws": ("op: draw\n    inputs: {distribution: uniform, n: 0, seed: 1}", "inputs.n"),
     "unknown_distribution": ("op: draw\n    inputs: {distribution: cauchy, n: 10, seed: 1}", "inputs.distribution"),
     "unknown_form": ("op: parameters\n    inputs: {d_in: 3, d_out: 2, form: v3}", "inputs.form"),
@@ -216,10 +262,21 @@ RANGES = {
 @pytest.mark.parametrize("name", sorted(RANGES))
 def test_out_of_range_values_are_refused_at_load_time(tmp_path, name):
     new, fragment = RANGES[name]
-    text = VALID.replace(SMALL, new, 1).replace("      weights:\n        printed: [0.2689, 0.7311]\n        decimals: 4\n"
-                                                "        source: {doc: \"000\", quote: \"a line\"}\n", "      {out}: {shape: [2]}\n")
-    out = {"parameters": "count", "fused_attention": "heads", "create_parameter": "parameter", "dropout": "dropout_eval",
-           "sgd_step": "w_query", "draw": "sample", "scale": "scaled", "softmax": "weights"}[new.split()[1]]
+    text = VALID.replace(SMALL, new, 1).replace(
+        "      weights:\n        printed: [0.2689, 0.7311]\n        decimals: 4\n"
+        '        source: {doc: "000", quote: "a line"}\n',
+        "      {out}: {shape: [2]}\n",
+    )
+    out = {
+        "parameters": "count",
+        "fused_attention": "heads",
+        "create_parameter": "parameter",
+        "dropout": "dropout_eval",
+        "sgd_step": "w_query",
+        "draw": "sample",
+        "scale": "scaled",
+        "softmax": "weights",
+    }[new.split()[1]]
     path = tmp_path / "hostile.yaml"
     path.write_text(text.replace("{out}", out))
     _refused(path, "case 'sat'", fragment)
@@ -230,11 +287,16 @@ def test_a_printed_number_may_not_have_more_decimals_than_it_claims(tmp_path):
     _refused(path, "case 'sat'", "expect.weights.printed", "0.26894")
 
 
-@pytest.mark.parametrize("case_id", ["sat cat", "sat[0]", "Sat", "sat-cat", "sat_", "sat\n"],
-                         ids=["space", "brackets", "capital", "dash", "trailing_underscore", "newline"])
+@pytest.mark.parametrize(
+    "case_id",
+    ["sat cat", "sat[0]", "Sat", "sat-cat", "sat_", "sat\n"],
+    ids=["space", "brackets", "capital", "dash", "trailing_underscore", "newline"],
+)
 def test_case_ids_are_lowercase_words_whatever_the_vocabulary_says(tmp_path, case_id):
     vocabulary = json.dumps(["sat", "cat", case_id])
-    text = VALID.replace("vocabulary: [sat, cat]", f"vocabulary: {vocabulary}").replace("  - id: sat", f"  - id: {json.dumps(case_id)}")
+    text = VALID.replace("vocabulary: [sat, cat]", f"vocabulary: {vocabulary}").replace(
+        "  - id: sat", f"  - id: {json.dumps(case_id)}"
+    )
     path = tmp_path / "hostile.yaml"
     path.write_text(text)
     message = _refused(path)
@@ -260,10 +322,19 @@ class Garbage:
 
 
 WRONG = {
-    "nan": np.full((3, 3), np.nan, np.float32), "inf": np.full((3, 3), np.inf, np.float32),
-    "huge": np.full((3, 3), 3e38, np.float32), "tiny_shape": np.zeros(1, np.float32), "scalar": np.float32(0.5),
-    "empty": np.zeros((0,), np.float32), "int": np.ones((3, 3), np.int64), "complex": np.ones((3, 3), np.complex64),
-    "list": [[1.0, 2.0], [3.0]], "none": None, "string": "context", "dict": {"a": 1}, "objects": np.array([object()] * 3),
+    "nan": np.full((3, 3), np.nan, np.float32),
+    "inf": np.full((3, 3), np.inf, np.float32),
+    "huge": np.full((3, 3), 3e38, np.float32),
+    "tiny_shape": np.zeros(1, np.float32),
+    "scalar": np.float32(0.5),
+    "empty": np.zeros((0,), np.float32),
+    "int": np.ones((3, 3), np.int64),
+    "complex": np.ones((3, 3), np.complex64),
+    "list": [[1.0, 2.0], [3.0]],
+    "none": None,
+    "string": "context",
+    "dict": {"a": 1},
+    "objects": np.array([object()] * 3),
     "bool": np.ones((3, 3), bool),
 }
 
@@ -275,7 +346,9 @@ def test_any_wrong_output_is_a_nonconformance_not_a_crash(name):
     adapter = Garbage(WRONG[name])
     checked = 0
     for case in loaded.cases.values():
-        if any(isinstance(v, dict) for v in case.inputs.values()):  # generated (large) inputs: the reference is slow there
+        if any(
+            isinstance(v, dict) for v in case.inputs.values()
+        ):  # generated (large) inputs: the reference is slow there
             continue
         for output in case.expect:
             try:

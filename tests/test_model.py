@@ -50,7 +50,10 @@ def _margins(dtype, got, q, k, v, hidden):
     exact = judge.attend(q, k, v, hidden)
     plain = judge.attend(q, k, v, hidden, rounding=judge.plain_dtype(dtype))
     k_, ulps = MODEL[dtype]
-    return {name: judge.judge(name, dtype, got[name], exact[name], plain[name], k_, ulps).margin for name in ("weights", "out")}
+    return {
+        name: judge.judge(name, dtype, got[name], exact[name], plain[name], k_, ulps).margin
+        for name in ("weights", "out")
+    }
 
 
 def _rounded(result, dtype):

@@ -5,15 +5,17 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_spec import MALFORMED, VALID
 
 from attention_conformance import CONFORMANCE_TESTS, cli, loader
-from test_spec import MALFORMED, VALID
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def validate(argv):
     return cli.main(["validate", *argv])
+
+
 MUTANT = "tests.mutants.reference__no_scale"
 
 
@@ -22,7 +24,17 @@ def run_pytest(tmp_path):
     """pytest in a fresh process, reporting into a scratch folder: never over the real reports/."""
 
     def run(*args, env=None):
-        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--reports", str(tmp_path / "reports"), *args]
+        command = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--reports",
+            str(tmp_path / "reports"),
+            *args,
+        ]
         done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=env)
         return done.returncode, done.stdout + done.stderr
 
@@ -37,14 +49,18 @@ def _divergences(tmp_path, test_id):
 
 def test_a_known_divergence_is_an_expected_failure(tmp_path, run_pytest):
     listed = _divergences(tmp_path, f"test_scaled[{MUTANT}-float64-row_scale_binary]")
-    code, out = run_pytest("--adapter", MUTANT, str(CONFORMANCE_TESTS), "--known-divergences", listed, "-k", "row_scale_binary")
+    code, out = run_pytest(
+        "--adapter", MUTANT, str(CONFORMANCE_TESTS), "--known-divergences", listed, "-k", "row_scale_binary"
+    )
     assert code == 0, out[-1500:]
     assert "1 xfailed" in out
 
 
 def test_a_listed_divergence_that_passes_fails_the_run(tmp_path, run_pytest):
     listed = _divergences(tmp_path, "test_scaled[reference-float64-row_scale_binary]")
-    code, out = run_pytest("--adapter", "reference", str(CONFORMANCE_TESTS), "--known-divergences", listed, "-k", "row_scale_binary")
+    code, out = run_pytest(
+        "--adapter", "reference", str(CONFORMANCE_TESTS), "--known-divergences", listed, "-k", "row_scale_binary"
+    )
     assert code == 1 and f"declared divergence now conforms: remove it from {listed}" in out, out[-1500:]
 
 
@@ -94,9 +110,16 @@ def test_the_validate_command_exits_non_zero_on_every_malformed_spec(tmp_path, c
 
 
 def test_the_validate_command_as_a_process():
-    run = subprocess.run([sys.executable, "-m", "attention_conformance", "validate"], cwd=ROOT, capture_output=True, text=True)
+    run = subprocess.run(
+        [sys.executable, "-m", "attention_conformance", "validate"], cwd=ROOT, capture_output=True, text=True
+    )
     assert run.returncode == 0 and run.stdout.startswith("ok:")
-    run = subprocess.run([sys.executable, "-m", "attention_conformance", "validate", "--golden-dir", "/nonexistent"], cwd=ROOT, capture_output=True, text=True)
+    run = subprocess.run(
+        [sys.executable, "-m", "attention_conformance", "validate", "--golden-dir", "/nonexistent"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert run.returncode == 1 and "MANIFEST.json" in run.stderr
 
 
@@ -121,7 +144,11 @@ def test_a_conformance_run_drops_the_last_reports_and_a_self_check_run_keeps_the
 def test_no_test_reads_the_wall_clock():
     """A wall-clock bound fails on a slower or busier machine: tests bound CPU time or memory, and
     speed is the benchmark's (attention-conformance benchmark)."""
-    clocks = ("perf_" "counter", "time." "time(", "mono" "tonic(")  # split, so this line is not a match
-    found = [f"{p.name}:{n}" for p in sorted((ROOT / "tests").rglob("*.py"))
-             for n, line in enumerate(p.read_text().splitlines(), 1) if any(c in line for c in clocks)]
+    clocks = ("perf_counter", "time.time(", "monotonic(")  # split, so this line is not a match
+    found = [
+        f"{p.name}:{n}"
+        for p in sorted((ROOT / "tests").rglob("*.py"))
+        for n, line in enumerate(p.read_text().splitlines(), 1)
+        if any(c in line for c in clocks)
+    ]
     assert found == []

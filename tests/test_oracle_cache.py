@@ -5,7 +5,6 @@ computed once, on the work it needs: the first run is nearly as fast as the seco
 
 import collections
 import dataclasses
-
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +27,9 @@ def cache(tmp_path, monkeypatch):
 def _expected(case_id=CASE, dtype="float64"):
     spec, goldens = loader.load(), golden.Goldens()
     calls.forget()  # the in-memory layer, so each call reads or writes the disk
-    return calls.outputs("reference", reference, spec.cases[case_id], "float64", goldens, input_dtype=dtype, oracle=True)
+    return calls.outputs(
+        "reference", reference, spec.cases[case_id], "float64", goldens, input_dtype=dtype, oracle=True
+    )
 
 
 def test_a_cached_answer_is_the_computed_one(cache, monkeypatch):
@@ -124,8 +125,9 @@ def test_half_precision_baselines_are_cached_apart_from_the_exact_answer(cache):
     calls.forget()
     exact = calls.outputs("reference", reference, case, "float64", goldens, input_dtype="float16", oracle=True)
     with reference.rounding_to(contract.np_dtype("float16")):
-        plain = calls.outputs("reference", reference, case, "float64", goldens, input_dtype="float16", rounding="float16",
-                               oracle=True)
+        plain = calls.outputs(
+            "reference", reference, case, "float64", goldens, input_dtype="float16", rounding="float16", oracle=True
+        )
     assert len(list(cache.glob("*.npz"))) == 2
     assert not np.array_equal(exact["context"], plain["context"])
 
@@ -136,7 +138,9 @@ def test_an_output_under_test_holds_only_what_its_expectations_read():
     weights, never checked, were 96 MiB held per entry)."""
     spec, goldens = loader.load(), golden.Goldens()
     case = spec.cases["identity"]  # attention(): seven outputs, three checked
-    only_key = dataclasses.replace(case, id="identity_key_only", expect={"key": case.expect["key"]})  # key same_as query
+    only_key = dataclasses.replace(
+        case, id="identity_key_only", expect={"key": case.expect["key"]}
+    )  # key same_as query
     calls.forget()
     try:
         assert sorted(calls.outputs("reference", reference, case, "float64", goldens)) == ["key", "query", "value"]
@@ -165,7 +169,9 @@ def test_the_same_heads_are_computed_once_whatever_op_or_dtype_asks(exponentials
     heads = reference.fused_attention(x, *w[:3], num_heads=4, causal=True)
     once = sum(exponentials)
     again = reference.multi_head_attention(x, *w, num_heads=4, causal=True)["heads"]
-    in_float64 = reference.fused_attention(x.astype(np.float64), *(m.astype(np.float64) for m in w[:3]), num_heads=4, causal=True)
+    in_float64 = reference.fused_attention(
+        x.astype(np.float64), *(m.astype(np.float64) for m in w[:3]), num_heads=4, causal=True
+    )
     assert sum(exponentials) == once > 0
     assert heads.tobytes() == again.tobytes() == in_float64.tobytes()
     heads[...] = 0

@@ -8,10 +8,10 @@ import shutil
 import subprocess
 import sys
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import yaml
-from pathlib import Path
 
 from attention_conformance import ADAPTERS_DIR, contract
 
@@ -55,7 +55,10 @@ def test_the_unfilled_template_fails_the_self_check_naming_every_function(tmp_pa
     named = {line.split(": ", 1)[1].split("(")[0] for line in done.stderr.splitlines()}
     required = set(contract.CONTRACT) - contract.OPTIONAL  # the template shows optional ops as comments
     assert named == required, sorted(required ^ named)
-    assert "as_copied: softmax(scores) with row inputs raises NotImplementedError (in float32, on tiny inputs)" in done.stderr
+    assert (
+        "as_copied: softmax(scores) with row inputs raises NotImplementedError (in float32, on tiny inputs)"
+        in done.stderr
+    )
 
 
 def test_an_adapter_that_raises_stops_the_run_with_a_usage_error_not_an_internal_error(tmp_path):
@@ -77,16 +80,24 @@ def test_the_self_check_names_wrong_keys_shapes_and_dtypes(tmp_path):
         "def project(x, w):\n"
         "    return (x @ w).astype(np.float16)\n\n\n"
         "def sgd_step(x, w_query, w_key, w_value, g, lr):\n"
-        "    return [w_query, w_key, w_value]\n")
+        "    return [w_query, w_key, w_value]\n"
+    )
     done = _run(["check", "sloppy"], tmp_path)
     assert done.returncode == 1
     lines = done.stderr.splitlines()
     assert "sloppy: softmax(scores) with row inputs: output 'weights' has shape [], should be [3]" in lines
-    assert ("sloppy: causal_attention(x, w_query, w_key, w_value) with unbatched inputs returned ['weights'], should return a "
-            "dict with ['context', 'weights']") in lines
-    assert ("sloppy: sgd_step(x, w_query, w_key, w_value, g, lr) with unbatched inputs returned list, should return a dict "
-            "with ['w_key', 'w_query', 'w_value']") in lines
-    assert "sloppy: project(x, w) with row inputs: output 'projection' has dtype float16, should be float64 (the dtype it was given)" in lines
+    assert (
+        "sloppy: causal_attention(x, w_query, w_key, w_value) with unbatched inputs returned ['weights'], "
+        "should return a dict with ['context', 'weights']"
+    ) in lines
+    assert (
+        "sloppy: sgd_step(x, w_query, w_key, w_value, g, lr) with unbatched inputs returned list, should return a dict "
+        "with ['w_key', 'w_query', 'w_value']"
+    ) in lines
+    assert (
+        "sloppy: project(x, w) with row inputs: output 'projection' has dtype float16, "
+        "should be float64 (the dtype it was given)" in lines
+    )
 
 
 TEXTBOOK_MASK = """
@@ -109,20 +120,44 @@ def test_an_adapter_declares_its_own_known_divergences_held_to_the_strict_rules(
         return done.returncode, done.stdout + done.stderr
 
     code, out = run({}, "-k", "padding_fully_masked")
-    assert code == 1 and "FAILED attention_conformance/conformance.py::test_weights[textbook-float64-padding_fully_masked]" in out, out[-1500:]
-    code, out = run({"padding_fully_masked": "the textbook -inf mask computes 0/0 (https://github.com/pytorch/pytorch/issues/41508)"},
-                    "-k", "padding_fully_masked")
+    assert (
+        code == 1
+        and "FAILED attention_conformance/conformance.py::test_weights[textbook-float64-padding_fully_masked]" in out
+    ), out[-1500:]
+    code, out = run(
+        {
+            "padding_fully_masked": "the textbook -inf mask computes 0/0 (https://github.com/pytorch/pytorch/issues/41508)"
+        },
+        "-k",
+        "padding_fully_masked",
+    )
     assert code == 0 and "xfailed" in out, out[-1500:]
-    diverged = json.loads((tmp_path / "reports" / "textbook.json").read_text())["tests"]["test_weights[textbook-float64-padding_fully_masked]"]
-    assert diverged["outcome"] == "diverged" and "issues/41508" in diverged["reason"] and "got nan" in diverged["message"], diverged
-    code, out = run({"padding_fully_masked/weights": "narrowed to one output: the context still fails"}, "-k", "padding_fully_masked")
+    diverged = json.loads((tmp_path / "reports" / "textbook.json").read_text())["tests"][
+        "test_weights[textbook-float64-padding_fully_masked]"
+    ]
+    assert (
+        diverged["outcome"] == "diverged" and "issues/41508" in diverged["reason"] and "got nan" in diverged["message"]
+    ), diverged
+    code, out = run(
+        {"padding_fully_masked/weights": "narrowed to one output: the context still fails"},
+        "-k",
+        "padding_fully_masked",
+    )
     assert code == 1 and "1 xfailed" in out, out[-1500:]
     code, out = run({"padding_fully_masked": "NaN", "sat/*/float64": "a case that conforms"}, "-k", "sat")
-    assert code == 1 and "declared divergence now conforms: remove it from the adapter's KNOWN_DIVERGENCES" in out, out[-1500:]
-    stale = json.loads((tmp_path / "reports" / "textbook.json").read_text())["tests"]["test_scores[textbook-float64-sat]"]
-    assert stale["outcome"] == "stale divergence" and stale["message"].startswith("declared divergence now conforms"), stale
+    assert code == 1 and "declared divergence now conforms: remove it from the adapter's KNOWN_DIVERGENCES" in out, out[
+        -1500:
+    ]
+    stale = json.loads((tmp_path / "reports" / "textbook.json").read_text())["tests"][
+        "test_scores[textbook-float64-sat]"
+    ]
+    assert stale["outcome"] == "stale divergence" and stale["message"].startswith("declared divergence now conforms"), (
+        stale
+    )
     code, out = run({"padding_fully_masked": "NaN", "no_such_case": "renamed long ago"})
-    assert code == 1 and "known divergences that match no test" in out and "test_*[textbook-*-no_such_case]" in out, out[-1500:]
+    assert code == 1 and "known divergences that match no test" in out and "test_*[textbook-*-no_such_case]" in out, (
+        out[-1500:]
+    )
     code, out = run({"Padding Fully Masked": "not an id"})
     assert code == 4 and "KNOWN_DIVERGENCES must map 'case[/output[/dtype]]'" in out, out[-1500:]
 
@@ -136,19 +171,36 @@ def test_reports_from_two_machines_merge_into_one_matrix(tmp_path):
     # What the folders hold, and nothing else: no built-in adapter that was never asked for shows as MISSING.
     merged = _run(["summary", "--reports", "machine_a", "--reports", "machine_b"], tmp_path)
     assert merged.returncode == 0, merged.stdout[-2000:] + merged.stderr[-2000:]
-    assert [line for line in merged.stdout.splitlines() if line.startswith("|") and "MISSING" in line] == [] and merged.stderr == ""
+    assert [
+        line for line in merged.stdout.splitlines() if line.startswith("|") and "MISSING" in line
+    ] == [] and merged.stderr == ""
     assert merged.stdout.strip().splitlines()[-1].startswith("conforms: reference numpy"), merged.stdout[-300:]
-    assert "Conformance matrix (reports/matrix.md, reports/matrix.json, " in merged.stdout  # and what it says of the PNG is true:
+    assert (
+        "Conformance matrix (reports/matrix.md, reports/matrix.json, " in merged.stdout
+    )  # and what it says of the PNG is true:
     assert ("reports/matrix.png)" in merged.stdout) == (tmp_path / "reports" / "matrix.png").exists()
-    assert not (tmp_path / "machine_a" / "matrix.md").exists(), "a merge writes where --out says (./reports), not into a folder it read"
+    assert not (tmp_path / "machine_a" / "matrix.md").exists(), (
+        "a merge writes where --out says (./reports), not into a folder it read"
+    )
     header = (tmp_path / "reports" / "matrix.md").read_text().splitlines()[0]
     host = json.loads((tmp_path / "machine_a" / "reference.json").read_text())["host"]
     assert f"reference numpy {np.__version__} cpu@{host} float64" in header
     assert f"second_framework numpy {np.__version__} cpu@{host} float64" in header
-    sat = next(line for line in (tmp_path / "reports" / "matrix.md").read_text().splitlines() if line.startswith("| document values | sat |"))
-    cells = dict(zip(header.strip("| ").split(" | "), sat.strip("| ").split(" | ")))  # each machine's column filled from its own report
-    assert [text for column, text in cells.items() if column.endswith(f"@{host} float64")] == ["ok 0.00", "ok 0.00"], cells
-    asked = _run(["summary", "--reports", "machine_a", "--reports", "machine_b", "--adapter", "torch", "--out", "elsewhere"], tmp_path)
+    sat = next(
+        line
+        for line in (tmp_path / "reports" / "matrix.md").read_text().splitlines()
+        if line.startswith("| document values | sat |")
+    )
+    cells = dict(
+        zip(header.strip("| ").split(" | "), sat.strip("| ").split(" | "))
+    )  # each machine's column filled from its own report
+    assert [text for column, text in cells.items() if column.endswith(f"@{host} float64")] == ["ok 0.00", "ok 0.00"], (
+        cells
+    )
+    asked = _run(
+        ["summary", "--reports", "machine_a", "--reports", "machine_b", "--adapter", "torch", "--out", "elsewhere"],
+        tmp_path,
+    )
     assert asked.returncode == 1 and (tmp_path / "elsewhere" / "matrix.md").exists()
     assert asked.stderr.strip().splitlines()[-1].startswith("FAILED: torch: MISSING: no report"), asked.stderr
     from attention_conformance import reports
@@ -156,12 +208,16 @@ def test_reports_from_two_machines_merge_into_one_matrix(tmp_path):
     reports.hold(tmp_path / "machine_c", ["crashed_adapter"])  # what a run that died mid-way leaves behind
     unfinished = _run(["summary", "--reports", "machine_a", "--reports", "machine_c"], tmp_path)
     assert unfinished.returncode == 1
-    assert unfinished.stderr.strip().splitlines()[-1].startswith("FAILED: crashed_adapter: MISSING: started "), unfinished.stderr
+    assert unfinished.stderr.strip().splitlines()[-1].startswith("FAILED: crashed_adapter: MISSING: started "), (
+        unfinished.stderr
+    )
     assert "never finished" in unfinished.stderr
     reports.hold(tmp_path / "machine_e", ["reference"])  # unfinished here, finished in machine_a: still a failure
     both = _run(["summary", "--reports", "machine_a", "--reports", "machine_e"], tmp_path)
     assert both.returncode == 1 and "FAILED: reference: MISSING: started " in both.stderr, both.stderr
-    only = _run(["summary", "--reports", "machine_b", "--reports", "machine_c", "--adapter", "second_framework"], tmp_path)
+    only = _run(
+        ["summary", "--reports", "machine_b", "--reports", "machine_c", "--adapter", "second_framework"], tmp_path
+    )
     assert only.returncode == 0, only.stderr  # --adapter narrows unfinished runs too
     died = _run(["run", "--adapter", "no_such_framework_adapter", "--reports", "machine_d", "-q"], tmp_path)
     assert died.returncode == 4 and not (tmp_path / "machine_d" / "no_such_framework_adapter.json").exists()
@@ -177,10 +233,14 @@ def test_reports_from_two_machines_merge_into_one_matrix(tmp_path):
 
 
 def test_the_ci_workflow_runs_every_built_in_adapter_and_merges_them():
-    workflow = yaml.safe_load((Path(__file__).resolve().parent.parent / ".github" / "workflows" / "conformance.yml").read_text())
+    workflow = yaml.safe_load(
+        (Path(__file__).resolve().parent.parent / ".github" / "workflows" / "conformance.yml").read_text()
+    )
     frameworks = workflow["jobs"]["framework"]["strategy"]["matrix"]["adapter"]
     assert sorted(frameworks) == sorted(contract.NAMES)
-    merge = next(step for step in workflow["jobs"]["matrix"]["steps"] if "attention-conformance summary" in step.get("run", ""))
+    merge = next(
+        step for step in workflow["jobs"]["matrix"]["steps"] if "attention-conformance summary" in step.get("run", "")
+    )
     assert workflow["jobs"]["matrix"]["needs"] == "framework"
     assert sorted(merge["env"]["ADAPTERS"].split()) == sorted(contract.NAMES), "the merge names every built-in adapter"
 
@@ -188,45 +248,95 @@ def test_the_ci_workflow_runs_every_built_in_adapter_and_merges_them():
 def test_the_wheel_carries_the_data_and_no_generic_top_level_name(tmp_path):
     # A copy of the sources: setuptools builds in place, and a stale build/ folder would leak into the wheel.
     source = tmp_path / "source"
-    shutil.copytree(Path(__file__).resolve().parent.parent, source, ignore=shutil.ignore_patterns(
-        ".git", ".tox", ".venv", ".ci-venv", "build", "*.egg-info", "node_modules", "reports", ".hypothesis", "__pycache__"))
-    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path), str(source)],
-                          capture_output=True, text=True)
+    shutil.copytree(
+        Path(__file__).resolve().parent.parent,
+        source,
+        ignore=shutil.ignore_patterns(
+            ".git",
+            ".tox",
+            ".venv",
+            ".ci-venv",
+            "build",
+            "*.egg-info",
+            "node_modules",
+            "reports",
+            ".hypothesis",
+            "__pycache__",
+        ),
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path),
+            str(source),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     (wheel,) = tmp_path.glob("attention_conformance-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert {n.split("/")[0] for n in names} == {"attention_conformance", wheel.name.split("-py3")[0] + ".dist-info"}
-    for needed in ("spec/attention.yaml", "spec/known_divergences.yaml", "spec/documents/000_607594879886645b.txt",
-                   "golden/MANIFEST.json", "golden/doc000_seed123.json", "adapters/torch.py", "adapters/_template.py",
-                   "adapters/tfjs_node/server.js", "conformance.py", "plugin.py"):
+    for needed in (
+        "spec/attention.yaml",
+        "spec/known_divergences.yaml",
+        "spec/documents/000_607594879886645b.txt",
+        "golden/MANIFEST.json",
+        "golden/doc000_seed123.json",
+        "adapters/torch.py",
+        "adapters/_template.py",
+        "adapters/tfjs_node/server.js",
+        "conformance.py",
+        "plugin.py",
+    ):
         assert f"attention_conformance/{needed}" in names, needed
     # Installed from the wheel (not editable), run from elsewhere: the path an outsider takes.
     site = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(wheel)], check=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(wheel)], check=True
+    )
     scratch = tmp_path / "elsewhere"
     scratch.mkdir()
-    code = f"import sys; sys.argv = ['attention-conformance', 'run', '--adapter', 'reference', '-q', '-k', 'sat']; " \
-           f"import attention_conformance; assert attention_conformance.__file__.startswith({str(site)!r}); " \
-           f"from attention_conformance.cli import main; sys.exit(main())"
-    done = subprocess.run([sys.executable, "-c", code], cwd=scratch, capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(site)})
+    code = (
+        f"import sys; sys.argv = ['attention-conformance', 'run', '--adapter', 'reference', '-q', '-k', 'sat']; "
+        f"import attention_conformance; assert attention_conformance.__file__.startswith({str(site)!r}); "
+        f"from attention_conformance.cli import main; sys.exit(main())"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=scratch,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(site)},
+    )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert re.search(r"\d+ passed", done.stdout) and (scratch / "reports" / "reference.json").exists()
 
 
+# A backslash at a line's end continues the line: the adapter's text is unchanged, this file's lines fit in 120.
 GPT2_ONLY = """
 from attention_conformance.adapters import reference
 from attention_conformance.adapters.reference import *  # noqa: F403 - the oracle's ops, but one layer
 
 DTYPES = reference.DTYPES
 NOT_APPLICABLE = {**reference.NOT_APPLICABLE, "attention_module/weights": "the SDPA path returns no attention weights",
-                  "layer=mha": "GPT-2's layer only", "layer=mha_averaged": "GPT-2's layer only", "layer=mha_seq_first": "GPT-2's layer only"}
+                  "layer=mha": "GPT-2's layer only", "layer=mha_averaged": "GPT-2's layer only", \
+"layer=mha_seq_first": "GPT-2's layer only"}
 
 
-def attention_module(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, causal, layer, checkpoint):
+def attention_module(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, causal, layer, \
+checkpoint):
     if layer != "gpt2":
         raise ValueError(f"only GPT-2's layer, not {layer!r}")
-    out = reference.attention_module(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, causal, layer,
+    out = reference.attention_module(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, \
+causal, layer,
                                      checkpoint)
     return {"context": out["context"], "round_trip": out["round_trip"]}
 """
@@ -244,27 +354,44 @@ def test_an_adapter_declares_one_output_or_one_parameter_value_not_applicable(tm
     assert tests["test_context[gpt2_only-float64-layer_gpt2_port_from_keras]"]["outcome"] == "passed"
     assert tests["test_context[gpt2_only-float64-layer_gpt2_gpt2_small_heads_causal]"]["outcome"] == "passed"
     weights = tests["test_weights[gpt2_only-float64-layer_gpt2_small]"]
-    assert weights == {"outcome": "not applicable", "margin": None, "ulp": None, "message": None,
-                       "reason": "the SDPA path returns no attention weights"}, weights
+    assert weights == {
+        "outcome": "not applicable",
+        "margin": None,
+        "ulp": None,
+        "message": None,
+        "reason": "the SDPA path returns no attention weights",
+    }, weights
     assert tests["test_context[gpt2_only-float64-layer_port_from_keras]"]["reason"] == "GPT-2's layer only"
     # A key that names nothing is refused, as a known divergence's is.
     (tmp_path / "typo.py").write_text(GPT2_ONLY.replace('"attention_module/weights"', '"attention_module/wieghts"'))
     typo = _run(["check", "typo"], tmp_path)
-    assert typo.returncode == 1 and "NOT_APPLICABLE key 'attention_module/wieghts': attention_module() has no output 'wieghts'" in typo.stderr
+    assert (
+        typo.returncode == 1
+        and "NOT_APPLICABLE key 'attention_module/wieghts': attention_module() has no output 'wieghts'" in typo.stderr
+    )
     (tmp_path / "renamed.py").write_text(GPT2_ONLY.replace('"layer=mha"', '"layer_mha_tiny"'))
     renamed = _run(["run", "--adapter", "renamed", "-q"], tmp_path)
-    assert renamed.returncode == 4 and "NOT_APPLICABLE key(s) 'layer_mha_tiny' name no dtype, op, case" in renamed.stderr
+    assert (
+        renamed.returncode == 4 and "NOT_APPLICABLE key(s) 'layer_mha_tiny' name no dtype, op, case" in renamed.stderr
+    )
 
 
 def test_test_ids_read_the_same_installed_or_in_a_checkout_and_are_accepted_back(tmp_path):
     (tmp_path / "textbook.py").write_text((ADAPTERS_DIR / "reference.py").read_text() + TEXTBOOK_MASK)
-    done = _run(["run", "--adapter", "textbook", "-rfs", "--junitxml", "junit.xml", "-k", "padding_fully_masked"], tmp_path)
+    done = _run(
+        ["run", "--adapter", "textbook", "-rfs", "--junitxml", "junit.xml", "-k", "padding_fully_masked"], tmp_path
+    )
     node = "attention_conformance/conformance.py::test_weights[textbook-float64-padding_fully_masked]"
     assert done.returncode == 1 and f"FAILED {node}" in done.stdout, done.stdout[-2000:]
-    assert "SKIPPED [1] attention_conformance/conformance.py::test_weights[textbook-float16-padding_fully_masked]: not applicable: " \
-        in done.stdout, done.stdout[-2000:]
+    assert (
+        "SKIPPED [1] attention_conformance/conformance.py::test_weights[textbook-float16-padding_fully_masked]: "
+        "not applicable: " in done.stdout
+    ), done.stdout[-2000:]
     junit = (tmp_path / "junit.xml").read_text()
-    assert 'classname="attention_conformance.conformance" name="test_weights[textbook-float64-padding_fully_masked]"' in junit
+    assert (
+        'classname="attention_conformance.conformance" name="test_weights[textbook-float64-padding_fully_masked]"'
+        in junit
+    )
     report = (tmp_path / "reports" / "textbook.json").read_text()
     again = _run(["run", "--adapter", "textbook", "-q", node], tmp_path)  # the id as printed runs that test
     assert again.returncode == 1 and "1 failed" in again.stdout and "passed" not in again.stdout, again.stdout[-1000:]
@@ -273,8 +400,9 @@ def test_test_ids_read_the_same_installed_or_in_a_checkout_and_are_accepted_back
     assert "narrowed by pytest arguments, so marked incomplete" in bare.stdout
     (tmp_path / "reports" / "textbook.json").write_text(report)
     wrong = _run(["run", "--adapter", "textbook", "-q", node.replace("textbook-", "torch-")], tmp_path)
-    assert wrong.returncode == 4 and (tmp_path / "reports" / "textbook.json").read_text() == report, \
+    assert wrong.returncode == 4 and (tmp_path / "reports" / "textbook.json").read_text() == report, (
         "a usage error before any test ran leaves the last report as it was"
+    )
 
 
 def test_collecting_writes_no_report_and_succeeds(tmp_path):
@@ -295,16 +423,27 @@ def test_a_copy_of_a_built_in_adapter_takes_over_its_known_divergences(tmp_path)
     bare = _run(["run", "--adapter", "my_torch", "-q", "-k", cases], tmp_path)
     assert bare.returncode == 1, bare.stdout[-1500:]
     # A divergence that raises is a result like any other, with the case named.
-    assert "my_torch float16, case 'mask_additive_large': mask_conventions() raised RuntimeError: value cannot be converted" in bare.stdout
-    (tmp_path / "my_torch.py").write_text(source + "\nfrom attention_conformance import known_divergences\n"
-                                                   "KNOWN_DIVERGENCES = known_divergences('torch')\n")
+    assert (
+        "my_torch float16, case 'mask_additive_large': mask_conventions() raised RuntimeError: "
+        "value cannot be converted" in bare.stdout
+    )
+    (tmp_path / "my_torch.py").write_text(
+        source + "\nfrom attention_conformance import known_divergences\n"
+        "KNOWN_DIVERGENCES = known_divergences('torch')\n"
+    )
     taken = _run(["run", "--adapter", "my_torch", "-q", "-k", cases], tmp_path)
     assert taken.returncode == 0 and "xfailed" in taken.stdout, taken.stdout[-1500:]
-    raised = json.loads((tmp_path / "reports" / "my_torch.json").read_text())["tests"]["test_context[my_torch-float16-mask_additive_large]"]
-    assert raised["outcome"] == "diverged" and raised["message"].startswith("my_torch float16, case 'mask_additive_large'"), raised
+    raised = json.loads((tmp_path / "reports" / "my_torch.json").read_text())["tests"][
+        "test_context[my_torch-float16-mask_additive_large]"
+    ]
+    assert raised["outcome"] == "diverged" and raised["message"].startswith(
+        "my_torch float16, case 'mask_additive_large'"
+    ), raised
 
 
 def test_command_problems_are_one_line_on_stderr(tmp_path):
     done = _run(["validate", "--golden-dir", "/nonexistent"], tmp_path)
     assert done.returncode == 1 and done.stdout == ""
-    assert done.stderr == "error: /nonexistent: no such golden directory (it holds MANIFEST.json and the golden files)\n"
+    assert (
+        done.stderr == "error: /nonexistent: no such golden directory (it holds MANIFEST.json and the golden files)\n"
+    )

@@ -27,9 +27,11 @@ def _report(margins, outcomes):
 
 
 def test_compare_names_changed_outcomes_margins_near_the_edge_and_what_each_setting_moved():
-    runs = {"as-is": _report({"a": 0.1, "b": 0.5}, {}),
-            "1 thread": _report({"a": 0.1, "b": 0.75}, {}),
-            "AVX2": _report({"a": 0.2, "b": 1.3}, {"b": "failed"})}
+    runs = {
+        "as-is": _report({"a": 0.1, "b": 0.5}, {}),
+        "1 thread": _report({"a": 0.1, "b": 0.75}, {}),
+        "AVX2": _report({"a": 0.2, "b": 1.3}, {"b": "failed"}),
+    }
     result = portability.compare(runs)
     assert result["tests"] == 2
     assert result["changed"] == [("b", {"as-is": "passed", "1 thread": "passed", "AVX2": "failed"})]
@@ -49,7 +51,9 @@ def test_a_result_that_depends_on_the_thread_count_fails_the_run(tmp_path, monke
 
 
 def test_the_same_adapter_without_its_dependence_passes(tmp_path, monkeypatch, capsys):
-    (tmp_path / "thread_independent.py").write_text(ADAPTER.replace('os.environ.get("OPENBLAS_NUM_THREADS") == "1"', "False"))
+    (tmp_path / "thread_independent.py").write_text(
+        ADAPTER.replace('os.environ.get("OPENBLAS_NUM_THREADS") == "1"', "False")
+    )
     monkeypatch.chdir(tmp_path)
     assert portability.main(adapter="thread_independent", pytest_args=["-k", "sat"]) == 0, capsys.readouterr().out
 
@@ -106,4 +110,7 @@ def test_tox_passes_every_switch_the_machine_record_names():
     tox.read(Path(__file__).resolve().parent.parent / "tox.ini")
     passed = {line.split(":")[-1].strip() for line in tox["testenv"]["pass_env"].splitlines() if line.strip()}
     assert set(machine.SWITCHES) - passed == set()
-    assert "!tensorflow: ONEDNN_MAX_CPU_ISA" in tox["testenv"]["pass_env"] and "ONEDNN_MAX_CPU_ISA" in portability.SUBSTITUTES["tensorflow"]
+    assert (
+        "!tensorflow: ONEDNN_MAX_CPU_ISA" in tox["testenv"]["pass_env"]
+        and "ONEDNN_MAX_CPU_ISA" in portability.SUBSTITUTES["tensorflow"]
+    )

@@ -84,8 +84,10 @@ def _numpy_simd():
 
 @pytest.mark.parametrize("setting", SETTINGS, ids=_label)
 def test_regenerated_goldens_are_byte_identical_to_the_committed_ones(setting, tmp_path):
-    code = ("import json, sys; sys.argv = ['regenerate.py', '--dir', %r]; sys.path.insert(0, 'golden')\n"
-            "import regenerate; code = regenerate.main(sys.argv[1:]); print(json.dumps(code))") % str(tmp_path)
+    code = (
+        f"import json, sys; sys.argv = ['regenerate.py', '--dir', {str(tmp_path)!r}]; sys.path.insert(0, 'golden')\n"
+        "import regenerate; code = regenerate.main(sys.argv[1:]); print(json.dumps(code))"
+    )
     assert _run(setting, code) == 0
     assert sorted(p.name for p in tmp_path.glob("*.json")) == sorted(p.name for p in golden.GOLDEN_DIR.glob("*.json"))
     for path in sorted(golden.GOLDEN_DIR.glob("*.json")):
@@ -95,7 +97,9 @@ def test_regenerated_goldens_are_byte_identical_to_the_committed_ones(setting, t
 
 def _exact_product(a, b):
     """a @ b rounded once from the exact rational result."""
-    return np.array([[float(sum((Fraction(x) * Fraction(y) for x, y in zip(row, col)), Fraction(0))) for col in b.T] for row in a])
+    return np.array(
+        [[float(sum((Fraction(x) * Fraction(y) for x, y in zip(row, col)), Fraction(0))) for col in b.T] for row in a]
+    )
 
 
 @pytest.mark.parametrize("K", [1, 3, 64, 768])
@@ -131,12 +135,21 @@ def test_a_nan_reaches_only_its_own_row_and_an_inf_its_own_column():
     a[0, 0], b[3, 2] = np.nan, np.inf
     dirty = portable.matmul(a, b)
     assert np.isnan(dirty[0]).all() and not np.isfinite(dirty[1:, 2]).any()
-    assert np.array_equal(np.delete(np.delete(dirty, 0, axis=0), 2, axis=1), np.delete(np.delete(clean, 0, axis=0), 2, axis=1))
+    assert np.array_equal(
+        np.delete(np.delete(dirty, 0, axis=0), 2, axis=1), np.delete(np.delete(clean, 0, axis=0), 2, axis=1)
+    )
 
 
 def test_matmul_follows_numpy_for_vectors_batches_and_broadcasting():
     rng = np.random.default_rng(1)
-    for sa, sb in [((3,), (3,)), ((3,), (3, 2)), ((2, 3), (3,)), ((4, 2, 3), (3, 5)), ((4, 2, 3), (4, 3, 5)), ((2, 0), (0, 3))]:
+    for sa, sb in [
+        ((3,), (3,)),
+        ((3,), (3, 2)),
+        ((2, 3), (3,)),
+        ((4, 2, 3), (3, 5)),
+        ((4, 2, 3), (4, 3, 5)),
+        ((2, 0), (0, 3)),
+    ]:
         a, b = rng.standard_normal(sa), rng.standard_normal(sb)
         got = portable.matmul(a, b)
         assert np.shape(got) == np.shape(a @ b) and np.allclose(got, a @ b, rtol=1e-14, atol=1e-14), (sa, sb)
@@ -215,7 +228,9 @@ def _every_slice_product(a, b):
         return q, e
 
     (a_q, e_a), (b_q, e_b) = slices(a, -1), slices(b, -2)
-    pairs = sorted(((p, q) for p in range(count) for q in range(count) if p + q < count), key=lambda pq: -(pq[0] + pq[1]))
+    pairs = sorted(
+        ((p, q) for p in range(count) for q in range(count) if p + q < count), key=lambda pq: -(pq[0] + pq[1])
+    )
     total = None
     for p, q in pairs:
         term = np.ldexp(a_q[p] @ b_q[q], -(p + q + 2) * bits)
@@ -229,7 +244,7 @@ def test_the_shortcuts_give_the_bytes_of_every_slice_product_with_signed_zeros_i
     M, K, N = rng.integers(1, 9, 3)
     a = rng.uniform(-1, 1, (M, K)) * rng.choice([1.0, 1e-3, 2.0**-40], (M, K))
     b = rng.uniform(-1, 1, (K, N)) * rng.choice([1.0, 1e-3, 2.0**-40], (K, N))
-    a[:, rng.integers(0, K + 1):] = rng.choice([0.0, -0.0])  # trailing zero columns, of either sign
+    a[:, rng.integers(0, K + 1) :] = rng.choice([0.0, -0.0])  # trailing zero columns, of either sign
     a[rng.random((M, K)) < 0.2] = -0.0
     b[rng.random((K, N)) < 0.2] = -0.0
     a = a.astype(np.float32).astype(np.float64) if seed % 2 else a  # float32 data: the slices that skip

@@ -17,7 +17,10 @@ SHAPES = [(8, 2), (12, 3), (6, 6), (5, 1)]  # (E, N): head_dim != N, head_dim ==
 
 def _weights(E, seed=0):
     rng = np.random.default_rng(seed)
-    return {name: rng.uniform(-1, 1, (E, E) if name.startswith("w_") else (E,)).astype(np.float32) for name in ports.REFERENCE}
+    return {
+        name: rng.uniform(-1, 1, (E, E) if name.startswith("w_") else (E,)).astype(np.float32)
+        for name in ports.REFERENCE
+    }
 
 
 def _same(a, b):
@@ -74,11 +77,17 @@ def test_gpt2s_block_holds_gpt2s_layout_and_every_other_layer_the_frameworks_own
     assert {ports.layer_layout(layer, own) for layer in ("mha", "mha_averaged", "mha_seq_first")} == {own}
 
 
-@pytest.mark.parametrize("mutate,message", [
-    (lambda c: c.pop("in_proj_bias"), "torch checkpoint: expected parameters"),
-    (lambda c: c.update({"in_proj_weight": c["in_proj_weight"].T}), "torch checkpoint: 'in_proj_weight' has shape (8, 24), expected (24, 8)"),
-    (lambda c: c.update({"extra": np.zeros(1)}), "unexpected ['extra']"),
-])
+@pytest.mark.parametrize(
+    "mutate,message",
+    [
+        (lambda c: c.pop("in_proj_bias"), "torch checkpoint: expected parameters"),
+        (
+            lambda c: c.update({"in_proj_weight": c["in_proj_weight"].T}),
+            "torch checkpoint: 'in_proj_weight' has shape (8, 24), expected (24, 8)",
+        ),
+        (lambda c: c.update({"extra": np.zeros(1)}), "unexpected ['extra']"),
+    ],
+)
 def test_a_wrong_checkpoint_is_refused_naming_the_parameter(mutate, message):
     checkpoint = ports.to_layout("torch", _weights(8), 2)
     mutate(checkpoint)
@@ -99,5 +108,10 @@ def test_importing_ports_imports_no_framework():
     import subprocess
     import sys
 
-    code = "import sys, attention_conformance.ports; print(sorted({'torch', 'tensorflow', 'jax', 'flax', 'keras'} & set(sys.modules)))"
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "[]"
+    code = (
+        "import sys, attention_conformance.ports; "
+        "print(sorted({'torch', 'tensorflow', 'jax', 'flax', 'keras'} & set(sys.modules)))"
+    )
+    assert (
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "[]"
+    )

@@ -43,8 +43,10 @@ def test_permuting_tokens_permutes_the_output(problem, rnd):
     np.testing.assert_allclose(permuted, context[order], rtol=1e-10, atol=1e-10)
 
 
-@given(arrays(np.float64, st.tuples(st.integers(1, 4), st.integers(1, 6)), elements=values),
-       st.floats(-50, 50, allow_nan=False))
+@given(
+    arrays(np.float64, st.tuples(st.integers(1, 4), st.integers(1, 6)), elements=values),
+    st.floats(-50, 50, allow_nan=False),
+)
 def test_softmax_ignores_a_constant_added_to_a_row(scores, shift):
     np.testing.assert_allclose(reference.softmax(scores + shift), reference.softmax(scores), rtol=1e-9, atol=1e-12)
 

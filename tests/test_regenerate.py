@@ -46,7 +46,9 @@ def test_check_names_each_drifted_tensor_and_element(tmp_path):
     manifest["files"]["doc004_binary.json"]["sha256"] = golden.sha256(path.read_bytes())
     (directory / golden.MANIFEST).write_text(json.dumps(manifest))
     before = _files(directory)
-    run = subprocess.run([sys.executable, str(SCRIPT), "--check", "--dir", str(directory)], capture_output=True, text=True)
+    run = subprocess.run(
+        [sys.executable, str(SCRIPT), "--check", "--dir", str(directory)], capture_output=True, text=True
+    )
     assert run.returncode == 1
     assert "DRIFT doc004_binary.json#weights[3, 1]" in run.stdout
     assert run.stdout.count("DRIFT") == 1

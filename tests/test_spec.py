@@ -36,39 +36,96 @@ MALFORMED = {
     "yaml_syntax": ("inputs: {scores: [1.0, 2.0]}", "inputs: {scores: [1.0, 2.0}", ["line 16", "not valid YAML"]),
     "tab_indent": ("    op: softmax", "\top: softmax", ["not valid YAML"]),
     "duplicate_key": ("    op: softmax\n", "    op: softmax\n    op: softmax\n", ["duplicate key 'op'"]),
-    "duplicate_id": ("        source: {doc: \"000\", quote: \"a line\"}\n",
-                     "        source: {doc: \"000\", quote: \"a line\"}\n  - id: sat\n    family: document values\n    op: softmax\n    inputs: {scores: [1.0]}\n"
-                     "    expect: {weights: {golden: f.json#t}}\n", ["case 'sat'", "field 'id'", "duplicate"]),
+    "duplicate_id": (
+        '        source: {doc: "000", quote: "a line"}\n',
+        '        source: {doc: "000", quote: "a line"}\n'
+        "  - id: sat\n    family: document values\n    op: softmax\n    inputs: {scores: [1.0]}\n"
+        "    expect: {weights: {golden: f.json#t}}\n",
+        ["case 'sat'", "field 'id'", "duplicate"],
+    ),
     "id_outside_vocabulary": ("  - id: sat", "  - id: sat_mat", ["case 'sat_mat'", "field 'id'", "'mat'"]),
     "unknown_top_key": ("cases:", "casses: []\ncases:", ["field 'casses'", "unknown key"]),
-    "unknown_case_key": ("    op: softmax", "    op: softmax\n    tolerence: golden", ["case 'sat'", "field 'tolerence'"]),
-    "unknown_expect_key": ("        decimals: 4", "        decimals: 4\n        atol: 1", ["case 'sat'", "expect.weights.atol", "unknown key"]),
+    "unknown_case_key": (
+        "    op: softmax",
+        "    op: softmax\n    tolerence: golden",
+        ["case 'sat'", "field 'tolerence'"],
+    ),
+    "unknown_expect_key": (
+        "        decimals: 4",
+        "        decimals: 4\n        atol: 1",
+        ["case 'sat'", "expect.weights.atol", "unknown key"],
+    ),
     "missing_family": ("    family: document values\n", "", ["case 'sat'", "field 'family'", "missing"]),
-    "unknown_family": ("family: document values", "family: documnet values", ["case 'sat'", "field 'family'", "'documnet values'"]),
+    "unknown_family": (
+        "family: document values",
+        "family: documnet values",
+        ["case 'sat'", "field 'family'", "'documnet values'"],
+    ),
     "missing_op": ("    op: softmax\n", "", ["case 'sat'", "field 'op'", "missing"]),
     "unknown_op": ("op: softmax", "op: softmin", ["case 'sat'", "field 'op'", "softmin"]),
     "wrong_inputs": ("inputs: {scores: [1.0, 2.0]}", "inputs: {logits: [1.0, 2.0]}", ["case 'sat'", "field 'inputs'"]),
     "unknown_output": ("      weights:", "      probabilities:", ["case 'sat'", "expect.probabilities"]),
-    "ragged_printed": ("printed: [0.2689, 0.7311]", "printed: [[0.2689], [0.7311, 0.1]]", ["case 'sat'", "expect.weights.printed", "ragged"]),
-    "string_number": ("printed: [0.2689, 0.7311]", "printed: [0.2689, '0.7311']", ["case 'sat'", "expect.weights.printed"]),
-    "nan_printed": ("printed: [0.2689, 0.7311]", "printed: [0.2689, .nan]", ["case 'sat'", "expect.weights.printed", "finite"]),
-    "inf_input": ("inputs: {scores: [1.0, 2.0]}", "inputs: {scores: [1.0, .inf]}", ["case 'sat'", "field 'inputs.scores'"]),
-    "ragged_mask": ("inputs: {scores: [1.0, 2.0]}", "inputs: {scores: [[true], [true, false]]}", ["case 'sat'", "field 'inputs.scores'"]),
-    "python_tag": ("inputs: {scores: [1.0, 2.0]}", "inputs: {scores: !!python/object/apply:os.system ['true']}", ["not valid YAML"]),
-    "missing_source": ("        source: {doc: \"000\", quote: \"a line\"}\n", "", ["case 'sat'", "expect.weights.source"]),
+    "ragged_printed": (
+        "printed: [0.2689, 0.7311]",
+        "printed: [[0.2689], [0.7311, 0.1]]",
+        ["case 'sat'", "expect.weights.printed", "ragged"],
+    ),
+    "string_number": (
+        "printed: [0.2689, 0.7311]",
+        "printed: [0.2689, '0.7311']",
+        ["case 'sat'", "expect.weights.printed"],
+    ),
+    "nan_printed": (
+        "printed: [0.2689, 0.7311]",
+        "printed: [0.2689, .nan]",
+        ["case 'sat'", "expect.weights.printed", "finite"],
+    ),
+    "inf_input": (
+        "inputs: {scores: [1.0, 2.0]}",
+        "inputs: {scores: [1.0, .inf]}",
+        ["case 'sat'", "field 'inputs.scores'"],
+    ),
+    "ragged_mask": (
+        "inputs: {scores: [1.0, 2.0]}",
+        "inputs: {scores: [[true], [true, false]]}",
+        ["case 'sat'", "field 'inputs.scores'"],
+    ),
+    "python_tag": (
+        "inputs: {scores: [1.0, 2.0]}",
+        "inputs: {scores: !!python/object/apply:os.system ['true']}",
+        ["not valid YAML"],
+    ),
+    "missing_source": ('        source: {doc: "000", quote: "a line"}\n', "", ["case 'sat'", "expect.weights.source"]),
     "unknown_document": ('source: {doc: "000"', 'source: {doc: "001"', ["case 'sat'", "expect.weights.source"]),
     "missing_decimals": ("        decimals: 4\n", "", ["case 'sat'", "expect.weights.decimals"]),
-    "unknown_tolerance": ("        decimals: 4", "        decimals: 4\n        tolerance: loose", ["case 'sat'", "expect.weights.tolerance", "'loose'"]),
+    "unknown_tolerance": (
+        "        decimals: 4",
+        "        decimals: 4\n        tolerance: loose",
+        ["case 'sat'", "expect.weights.tolerance", "'loose'"],
+    ),
     "tolerance_without_reason": ("    reason: measured\n", "", ["tolerance 'golden'", "field 'reason'"]),
     "negative_tolerance": ("atol: 1.0e-7", "atol: -1.0e-7", ["tolerance 'golden'", "field 'float32'"]),
-    "checks_nothing": ("        printed: [0.2689, 0.7311]\n        decimals: 4\n", "        decimals: 4\n", ["case 'sat'", "expects nothing"]),
+    "checks_nothing": (
+        "        printed: [0.2689, 0.7311]\n        decimals: 4\n",
+        "        decimals: 4\n",
+        ["case 'sat'", "expects nothing"],
+    ),
     "empty_file": (VALID, "", ["top level must be a mapping"]),
-    "zero_sized_axis": ("inputs: {scores: [1.0, 2.0]}", "inputs: {scores: {uniform: [-1, 1], shape: [2, 0, 16], seed: 1}}",
-                        ["case 'sat'", "field 'inputs.scores.shape'", "[2, 0, 16] has a zero-sized axis 1"]),
-    "golden_ref_outside": ("inputs: {scores: [1.0, 2.0]}", "inputs: {scores: '../spec/x.json#s'}",
-                           ["case 'sat'", "field 'inputs.scores'", "inside golden/"]),
-    "golden_expectation_absolute": ("        decimals: 4", "        decimals: 4\n        golden: /etc/passwd#x",
-                                    ["case 'sat'", "expect.weights.golden", "inside golden/"]),
+    "zero_sized_axis": (
+        "inputs: {scores: [1.0, 2.0]}",
+        "inputs: {scores: {uniform: [-1, 1], shape: [2, 0, 16], seed: 1}}",
+        ["case 'sat'", "field 'inputs.scores.shape'", "[2, 0, 16] has a zero-sized axis 1"],
+    ),
+    "golden_ref_outside": (
+        "inputs: {scores: [1.0, 2.0]}",
+        "inputs: {scores: '../spec/x.json#s'}",
+        ["case 'sat'", "field 'inputs.scores'", "inside golden/"],
+    ),
+    "golden_expectation_absolute": (
+        "        decimals: 4",
+        "        decimals: 4\n        golden: /etc/passwd#x",
+        ["case 'sat'", "expect.weights.golden", "inside golden/"],
+    ),
 }
 
 
@@ -149,7 +206,7 @@ def test_spec_yaml_has_no_duplicate_keys_or_anchors_lost():
 
 def test_every_erratum_is_listed_in_the_readme():
     readme = (SPEC_DIR.parent / "docs" / "cases.md").read_text()
-    errata = readme[readme.index("## Errata"):readme.index("## Golden data")]
+    errata = readme[readme.index("## Errata") : readme.index("## Golden data")]
     missing = [c.id for c in loader.load().cases.values() if c.erratum and f"`{c.id}`" not in errata]
     assert missing == []
 
@@ -160,12 +217,17 @@ def test_the_readme_contract_table_is_the_contract():
     readme = page.read_text() if page.exists() else None
     if readme is None:
         pytest.skip("docs/contract.md is not installed with the package")
-    table = readme[readme.index("# The adapter contract"):readme.index("Besides the functions")]
+    table = readme[readme.index("# The adapter contract") : readme.index("Besides the functions")]
     rows = dict(re.findall(r"^\| `(\w+\([^`]*\))` \| ([^|]*)\|", table, re.M))
-    expected = {f"{op}({', '.join(params)})": outputs for op, params in contract.CONTRACT.items() for outputs in
-                [contract.OPS[op][1] if op in contract.OPS else ()]}
+    expected = {
+        f"{op}({', '.join(params)})": outputs
+        for op, params in contract.CONTRACT.items()
+        for outputs in [contract.OPS[op][1] if op in contract.OPS else ()]
+    }
     assert set(rows) == set(expected), sorted(set(rows) ^ set(expected))
-    unnamed = [(call, out) for call, outs in expected.items() if len(outs) > 1 for out in outs if f'"{out}"' not in rows[call]]
+    unnamed = [
+        (call, out) for call, outs in expected.items() if len(outs) > 1 for out in outs if f'"{out}"' not in rows[call]
+    ]
     assert unnamed == [], unnamed
 
 
@@ -174,8 +236,11 @@ GPT2_SMALL = {"width": 768, "num_heads": 12}  # GPT-2 small's config: n_embd 768
 
 def _is_gpt2_shape(inputs):
     x = inputs.get("x")
-    return (isinstance(x, dict) and x.get("shape", [None])[-1] == GPT2_SMALL["width"]
-            and inputs.get("num_heads") == GPT2_SMALL["num_heads"])
+    return (
+        isinstance(x, dict)
+        and x.get("shape", [None])[-1] == GPT2_SMALL["width"]
+        and inputs.get("num_heads") == GPT2_SMALL["num_heads"]
+    )
 
 
 def test_every_porting_and_gpt2_shaped_layer_case_runs_through_gpt2s_layer_too():
@@ -188,8 +253,11 @@ def test_every_porting_and_gpt2_shaped_layer_case_runs_through_gpt2s_layer_too()
         return {k: v for k, v in case.inputs.items() if k not in ("layer", "causal")}
 
     gpt2 = [rest(c) for c in cases if c.inputs["layer"] == "gpt2" and c.inputs["causal"] is True]
-    needing = [c for c in cases if c.inputs["layer"] == "mha"
-               and (c.inputs["checkpoint"] != "reference" or _is_gpt2_shape(c.inputs))]
+    needing = [
+        c
+        for c in cases
+        if c.inputs["layer"] == "mha" and (c.inputs["checkpoint"] != "reference" or _is_gpt2_shape(c.inputs))
+    ]
     assert any(_is_gpt2_shape(c.inputs) for c in needing), "no GPT-2-shaped layer case found: the shape test is stale"
     missing = [c.id for c in needing if rest(c) not in gpt2]
     assert missing == [], f"layer: mha cases without a layer: gpt2 counterpart: {missing}"
@@ -224,26 +292,48 @@ def test_a_new_parameter_unknown_to_the_contract_is_the_suites_fault_not_the_ada
     from attention_conformance.adapters import reference
 
     monkeypatch.setitem(contract.OPS, "tempered_softmax", (("scores", "temperature"), ("weights",)))
-    monkeypatch.setattr(reference, "tempered_softmax", lambda scores, temperature: reference.softmax(scores), raising=False)
+    monkeypatch.setattr(
+        reference, "tempered_softmax", lambda scores, temperature: reference.softmax(scores), raising=False
+    )
     problems = check.problems(reference)
-    assert any("does not describe parameter(s) temperature" in p and "not in your adapter" in p for p in problems), problems
+    assert any("does not describe parameter(s) temperature" in p and "not in your adapter" in p for p in problems), (
+        problems
+    )
 
 
 def test_not_applicable_keys_are_validated_like_known_divergence_keys():
-    ok = ["float16", "attention_module", "layer_mha_small", "attention_module/weights", "layer_gpt2_small/weights", "layer=mha",
-          "checkpoint=keras", "causal=true"]
+    ok = [
+        "float16",
+        "attention_module",
+        "layer_mha_small",
+        "attention_module/weights",
+        "layer_gpt2_small/weights",
+        "layer=mha",
+        "checkpoint=keras",
+        "causal=true",
+    ]
     assert [k for k in ok if contract.not_applicable_key_problem(k)] == []
-    wrong = {"attention_module/wieghts": "has no output 'wieghts'", "layer=bert": "layer takes mha, ", "colour=red": "not a parameter",
-             "Attention Module": "must be a dtype, an op or a case id", "float16/context": "write the dtype alone"}
+    wrong = {
+        "attention_module/wieghts": "has no output 'wieghts'",
+        "layer=bert": "layer takes mha, ",
+        "colour=red": "not a parameter",
+        "Attention Module": "must be a dtype, an op or a case id",
+        "float16/context": "write the dtype alone",
+    }
     for key, fragment in wrong.items():
         assert fragment in (contract.not_applicable_key_problem(key) or ""), key
 
 
 def test_the_readme_states_each_ops_forms_as_the_contract_does():
     text = (SPEC_DIR.parent / "docs" / "contract.md").read_text()
-    section = text[text.index("**Shapes.**"):text.index("`check`'s tiny inputs")]
-    words = {"one row (": {"row", "unbatched"}, "one row only": {"row"}, "unbatched ([T, D], scores [T, S]) only": {"unbatched"},
-             "unbatched or batched": {"unbatched", "batched"}, "batched only": {"batched"}}
+    section = text[text.index("**Shapes.**") : text.index("`check`'s tiny inputs")]
+    words = {
+        "one row (": {"row", "unbatched"},
+        "one row only": {"row"},
+        "unbatched ([T, D], scores [T, S]) only": {"unbatched"},
+        "unbatched or batched": {"unbatched", "batched"},
+        "batched only": {"batched"},
+    }
     stated = {}
     for line in section.splitlines():
         if line.startswith("- "):

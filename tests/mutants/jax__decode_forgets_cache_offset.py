@@ -4,7 +4,7 @@ import jax
 import jax.numpy as jnp
 
 from attention_conformance.adapters import jax as base
-from attention_conformance.adapters.jax import *  # noqa: F403 - the real adapter, one function replaced
+from attention_conformance.adapters.jax import *
 from attention_conformance.adapters.jax import _compiled, _masked_weights
 
 EXPECTED = "caught"
@@ -30,6 +30,10 @@ def decode_attention(x, w_query, w_key, w_value, start):
 
     out = jnp.zeros((*x.shape[:-2], T - start, w_value.shape[-1]), x.dtype)
     _, _, stepwise = jax.lax.fori_loop(start, T, step, (k_cache, v_cache, out))
-    context = base._masked_weights((x[..., start:, :] @ w_query) @ jnp.swapaxes(keys, -1, -2), keys,
-                                   base._offset_causal_mask(T - start, T)) @ values
+    context = (
+        base._masked_weights(
+            (x[..., start:, :] @ w_query) @ jnp.swapaxes(keys, -1, -2), keys, base._offset_causal_mask(T - start, T)
+        )
+        @ values
+    )
     return {"context": context, "stepwise": stepwise}

@@ -1,6 +1,6 @@
 """nn.Linear's [d_out, d_in] weights used as Dense kernels [d_in, d_out] without the transpose."""
 
-from attention_conformance.adapters.jax import *  # noqa: F403 - the real adapter, one function replaced
+from attention_conformance.adapters.jax import *
 from attention_conformance.adapters.jax import _np
 
 EXPECTED = "caught"
@@ -8,5 +8,6 @@ MUST_FAIL = ("v2_binary_square",)  # with d_in == d_out the kernel fits and is s
 
 
 def self_attention_v2(x, w_query, w_key, w_value):
-    params = {name: {"kernel": jnp.asarray(w)} for name, w in (("W_query", w_query), ("W_key", w_key), ("W_value", w_value))}  # noqa: F405
-    return _np(self_attention_v2_apply(params, jnp.asarray(x)))  # noqa: F405
+    weights = (("W_query", w_query), ("W_key", w_key), ("W_value", w_value))
+    params = {name: {"kernel": jnp.asarray(w)} for name, w in weights}
+    return _np(self_attention_v2_apply(params, jnp.asarray(x)))

@@ -1,6 +1,6 @@
 """The causal mask applied to the weights after the softmax: rows no longer sum to 1."""
 
-from attention_conformance.adapters.jax import *  # noqa: F403 - the real adapter, one function replaced
+from attention_conformance.adapters.jax import *
 from attention_conformance.adapters.jax import _causal_mask, _np, _scaled_softmax
 
 EXPECTED = "caught"
@@ -8,8 +8,8 @@ MUST_FAIL = ("causal_cat_sat_mat", "causal_batched_cube")
 
 
 def causal_attention(x, w_query, w_key, w_value):
-    x = jnp.asarray(x)  # noqa: F405
-    queries, keys, values = x @ jnp.asarray(w_query), x @ jnp.asarray(w_key), x @ jnp.asarray(w_value)  # noqa: F405
-    attn_weights = _scaled_softmax(queries @ jnp.swapaxes(keys, -1, -2), keys)  # noqa: F405
-    attn_weights = jnp.where(_causal_mask(x.shape[-2]), 0.0, attn_weights)  # noqa: F405
+    x = jnp.asarray(x)
+    queries, keys, values = x @ jnp.asarray(w_query), x @ jnp.asarray(w_key), x @ jnp.asarray(w_value)
+    attn_weights = _scaled_softmax(queries @ jnp.swapaxes(keys, -1, -2), keys)
+    attn_weights = jnp.where(_causal_mask(x.shape[-2]), 0.0, attn_weights)
     return {"weights": _np(attn_weights), "context": _np(attn_weights @ values)}

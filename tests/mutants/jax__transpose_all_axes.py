@@ -1,6 +1,6 @@
 """k.T on a batch: JAX reverses every axis silently; with B == T == d it still fits."""
 
-from attention_conformance.adapters.jax import *  # noqa: F403 - the real adapter, one function replaced
+from attention_conformance.adapters.jax import *
 from attention_conformance.adapters.jax import _np
 
 EXPECTED = "caught"
@@ -8,4 +8,4 @@ MUST_FAIL = ("row_transposed_matmul_batched_cube",)
 
 
 def transposed_matmul(q, k):
-    return _np(jnp.asarray(q) @ jnp.asarray(k).T)  # noqa: F405
+    return _np(jnp.asarray(q) @ jnp.asarray(k).T)

@@ -1,7 +1,7 @@
 """The suite's mask (True = hidden) handed to mx.fast.scaled_dot_product_attention, whose True means "attend"."""
 
 from attention_conformance.adapters import mlx as base
-from attention_conformance.adapters.mlx import *  # noqa: F403 - the real adapter, one function replaced
+from attention_conformance.adapters.mlx import *
 from attention_conformance.adapters.mlx import _heads, _mx, _np, _sdpa
 
 EXPECTED = "caught"

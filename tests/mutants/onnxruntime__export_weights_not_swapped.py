@@ -4,7 +4,7 @@ random init), not the checkpoint's. No error anywhere; every number is wrong."""
 import numpy as np
 import onnxruntime as ort
 
-from attention_conformance.adapters.onnxruntime import *  # noqa: F403 - the real adapter, one function replaced
+from attention_conformance.adapters.onnxruntime import *
 from attention_conformance.adapters.onnxruntime import _exported
 
 EXPECTED = "caught"

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from attention_conformance.adapters.reference import *  # noqa: F403 - the real adapter, one function replaced
+from attention_conformance.adapters.reference import *
 from attention_conformance.adapters.reference import blend, project, softmax, transposed_matmul
 
 EXPECTED = "caught"
@@ -13,5 +13,12 @@ def attention(x, w_query, w_key, w_value):
     queries, keys, values = project(x, w_query), project(x, w_key), project(x, w_value)
     scores = transposed_matmul(queries, keys)
     weights = softmax(scores / np.sqrt(np.shape(x)[-1]))
-    return {"query": queries, "key": keys, "value": values, "scores": scores, "d_k": keys.shape[-1],
-            "weights": weights, "context": blend(weights, values)}
+    return {
+        "query": queries,
+        "key": keys,
+        "value": values,
+        "scores": scores,
+        "d_k": keys.shape[-1],
+        "weights": weights,
+        "context": blend(weights, values),
+    }

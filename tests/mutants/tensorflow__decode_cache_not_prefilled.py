@@ -3,7 +3,7 @@
 import tensorflow as tf
 
 from attention_conformance.adapters import tensorflow as base
-from attention_conformance.adapters.tensorflow import *  # noqa: F403 - the real adapter, one function replaced
+from attention_conformance.adapters.tensorflow import *
 from attention_conformance.adapters.tensorflow import _matmul, _np, _scaled_softmax, _t
 
 EXPECTED = "caught"
@@ -16,7 +16,7 @@ def decode_attention(x, w_query, w_key, w_value, start):
     k_cache = v_cache = None
     steps = []
     for p in range(start, x.shape[-2]):
-        token = x[..., p:p + 1, :]
+        token = x[..., p : p + 1, :]
         k, v = _matmul(token, _t(w_key)), _matmul(token, _t(w_value))
         k_cache = k if k_cache is None else tf.concat([k_cache, k], axis=-2)
         v_cache = v if v_cache is None else tf.concat([v_cache, v], axis=-2)

@@ -1,6 +1,6 @@
 """nn.Linear's [d_out, d_in] weights loaded into Dense's [d_in, d_out] kernel without the transpose."""
 
-from attention_conformance.adapters.tensorflow import *  # noqa: F403 - the real adapter, one function replaced
+from attention_conformance.adapters.tensorflow import *
 from attention_conformance.adapters.tensorflow import SelfAttentionV2, _np, _t
 
 EXPECTED = "caught"
@@ -18,4 +18,3 @@ def _v2(w_query, w_key, w_value):
 
 def self_attention_v2(x, w_query, w_key, w_value):
     return _np(_v2(w_query, w_key, w_value)(_t(x)))
-

@@ -1,6 +1,6 @@
 """Dropout that zeroes weights but forgets to scale the survivors by 1 / (1 - p)."""
 
-from attention_conformance.adapters.tensorflow import *  # noqa: F403 - the real adapter, one function replaced
+from attention_conformance.adapters.tensorflow import *
 from attention_conformance.adapters.tensorflow import _np, _t
 
 EXPECTED = "caught"
@@ -9,5 +9,5 @@ MUST_FAIL = ("dropout_p10", "dropout_p50")
 
 def dropout(weights, p, seed):
     weights = _t(weights)
-    kept = tf.random.stateless_uniform(weights.shape, seed=[seed, 0]) >= p  # noqa: F405
-    return {"dropout_eval": _np(weights), "dropout_train": _np(tf.where(kept, weights, 0.0))}  # noqa: F405
+    kept = tf.random.stateless_uniform(weights.shape, seed=[seed, 0]) >= p
+    return {"dropout_eval": _np(weights), "dropout_train": _np(tf.where(kept, weights, 0.0))}

@@ -4,7 +4,7 @@ columns were [H, K] (head-minor): every K/V head gets one column of each head.""
 import numpy as np
 import tensorflow as tf
 
-from attention_conformance.adapters.tensorflow import *  # noqa: F403 - the real adapter, one function replaced
+from attention_conformance.adapters.tensorflow import *
 from attention_conformance.adapters.tensorflow import _batched, _keras_gqa, _keras_name, _np
 
 EXPECTED = "caught"
@@ -15,10 +15,12 @@ MUST_FAIL = ("gqa_layer",)  # with one K/V head both orders are the same reshape
 def grouped_attention_layer(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal):
     E, head_dim = x.shape[-1], w_query.shape[1] // num_heads
     layer = _keras_gqa(E, num_heads, num_kv_heads, str(w_query.dtype))
-    kernels = {"query/kernel": w_query.reshape(E, num_heads, head_dim),
-               "key/kernel": w_key.reshape(E, head_dim, num_kv_heads).transpose(0, 2, 1),
-               "value/kernel": w_value.reshape(E, head_dim, num_kv_heads).transpose(0, 2, 1),
-               "attention_output/kernel": np.eye(E, dtype=w_query.dtype).reshape(num_heads, head_dim, E)}
+    kernels = {
+        "query/kernel": w_query.reshape(E, num_heads, head_dim),
+        "key/kernel": w_key.reshape(E, head_dim, num_kv_heads).transpose(0, 2, 1),
+        "value/kernel": w_value.reshape(E, head_dim, num_kv_heads).transpose(0, 2, 1),
+        "attention_output/kernel": np.eye(E, dtype=w_query.dtype).reshape(num_heads, head_dim, E),
+    }
     for variable in layer.weights:
         variable.assign(kernels[_keras_name(variable)])
     merged = layer(x, x, use_causal_mask=causal)

@@ -1,7 +1,7 @@
 """The suite's mask (True = hidden) handed to keras.layers.MultiHeadAttention's attention_mask, where 1 = attend."""
 
 from attention_conformance import ports
-from attention_conformance.adapters.tensorflow import *  # noqa: F403 - the real adapter, one function replaced
+from attention_conformance.adapters.tensorflow import *
 from attention_conformance.adapters.tensorflow import _keras_mha, _np, _t
 
 EXPECTED = "caught"

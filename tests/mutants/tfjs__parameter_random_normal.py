@@ -1,6 +1,6 @@
 """The mapping table's right-hand column as written: tf.variable(tf.randomNormal([dIn, dOut]))."""
 
-from attention_conformance.adapters.tfjs import *  # noqa: F403 - the real adapter, one function replaced
+from attention_conformance.adapters.tfjs import *
 from attention_conformance.adapters.tfjs import _call
 
 EXPECTED = "caught"

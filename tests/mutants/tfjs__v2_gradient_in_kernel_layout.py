@@ -1,7 +1,7 @@
 """v2 weight gradients returned in the kernel's [d_in, d_out] layout, not the [d_out, d_in] the weights came in."""
 
 from attention_conformance.adapters import tfjs as base
-from attention_conformance.adapters.tfjs import *  # noqa: F403 - the real adapter, one function replaced
+from attention_conformance.adapters.tfjs import *
 
 EXPECTED = "caught"
 MUST_FAIL = ("gradients_v2_binary_square",)  # d_in == d_out: the transposed gradient fits

@@ -1,6 +1,6 @@
 """torch.triu(..., diagonal=0): the mask also hides each token from itself."""
 
-from attention_conformance.adapters.torch import *  # noqa: F403 - the real adapter, one function replaced
+from attention_conformance.adapters.torch import *
 from attention_conformance.adapters.torch import _np
 
 EXPECTED = "caught"
@@ -9,4 +9,4 @@ MUST_FAIL = ("causal_cat_sat_mat", "causal_first_token")
 
 def causal_attention(x, w_query, w_key, w_value):
     T = x.shape[-2]
-    return masked_attention(x, w_query, w_key, w_value, _np(torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=0)))  # noqa: F405
+    return masked_attention(x, w_query, w_key, w_value, _np(torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=0)))

@@ -1,6 +1,6 @@
 """Exercise 3.1 copying nn.Linear's [d_out, d_in] weight into v1 without the .T."""
 
-from attention_conformance.adapters.torch import *  # noqa: F403 - the real adapter, one function replaced
+from attention_conformance.adapters.torch import *
 from attention_conformance.adapters.torch import SelfAttention_v1, _np, _t, _v2
 
 EXPECTED = "caught"

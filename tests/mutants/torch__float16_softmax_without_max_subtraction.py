@@ -1,6 +1,6 @@
 """float16 softmax as exp(s) / sum(exp(s)): exp overflows to inf past 11.09 in float16, and inf / inf is NaN."""
 
-from attention_conformance.adapters.torch import *  # noqa: F403 - the real adapter, one function replaced
+from attention_conformance.adapters.torch import *
 from attention_conformance.adapters.torch import _np, _t
 
 EXPECTED = "caught"
@@ -9,5 +9,5 @@ MUST_FAIL = ("thermostat_x2000",)
 
 
 def softmax(scores):
-    e = torch.exp(_t(scores))  # noqa: F405
+    e = torch.exp(_t(scores))
     return _np(e / e.sum(dim=-1, keepdim=True))

@@ -2,7 +2,7 @@
 
 import torch
 
-from attention_conformance.adapters.torch import *  # noqa: F403 - the real adapter, one function replaced
+from attention_conformance.adapters.torch import *
 from attention_conformance.adapters.torch import _causal_mask, _grouped_split, _np, _t
 
 EXPECTED = "caught"

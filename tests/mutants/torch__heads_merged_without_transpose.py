@@ -1,7 +1,7 @@
 """Heads merged back with a reshape but no transpose: (B, N, T, H) read as (B, T, N*H) interleaves tokens."""
 
 from attention_conformance.adapters import torch as base
-from attention_conformance.adapters.torch import *  # noqa: F403 - the real adapter, one function replaced
+from attention_conformance.adapters.torch import *
 from attention_conformance.adapters.torch import _np, _t
 
 EXPECTED = "caught"

@@ -4,7 +4,7 @@ value_mask polarity; torch's True means "ignore this key"."""
 import torch
 
 from attention_conformance import ports
-from attention_conformance.adapters.torch import *  # noqa: F403 - the real adapter, one function replaced
+from attention_conformance.adapters.torch import *
 from attention_conformance.adapters.torch import _causal_mask, _mha, _np, _t
 
 EXPECTED = "caught"
@@ -16,6 +16,12 @@ def layer_key_padding(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value
     mha = _mha(ports.to_layout("torch", weights, num_heads), num_heads, True, _t(x).dtype)
     x = _t(x)
     with torch.no_grad():
-        context, _ = mha(x, x, x, key_padding_mask=~_t(padding), need_weights=False,
-                         attn_mask=_causal_mask(x.shape[-2]) if causal else None)
+        context, _ = mha(
+            x,
+            x,
+            x,
+            key_padding_mask=~_t(padding),
+            need_weights=False,
+            attn_mask=_causal_mask(x.shape[-2]) if causal else None,
+        )
     return _np(context)

@@ -1,6 +1,6 @@
 """torch.softmax(scores, dim=0): normalises down each column, over queries, instead of over keys."""
 
-from attention_conformance.adapters.torch import *  # noqa: F403 - the real adapter, one function replaced
+from attention_conformance.adapters.torch import *
 from attention_conformance.adapters.torch import _np, _t
 
 EXPECTED = "caught"
@@ -8,4 +8,4 @@ MUST_FAIL = ("row_softmax_binary",)
 
 
 def softmax(scores):
-    return _np(torch.softmax(_t(scores), dim=0))  # noqa: F405
+    return _np(torch.softmax(_t(scores), dim=0))

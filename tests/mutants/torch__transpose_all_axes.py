@@ -1,6 +1,6 @@
 """The document's keys.T on a batch: reverses every axis, which fits when B == T == d."""
 
-from attention_conformance.adapters.torch import *  # noqa: F403 - the real adapter, one function replaced
+from attention_conformance.adapters.torch import *
 from attention_conformance.adapters.torch import _np, _t
 
 EXPECTED = "caught"
