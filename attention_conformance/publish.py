@@ -2,10 +2,11 @@
 
     tox -m conformance -p auto && attention-conformance publish      # the summary table in README.md
     tox -e benchmark && attention-conformance publish                # and the benchmark's in docs/speed.md
+    tox -e portability && attention-conformance publish              # and the portability table in docs/portability.md
 
 Run in the checkout. What a table is made from is kept in docs/results/ (summary.json: the summary
-table's rows, the spec's sha256 and the machine; benchmark.json: reports/benchmark.json as the benchmark
-wrote it), and each table is written between its markers. tests/test_docs.py renders them again from
+table's rows, the spec's sha256 and the machine; benchmark.json and portability.json as those commands wrote
+them), and each table is written between its markers. tests/test_docs.py renders them again from
 docs/results/ and fails when a committed table differs from its data, or its data was made from
 another spec or another list of frameworks than the repository's.
 """
@@ -24,6 +25,11 @@ BLOCKS = {
         "README.md",
         "<!-- summary table: written by `attention-conformance publish`; do not edit by hand -->",
         "<!-- end of summary table -->",
+    ),
+    "portability": (
+        "docs/portability.md",
+        "<!-- portability table: written by `attention-conformance publish`; do not edit by hand -->",
+        "<!-- end of portability table -->",
     ),
     "benchmark": (
         "docs/speed.md",
@@ -98,7 +104,51 @@ def benchmark_data(directory):
     return doc
 
 
-RENDER = {"summary": summary_table, "benchmark": benchmark.tables}
+def portability_data(directory):
+    """reports/portability.json's content (`tox -e portability`), or None where it has not been run."""
+    path = Path(directory) / "portability.json"
+    if not path.exists():
+        return None
+    try:
+        doc = json.loads(path.read_text())
+        portability_table(doc)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise SystemExit(
+            f"error: {path} is not a report of `tox -e portability` ({type(exc).__name__}: {exc})"
+        ) from None
+    return doc
+
+
+def portability_table(doc):
+    """docs/portability.md's table, from portability.json."""
+    labels = [label for label in doc["settings"] if label != "as-is"]
+    head = (
+        f"| framework | tests | outcome changes | margins moved ({' / '.join(labels)}) "
+        f"| seconds (as-is / {' / '.join(labels)}) | margins above {doc['watch_above']} |"
+    )
+    lines = [f"Measured on {machine.one_line(doc['machine'])}.", "", head, "|---|---|---|---|---|---|"]
+    for r in doc["results"]:
+        if "skipped" in r:
+            lines.append(f"| {r['adapter']} | not rerun: {r['skipped']} | | | | |")
+            continue
+        above = ", ".join(
+            f"`{test}` {max(m for m in margins.values() if m is not None):.2f}" for test, margins in r["watch"]
+        )
+        lines.append(
+            f"| {r['adapter']} | {r['tests']} | {len(r['changed'])} | {' / '.join(str(r['moved'][s]) for s in labels)} "
+            f"| {' / '.join(f'{t:.0f}' for t in r['seconds'].values())} | {above or 'none'} |"
+            + (f" problems: {'; '.join(r['problems'])}" if r["problems"] else "")
+        )
+    oracle = doc["oracle"]
+    lines += [
+        "",
+        f"The oracle: {oracle['compared']} answers recomputed under {oracle['recomputed_under']}, "
+        + (f"{len(oracle['differ'])} differ." if oracle["differ"] else "all byte-identical to the as-is ones."),
+    ]
+    return "\n".join(lines)
+
+
+RENDER = {"summary": summary_table, "benchmark": benchmark.tables, "portability": portability_table}
 
 
 def block(name, root="."):
@@ -121,12 +171,14 @@ def put(name, text, root="."):
 
 
 def main(directory=reports.DEFAULT_DIR, root="."):
-    made = {"summary": summary_data(directory), "benchmark": benchmark_data(directory)}
+    made = {
+        "summary": summary_data(directory),
+        "benchmark": benchmark_data(directory),
+        "portability": portability_data(directory),
+    }
     for name, data in made.items():
         if data is None:
-            print(
-                f"{name}: no {Path(directory) / 'benchmark.json'}, table left as it is (`tox -e benchmark` makes one)"
-            )
+            print(f"{name}: no {Path(directory) / (name + '.json')}, table left as it is (`tox -e {name}` makes one)")
             continue
         block(name, root)  # every file is checked for its markers before any is written
     for name, data in made.items():
