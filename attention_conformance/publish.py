@@ -154,6 +154,8 @@ RENDER = {"summary": summary_table, "benchmark": benchmark.tables, "portability"
 def block(name, root="."):
     """The text now between a table's markers, or a SystemExit naming the file that lost them."""
     path, begin, end = BLOCKS[name]
+    if not (Path(root) / path).is_file():
+        raise SystemExit(f"error: no {Path(root) / path}: publish runs in the attention-conformance checkout")
     text = (Path(root) / path).read_text()
     found = re.search(re.escape(begin) + r"\n(.*?)\n" + re.escape(end), text, re.S)
     if not found:
@@ -171,6 +173,8 @@ def put(name, text, root="."):
 
 
 def main(directory=reports.DEFAULT_DIR, root="."):
+    for name in BLOCKS:  # every file is checked for its markers before anything is read or written
+        block(name, root)
     made = {
         "summary": summary_data(directory),
         "benchmark": benchmark_data(directory),
@@ -180,10 +184,7 @@ def main(directory=reports.DEFAULT_DIR, root="."):
         if data is None:
             print(f"{name}: no {Path(directory) / (name + '.json')}, table left as it is (`tox -e {name}` makes one)")
             continue
-        block(name, root)  # every file is checked for its markers before any is written
-    for name, data in made.items():
-        if data is not None:
-            reports._replace(Path(root) / RESULTS / f"{name}.json", (json.dumps(data, indent=1) + "\n").encode())
-            put(name, RENDER[name](data), root)
-            print(f"{name}: {BLOCKS[name][0]} from {Path(directory)}, data in {RESULTS / (name + '.json')}")
+        reports._replace(Path(root) / RESULTS / f"{name}.json", (json.dumps(data, indent=1) + "\n").encode())
+        put(name, RENDER[name](data), root)
+        print(f"{name}: {BLOCKS[name][0]} from {Path(directory)}, data in {RESULTS / (name + '.json')}")
     return 0
