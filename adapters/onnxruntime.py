@@ -250,7 +250,7 @@ def attention(x, w_query, w_key, w_value):
 
 @functools.cache
 def _exported(form, dtype, shapes):
-    """The export of _export's module, kept on disk beside the suite's expectations (as JAX's compiled
+    """The export of _export's module, kept on disk beside the oracle cache (as JAX's compiled
     programs are): an export is a build step, and its graph depends only on the key and the versions."""
     versions = [
         importlib.metadata.version(p) for p in ("torch", "onnx", "onnxscript")

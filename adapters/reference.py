@@ -8,7 +8,7 @@ exponential goes through attention_conformance.portable (`mm`, `fsum`, `exp` bel
 answers are the same bytes on every CPU, BLAS kernel and thread count. Two things are there for
 speed alone, each giving the bytes the plain statement gives (tests/test_oracle_cache.py): masked
 heads computed in blocks of queries (_masked_head), and an answer computed once given again
-(_remembered): an empty expectations cache filled GPT-2's shape for 34 of a run's 49 seconds.
+(_remembered): an empty oracle cache filled GPT-2's shape for 34 of a run's 49 seconds.
 """
 
 import collections

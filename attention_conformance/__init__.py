@@ -1,5 +1,5 @@
 """attention-conformance: does each framework compute the same trainable self-attention as a
-float64 reference? The engine: load the spec, plan the tests, run them through pytest, check,
+float64 reference? The engine: load the spec, plan the tests, run them through pytest, verify,
 report. Importing it imports no framework; `contract.load(name)` imports one adapter's.
 
 PYTEST_DONT_REWRITE: the console script imports this package before pytest starts, and the

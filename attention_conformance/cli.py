@@ -49,7 +49,7 @@ def check(name):
     try:
         module = importlib.import_module(contract.module_path(name))
     except Exception as exc:  # noqa: BLE001 - whatever stops the import is the author's first problem
-        print(f"{name}: does not import: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(f"{name}: does not import: {type(exc).__name__}: {exc}{contract.import_hint(name, exc)}", file=sys.stderr)
         return 1
     problems = check.problems(module)
     for problem in problems:
@@ -132,10 +132,20 @@ def main(argv=None):
         "<adapter>.json goes, default ./reports), --device, --golden-dir, --spec, --known-divergences "
         "(`pytest --help` lists them under attention-conformance).",
     )
-    run_parser.add_argument("--adapter", action="append", required=True, metavar="NAME")
+    run_parser.add_argument(
+        "--adapter",
+        action="append",
+        required=True,
+        metavar="NAME",
+        help="a built-in adapter, an entry point name, or a module importable from here (my_attention for "
+        "./my_attention.py); repeatable",
+    )
     commands.add_parser(
-        "check", help="an adapter against the contract (signatures, then each function once on tiny inputs)"
-    ).add_argument("module")
+        "check",
+        help="an adapter against the contract (signatures, then each function once on tiny inputs)",
+        description="Check an adapter before a run: every contract function is there with its parameters, and "
+        "returns the right keys, shapes and dtypes on tiny inputs. Numbers are compared by `run`.",
+    ).add_argument("module", metavar="NAME", help="the adapter's module name, as for run --adapter")
     summary_parser = commands.add_parser("summary", help="the table, the kill rate and the matrix from the reports")
     summary_parser.add_argument(
         "--reports",

@@ -91,8 +91,8 @@ CHOICES = {
 # "mask" bool [.., T, S], True = hidden; "padding" bool [B, S], True = a padded key; "weight"
 # [D, D] (x @ W layout); "bias" [D]. Scalars: "width" (a size), "heads", "seed", "probability",
 # "count", "rate", "offset" (a token index), "switch" (true/false), "choice" (one of CHOICES).
-# The self-check builds its tiny inputs from this table, so every parameter of OPS must be here
-# (tests/test_spec.py), never a name the self-check happens to know.
+# The `check` command builds its tiny inputs from this table, so every parameter of OPS must be here
+# (tests/test_spec.py), never a name the `check` command happens to know.
 PARAMETERS = {
     "x": "tokens",
     "q": "tokens",
@@ -286,20 +286,25 @@ def not_applicable_key_problem(key):
     return None
 
 
+def import_hint(name, exc):
+    """What to try when the adapter `name` did not import because no such module exists; else ""."""
+    if not (isinstance(exc, ModuleNotFoundError) and exc.name in (name, name.removesuffix(".py"))):
+        return ""
+    if name.endswith(".py"):  # a file name where a module name belongs
+        return f" (give the module's name, {name.removesuffix('.py')!r}, from the directory that holds it)"
+    import difflib
+
+    near = difflib.get_close_matches(name, NAMES, n=1)
+    return f" (did you mean {near[0]!r}?)" if near and near[0] != name else f" (built-in adapters: {', '.join(NAMES)})"
+
+
 def load(name):
     """Import one adapter, check its contract and pin the numeric switches of what it imported."""
     try:
         module = importlib.import_module(module_path(name))
     except Exception as exc:  # a requested framework that does not import is a failure, never a skip
-        import difflib
-
-        near = difflib.get_close_matches(name, NAMES, n=1)
-        hint = (
-            f" (did you mean {near[0]!r}?)" if near and near[0] != name else f" (built-in adapters: {', '.join(NAMES)})"
-        )
         raise AdapterError(
-            f"adapter {name!r} was requested but does not import: {type(exc).__name__}: {exc}"
-            + (hint if isinstance(exc, ModuleNotFoundError) and exc.name == name else "")
+            f"adapter {name!r} was requested but does not import: {type(exc).__name__}: {exc}{import_hint(name, exc)}"
         ) from exc
     problems = contract_problems(module)
     if problems:

@@ -43,6 +43,7 @@ class Tolerance:
 Expectation = dataclasses.make_dataclass(
     "Expectation", [("output", str), ("given", tuple)] + [(name, object, None) for name in fields.FIELDS], frozen=True
 )
+Expectation.__module__ = __name__  # where pickle looks for it (make_dataclass says "types" on Python 3.11)
 
 
 @dataclass(frozen=True)

@@ -13,11 +13,10 @@ from attention_conformance import plan
 RANK = {"failed": 4, "error": 4, "stale divergence": 4, "diverged": 3, "passed": 2, "not applicable": 1}
 
 
-def build(found, names):
+def build(found, outline, names):
     """{"columns": [...], "rows": [{"family", "case", "cells": {column: cell}}]} from {column prefix: report}
     (reports.merge: every report made from one spec); an adapter in `names` with no report is a MISSING
-    column. The rows are the cases of the spec the reports were made from, in its order."""
-    outline = next(iter(found.values()))["outline"] if found else {"families": [], "cases": []}
+    column. The rows are the cases of `outline` (reports.outline: the spec the reports were made from), in order."""
     columns, cells = [], {}
     for key in sorted(found):
         report = found[key]
@@ -155,5 +154,7 @@ def write(matrix, directory):
         heatmap(matrix, directory / "matrix.png")
         written.append(directory / "matrix.png")
     except ImportError:  # matplotlib is the `summary` extra; the table and the JSON need nothing
-        written.append("no matrix.png: install attention-conformance[summary] for the heatmap")
+        written.append(
+            "no matrix.png: install matplotlib for the heatmap (the [summary] extra of attention-conformance)"
+        )
     return text, written

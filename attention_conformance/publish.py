@@ -97,10 +97,15 @@ def benchmark_data(directory):
         if isinstance(doc, dict) and not doc.get("frameworks"):
             raise SystemExit(f"error: {path} measured no framework: rerun `tox -e benchmark` after the main job")
         benchmark.tables(doc)
+        measured = sorted(r["adapter"] for r in doc["frameworks"])
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise SystemExit(
             f"error: {path} is not a report of `tox -e benchmark` ({type(exc).__name__}: {exc}): rerun it"
         ) from None
+    if measured != sorted(contract.NAMES):
+        raise SystemExit(
+            f"error: {path} measured {', '.join(measured)}, not every built-in adapter: rerun `tox -e benchmark`"
+        )
     return doc
 
 
@@ -111,11 +116,18 @@ def portability_data(directory):
         return None
     try:
         doc = json.loads(path.read_text())
-        portability_table(doc)
+        results = {r["adapter"]: r for r in doc["results"]}
+        bad = [name for name, r in results.items() if r["problems"] or r.get("changed")]
+        bad += ["the oracle"] * bool(doc["oracle"]["differ"])
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise SystemExit(
             f"error: {path} is not a report of `tox -e portability` ({type(exc).__name__}: {exc})"
         ) from None
+    if bad or sorted(results) != sorted(contract.NAMES):
+        why = f"it failed for {', '.join(bad)}" if bad else "not every built-in adapter is in it"
+        raise SystemExit(
+            f"error: {path} is not a passing run of every built-in adapter ({why}): rerun `tox -e portability`"
+        )
     return doc
 
 

@@ -12,7 +12,7 @@ is MISSING, never passing. The last line printed is the verdict and, on failure,
 import sys
 from pathlib import Path
 
-from attention_conformance import machine, matrix, plan, reports
+from attention_conformance import loader, machine, matrix, plan, reports
 
 
 def _failing(results):
@@ -162,15 +162,19 @@ def main(directories=(reports.DEFAULT_DIR,), names=None, out=reports.DEFAULT_DIR
     # A folder's unfinished run is shown (and fails) whatever another folder holds for that adapter.
     unfinished = [(adapter, why) for adapter, why in unfinished if not names or adapter in names]
     never = sorted(set(names or ()) - reported - {adapter for adapter, _ in unfinished})
+    # The spec the reports were made from (reports.merge refuses two); with no report at all, the installed one,
+    # so a run that reported nothing still shows every case, each cell MISSING.
+    outline = next(iter(found.values()))["outline"] if found else reports.outline(loader.load())
     found = {key: report for key, report in found.items() if not names or report["adapter"] in names}
-    convention_cases = {
-        case_id for report in found.values() for case_id, _, convention in report["outline"]["cases"] if convention
-    }
+    convention_cases = {case_id for case_id, _, convention in outline["cases"] if convention}
     rows, failures = [], []
     for key, report, missing in (
         [(k, found[k], None) for k in sorted(found)]
         + [(a, None, why) for a, why in unfinished]
-        + [(a, None, None) for a in never]
+        + [
+            (a, None, f"no report named {a!r} (the reports are of {', '.join(sorted(reported))})" if reported else None)
+            for a in never
+        ]
     ):
         cells, problem = row(key, report, convention_cases, missing)
         rows.append(cells)
@@ -190,7 +194,7 @@ def main(directories=(reports.DEFAULT_DIR,), names=None, out=reports.DEFAULT_DIR
         print("\n".join(lines))
     if wrong:
         failures.append("wrong adapters: " + ", ".join(wrong))
-    built = matrix.build(found, sorted(({a for a, _ in unfinished} | set(never)) - reported))
+    built = matrix.build(found, outline, sorted(({a for a, _ in unfinished} | set(never)) - reported))
     text, written = matrix.write(built, out)
     print(f"\nConformance matrix ({', '.join(map(str, written))})\n")
     print(text)

@@ -144,7 +144,7 @@ def test_a_conformance_run_drops_the_last_reports_and_a_self_check_run_keeps_the
 def test_no_test_reads_the_wall_clock():
     """A wall-clock bound fails on a slower or busier machine: tests bound CPU time or memory, and
     speed is the benchmark's (attention-conformance benchmark)."""
-    clocks = ("perf_counter", "time.time(", "monotonic(")  # split, so this line is not a match
+    clocks = ("perf_" + "counter", "time." + "time(", "mono" + "tonic(")  # joined here, so this line is not a match
     found = [
         f"{p.name}:{n}"
         for p in sorted((ROOT / "tests").rglob("*.py"))

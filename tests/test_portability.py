@@ -10,7 +10,7 @@ from attention_conformance import portability
 ADAPTER = '''"""The reference, but wrong on one thread: a result that depends on the machine."""
 import os
 import numpy as np
-from attention_conformance.adapters.reference import *  # noqa: F403
+from attention_conformance.adapters.reference import *  # noqa: F403 - the reference, one function replaced
 from attention_conformance.adapters import reference
 
 

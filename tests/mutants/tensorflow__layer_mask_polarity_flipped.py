@@ -9,6 +9,6 @@ MUST_FAIL = ("mask_layer_padding_causal",)
 
 
 def layer_mask(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, mask):
-    weights = dict(zip(ports.REFERENCE, (w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)))
+    weights = ports.reference_weights(w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)
     mha = _keras_mha(ports.to_layout("keras", weights, num_heads), num_heads, str(x.dtype))
     return _np(mha(_t(x), _t(x), attention_mask=_t(mask)))

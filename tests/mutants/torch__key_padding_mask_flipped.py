@@ -12,7 +12,7 @@ MUST_FAIL = ("mask_layer_key_padding", "mask_layer_key_padding_causal")
 
 
 def layer_key_padding(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, padding, causal):
-    weights = dict(zip(ports.REFERENCE, (w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)))
+    weights = ports.reference_weights(w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)
     mha = _mha(ports.to_layout("torch", weights, num_heads), num_heads, True, _t(x).dtype)
     x = _t(x)
     with torch.no_grad():
