@@ -146,7 +146,13 @@ def main(argv=None):
         description="Check an adapter before a run: every contract function is there with its parameters, and "
         "returns the right keys, shapes and dtypes on tiny inputs. Numbers are compared by `run`.",
     ).add_argument("module", metavar="NAME", help="the adapter's module name, as for run --adapter")
-    summary_parser = commands.add_parser("summary", help="the table, the kill rate and the matrix from the reports")
+    summary_parser = commands.add_parser(
+        "summary",
+        help="the table, the kill rate and the matrix from the reports",
+        description="The per-adapter table, the wrong-adapter kill rate and the conformance matrix, from one reports "
+        "folder or merged from several; matrix.md, matrix.json and matrix.png go to --out. Exit 1 unless every adapter "
+        "ran completely and conforms.",
+    )
     summary_parser.add_argument(
         "--reports",
         action="append",

@@ -293,8 +293,10 @@ def import_hint(name, exc):
     if name.endswith(".py"):  # a file name where a module name belongs
         return f" (give the module's name, {name.removesuffix('.py')!r}, from the directory that holds it)"
     import difflib
+    from pathlib import Path
 
-    near = difflib.get_close_matches(name, NAMES, n=1)
+    beside = [path.stem for path in Path.cwd().glob("*.py")]  # the user's own adapter, misspelled
+    near = difflib.get_close_matches(name, [*NAMES, *beside], n=1)
     return f" (did you mean {near[0]!r}?)" if near and near[0] != name else f" (built-in adapters: {', '.join(NAMES)})"
 
 

@@ -124,7 +124,7 @@ def _table(rows):
         "version",
         "dtypes",
         "devices",
-        "cases",
+        "tests",
         "passed",
         "failed",
         "worst margin",
