@@ -2,8 +2,8 @@
 
     attention-conformance run --adapter NAME [pytest args]   the spec against an adapter, writing reports/
     attention-conformance check MODULE                       an adapter against the contract, before a run
-    attention-conformance summary [--reports DIR ...]        the per-framework table, kill rate and matrix,
-                                                             merged from one reports folder per machine
+    attention-conformance summary [--reports DIR ...]        the per-framework table, kill rate, matrix and
+                                                             page, merged from one reports folder per machine
     attention-conformance validate [SPEC] [--golden-dir D]   a spec and every golden it uses, no adapter run
     attention-conformance template [NAME]                    print the adapter template (or a built-in
                                                              adapter's source) to start from
@@ -148,10 +148,10 @@ def main(argv=None):
     ).add_argument("module", metavar="NAME", help="the adapter's module name, as for run --adapter")
     summary_parser = commands.add_parser(
         "summary",
-        help="the table, the kill rate and the matrix from the reports",
+        help="the table, the kill rate, the matrix and the page (index.html) from the reports",
         description="The per-adapter table, the wrong-adapter kill rate and the conformance matrix, from one reports "
-        "folder or merged from several; matrix.md, matrix.json and matrix.png go to --out. Exit 1 unless every adapter "
-        "ran completely and conforms.",
+        "folder or merged from several; matrix.md, matrix.json, matrix.png and the page index.html (one file to open "
+        "in a browser) go to --out. Exit 1 unless every adapter ran completely and conforms.",
     )
     summary_parser.add_argument(
         "--reports",
@@ -169,7 +169,12 @@ def main(argv=None):
         "--out",
         default=reports.DEFAULT_DIR,
         metavar="DIR",
-        help="where matrix.md, matrix.json and matrix.png go (default ./reports)",
+        help="where matrix.md, matrix.json, matrix.png and the page index.html go (default ./reports)",
+    )
+    summary_parser.add_argument(
+        "--html",
+        metavar="PATH",
+        help="write the page here instead of index.html in --out (one self-contained file: open it in a browser)",
     )
     validate_parser = commands.add_parser("validate", help="a spec and its golden data")
     validate_parser.add_argument("path", nargs="?", default=SPEC_DIR / "attention.yaml")
@@ -269,7 +274,7 @@ def main(argv=None):
         if len(set(given)) < len(given):
             parser.error("summary: the same --reports folder is given twice")
 
-        return summary.main(args.reports or [reports.DEFAULT_DIR], args.adapter, args.out)
+        return summary.main(args.reports or [reports.DEFAULT_DIR], args.adapter, args.out, args.html)
     if args.command == "explain":
         from attention_conformance import explain
 

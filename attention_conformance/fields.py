@@ -310,4 +310,13 @@ def _row_sums(c):
             f"row {[int(i) for i in index]} sums to {float(sums[index])!r} but should sum to {c.exp.row_sums} "
             f"(|error| {err:.3g} > allowed {limit:.3g} from tolerance '{c.tol.name}')"
         )
+    c.compared = {
+        "element": [int(i) for i in index],
+        "got": float(sums[index]),
+        "expected": float(c.exp.row_sums),
+        "error": err,
+        "allowed": limit,
+        "tolerance": f"'{c.tol.name}'",
+        "from": f"the row's sum (element = row), which should be {c.exp.row_sums}",
+    }
     return m, 0.0

@@ -60,20 +60,44 @@ def build(found, outline, names):
     return {"columns": [c["column"] for c in columns], "rows": rows}
 
 
+# What a cell that did not pass means: matrix.md's legend and the page's cell details.
+MEANING = {
+    "diverged": "known divergence (spec/known_divergences.yaml or the adapter's KNOWN_DIVERGENCES)",
+    "other convention": "a declared difference on a case that states a convention where the math has no single "
+    "answer (the fully masked row, a causal flag over fewer queries than keys)",
+    "not applicable": "the adapter says why it cannot run it",
+    "not run in this dtype": "the case has no check in this dtype",
+    "failed": None,
+    "stale divergence": "a declared divergence that now conforms (remove it)",
+    "missing": "the framework's environment did not report",
+}
+
+
+# How a cell that did not pass reads, in matrix.md and on the page.
+SHORT = {
+    "failed": "FAIL",
+    "stale divergence": "STALE",
+    "diverged": "div",
+    "other convention": "conv",
+    "not applicable": "n/a",
+    "missing": "MISSING",
+    "not run in this dtype": "-",
+}
+
+
+LEGEND = (
+    "ok M Uu: passed, worst |error| / tolerance M (0.03 = 3% of the budget), worst error U ULP at the tensor's scale; "
+    + "; ".join(SHORT[status] + (f": {meaning}" if meaning else "") for status, meaning in MEANING.items())
+    + "."
+)
+
+
 def _cell_text(cell):
     status = cell["status"]
     if status == "passed":
         ulp = f" {cell['ulp']:.1f}u" if (cell.get("ulp") or 0) >= 0.05 else ""
         return f"ok {cell['margin']:.2f}{ulp}" if cell.get("margin") is not None else "ok"
-    return {
-        "failed": "FAIL",
-        "stale divergence": "STALE",
-        "diverged": "div",
-        "other convention": "conv",
-        "not applicable": "n/a",
-        "missing": "MISSING",
-        "not run in this dtype": "-",
-    }[status]
+    return SHORT[status]
 
 
 def markdown(matrix):
@@ -86,15 +110,20 @@ def markdown(matrix):
         lines.append(
             f"| {fam} | {row['case']} | " + " | ".join(_cell_text(row["cells"][c]) for c in matrix["columns"]) + " |"
         )
-    legend = (
-        "ok M Uu: passed, worst |error| / tolerance M (0.03 = 3% of the budget), worst error U ULP at the tensor's "
-        "scale; div: known divergence (spec/known_divergences.yaml or the adapter's KNOWN_DIVERGENCES); conv: a "
-        "declared difference on a case that states a convention where the math has no single answer (the fully masked "
-        "row, a causal flag over fewer queries than keys); n/a: the adapter says why it cannot run it; -: the case has "
-        "no check in this dtype; FAIL; STALE: a declared divergence that now conforms (remove it); MISSING: the "
-        "framework's environment did not report."
-    )
-    return "\n".join(lines) + "\n\n" + legend + "\n"
+    return "\n".join(lines) + "\n\n" + LEGEND + "\n"
+
+
+# RGB in 0..1, for matrix.png and the page alike: a passed cell runs from green (margin 0) to red (margin 1).
+PASSED_COLOURS = ((0.2, 0.7, 0.3), (0.85, 0.15, 0.1))
+COLOURS = {
+    "failed": (0, 0, 0),
+    "stale divergence": (0, 0, 0),
+    "diverged": (0.55, 0.35, 0.75),
+    "other convention": (0.55, 0.7, 0.95),
+    "not applicable": (0.75, 0.75, 0.75),
+    "missing": (1, 1, 1),
+    "not run in this dtype": (0.93, 0.93, 0.93),
+}
 
 
 def heatmap(matrix, path):
@@ -107,16 +136,7 @@ def heatmap(matrix, path):
 
     cols, rows = matrix["columns"], matrix["rows"]
     rgb = np.ones((len(rows), len(cols), 3))
-    green, red = np.array([0.2, 0.7, 0.3]), np.array([0.85, 0.15, 0.1])
-    fixed = {
-        "failed": (0, 0, 0),
-        "stale divergence": (0, 0, 0),
-        "diverged": (0.55, 0.35, 0.75),
-        "other convention": (0.55, 0.7, 0.95),
-        "not applicable": (0.75, 0.75, 0.75),
-        "missing": (1, 1, 1),
-        "not run in this dtype": (0.93, 0.93, 0.93),
-    }
+    green, red = np.array(PASSED_COLOURS[0]), np.array(PASSED_COLOURS[1])
     for i, row in enumerate(rows):
         for j, col in enumerate(cols):
             cell = row["cells"][col]
@@ -124,7 +144,7 @@ def heatmap(matrix, path):
                 t = min(max(cell.get("margin") or 0.0, 0.0), 1.0)
                 rgb[i, j] = (1 - t) * green + t * red
             else:
-                rgb[i, j] = fixed[cell["status"]]
+                rgb[i, j] = COLOURS[cell["status"]]
     fig, ax = plt.subplots(figsize=(2.2 + 0.75 * len(cols), 1.5 + 0.2 * len(rows)))
     ax.imshow(rgb, aspect="auto", interpolation="nearest")
     ax.set_xticks(range(len(cols)), cols, rotation=60, ha="right", fontsize=7)

@@ -72,13 +72,13 @@ class ConformanceTest:
 
     def __init__(self, test):
         self.test = test
-        self.margin = self.ulp = None
+        self.margin = self.ulp = self.worst = None
 
     def __call__(self):
         __tracebackhide__ = True
         t = self.test
         try:
-            self.margin, self.ulp = verify.verify(
+            self.margin, self.ulp, self.worst = verify.verify(
                 state.spec, t.adapter, state.loaded[t.adapter], t.case, t.output, t.dtype, state.goldens
             )
         except calls.AdapterRaised as exc:
@@ -305,6 +305,7 @@ def pytest_runtest_logreport(report):
         "outcome": outcome,
         "margin": getattr(report, "margin", None),
         "ulp": getattr(report, "ulp", None),
+        "worst": getattr(report, "worst", None) if outcome == "passed" else None,
         "message": message if outcome in ("failed", "error", "diverged", "stale divergence") else None,
         "reason": reason,
     }
@@ -317,7 +318,7 @@ def pytest_runtest_makereport(item, call):
     if not isinstance(test, ConformanceTest):
         return report
     if call.when == "call":
-        report.margin, report.ulp = test.margin, test.ulp
+        report.margin, report.ulp, report.worst = test.margin, test.ulp, test.worst
         if (
             call.excinfo is not None
         ):  # the report's message: the suite's own are read as they are, others with their type

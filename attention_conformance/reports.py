@@ -5,7 +5,11 @@
                             "expected", "tests": {test id: RESULT}, "finished"}
                             RESULT = {"outcome": passed | failed | error | diverged | not applicable
                                                  | stale divergence,
-                                      "margin", "ulp", "message", "reason"}
+                                      "margin", "ulp", "worst", "message", "reason"}
+                            worst (a passed test; else None, and absent from reports
+                            written before it was kept): the element that set the margin,
+                            {"element", "got", "expected", "error", "allowed", "tolerance",
+                            "from": where the expected value came from}
                             message: what went wrong (a failure's first line, or what a known
                             divergence did); reason: why it is not a conformance failure (the
                             adapter's not-applicable reason, the known divergence's reason)

@@ -1,6 +1,6 @@
-"""The per-framework summary table, the wrong-adapter kill rate and the matrix, from the reports.
+"""The per-framework summary table, the wrong-adapter kill rate, the matrix and the page, from the reports.
 
-    attention-conformance summary [--reports DIR ...] [--adapter NAME ...] [--out DIR]
+    attention-conformance summary [--reports DIR ...] [--adapter NAME ...] [--out DIR] [--html PATH]
         exit 1 unless every adapter the folders hold ran completely and conformed, every adapter
         named with --adapter reported, and every wrong adapter a run defined was run and caught
 
@@ -12,7 +12,7 @@ is MISSING, never passing. The last line printed is the verdict and, on failure,
 import sys
 from pathlib import Path
 
-from attention_conformance import loader, machine, matrix, plan, reports
+from attention_conformance import loader, machine, matrix, page, plan, reports
 
 
 def _failing(results):
@@ -78,15 +78,16 @@ def _short(test_id, mutant):
 
 
 def kill_rate(directories):
-    """Lines of the wrong-adapter table, and the wrong adapters that were not run or did not behave as expected."""
+    """(the headline, [[adapter, expectation, result]], what went wrong) for the wrong adapters the folders
+    record: the headline is None where there are none (an outside run has no wrong adapters of its own)."""
     names, ran = reports.mutants(directories)
-    if not names:  # an outside run has no wrong adapters of its own
-        return [], []
-    lines, bad, caught, wrong = [], [], 0, 0
+    if not names:
+        return None, [], []
+    rows, bad, caught, wrong = [], [], 0, 0
     for name in names:
         result = ran.get(name)
         if result is None:
-            lines.append(f"| {name} | - | NOT RUN (its framework's environment did not report) |")
+            rows.append([name, "-", "NOT RUN (its framework's environment did not report)"])
             bad.append(f"{name} not run")
             continue
         hits = result["caught_by"]
@@ -97,40 +98,44 @@ def kill_rate(directories):
             shown = ", ".join(_short(h, name) for h in hits[:3]) + (
                 f" and {len(hits) - 3} more" if len(hits) > 3 else ""
             )
-            lines.append(
-                f"| {name} | must fail | {'caught by ' + shown if hits else 'NOT CAUGHT'} "
-                f"({len(hits)} of {result['cases']}) |"
+            rows.append(
+                [
+                    name,
+                    "must fail",
+                    f"{'caught by ' + shown if hits else 'NOT CAUGHT'} ({len(hits)} of {result['cases']})",
+                ]
             )
         else:
             bad += [f"{name} false alarm"] if hits else []
             shown = ", ".join(_short(h, name) for h in hits[:3])
-            lines.append(
-                f"| {name} | must pass | "
-                f"{'passed all ' + str(result['cases']) if not hits else 'FALSE ALARM: ' + shown} |"
+            rows.append(
+                [name, "must pass", f"{'passed all ' + str(result['cases']) if not hits else 'FALSE ALARM: ' + shown}"]
             )
     rate = f"{100 * caught / wrong:.0f}%" if wrong else "-"
-    head = [
-        f"Wrong adapters caught (kill rate): {caught} of {wrong}, {rate}",
-        "",
-        "| adapter (tests/mutants) | expectation | result (failing tests) |",
-        "|---|---|---|",
-    ]
-    return head + lines, bad
+    return f"Wrong adapters caught (kill rate): {caught} of {wrong}, {rate}", rows, bad
+
+
+NOTES = [
+    "worst margin: largest |error| / tolerance over the computed expected values (1.0 would use the whole budget);",
+    "worst ULP: largest distance from the float64 expectation, in units of the last place of the dtype",
+]
+KILL_HEADER = ["adapter (tests/mutants)", "expectation", "result (failing tests)"]
+HEADER = [
+    "framework",
+    "version",
+    "dtypes",
+    "devices",
+    "tests",
+    "passed",
+    "failed",
+    "worst margin",
+    "worst ULP",
+    "status",
+]
 
 
 def _table(rows):
-    header = [
-        "framework",
-        "version",
-        "dtypes",
-        "devices",
-        "tests",
-        "passed",
-        "failed",
-        "worst margin",
-        "worst ULP",
-        "status",
-    ]
+    header = HEADER
     widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
 
     def line(cells):
@@ -139,9 +144,10 @@ def _table(rows):
     return [line(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|"] + [line(cells) for cells in rows]
 
 
-def main(directories=(reports.DEFAULT_DIR,), names=None, out=reports.DEFAULT_DIR):
+def main(directories=(reports.DEFAULT_DIR,), names=None, out=reports.DEFAULT_DIR, html=None):
     """The table, the kill rate and the matrix from one reports folder, or merged from several (one per
-    machine), written to `out`; every adapter in `names` must have reported. Returns the exit code."""
+    machine), written to `out` with the page (index.html there, or `html`); every adapter in `names` must
+    have reported. Returns the exit code."""
     absent = [str(d) for d in directories if not Path(d).is_dir()]
     if absent and (len(directories) > 1 or str(directories[0]) != str(reports.DEFAULT_DIR)):
         print(f"error: no such reports folder: {', '.join(absent)}", file=sys.stderr)
@@ -181,30 +187,43 @@ def main(directories=(reports.DEFAULT_DIR,), names=None, out=reports.DEFAULT_DIR
         if problem:
             failures.append(f"{key}: {problem}")
     print("\n".join(_table(rows)))
-    print(
-        "\nworst margin: largest |error| / tolerance over the computed expected values "
-        "(1.0 would use the whole budget);"
-        "\nworst ULP: largest distance from the float64 expectation, in units of the last place of the dtype"
-    )
+    print("\n" + "\n".join(NOTES))
     measured_on = sorted({machine.one_line(r["machine"]) for r in found.values() if "machine" in r})
     print("measured on: " + ("; ".join(measured_on) or "not recorded"))
-    lines, wrong = kill_rate(directories)
-    if lines:
-        print()
-        print("\n".join(lines))
+    headline, kill_rows, wrong = kill_rate(directories)
+    if headline:
+        print(f"\n{headline}\n")
+        print(
+            "\n".join(
+                ["| " + " | ".join(KILL_HEADER) + " |", "|---|---|---|"] + [f"| {' | '.join(r)} |" for r in kill_rows]
+            )
+        )
     if wrong:
         failures.append("wrong adapters: " + ", ".join(wrong))
     built = matrix.build(found, outline, sorted(({a for a, _ in unfinished} | set(never)) - reported))
     text, written = matrix.write(built, out)
+    verdict = (
+        "FAILED: " + "; ".join(failures)
+        if failures
+        else f"conforms: {', '.join(sorted(found))} ({len(found)} adapter(s)"
+        + (f", merged from {len(directories)} folders" if len(directories) > 1 else "")
+        + ")"
+    )
+    content = page.data(
+        summary={"header": HEADER, "rows": rows, "notes": NOTES},
+        verdict={"conforms": not failures, "line": verdict},
+        measured_on=measured_on,
+        kill={"line": headline, "header": KILL_HEADER, "rows": kill_rows} if headline else None,
+        built=built,
+        found=found,
+        directories=directories,
+    )
+    written.append(page.write(content, html or Path(out) / "index.html"))
     print(f"\nConformance matrix ({', '.join(map(str, written))})\n")
     print(text)
     if failures:
         sys.stdout.flush()  # the verdict is the last line, also where stdout and stderr share a pipe
-        print("FAILED: " + "; ".join(failures), file=sys.stderr)
+        print(verdict, file=sys.stderr)
         return 1
-    print(
-        f"conforms: {', '.join(sorted(found))} ({len(found)} adapter(s)"
-        + (f", merged from {len(directories)} folders" if len(directories) > 1 else "")
-        + ")"
-    )
+    print(verdict)
     return 0

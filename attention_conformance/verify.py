@@ -21,6 +21,7 @@ class Subject:
         self.tol = spec.tolerances[self.exp.tolerance] if self.exp.tolerance else None
         self.low = dtype in LOW_PRECISION
         self.reference_out = self.plain_out = None
+        self.compared = None  # the last comparison's worst element, for the report of a test that passes
 
     def fail(self, message):
         __tracebackhide__ = True
@@ -43,21 +44,32 @@ class Subject:
         if np.shape(got) != np.shape(expected):
             self.fail(f"shape {list(np.shape(got))} but should be {list(np.shape(expected))} ({origin})")
         m, index, err, limit = compare(got, expected, allowed)
+        row = self.exp.row
+        where = list((row,) + tuple(int(i) for i in index)) if row is not None else [int(i) for i in index]
+        g, e = np.asarray(got)[index], np.asarray(expected, dtype=np.float64)[index]
         if m > 1:
-            row = self.exp.row
-            where = list((row,) + tuple(int(i) for i in index)) if row is not None else [int(i) for i in index]
-            g, e = np.asarray(got)[index], np.asarray(expected, dtype=np.float64)[index]
             self.fail(
                 f"worst element {where}: got {float(g)!r} but should be {float(e)!r} "
                 f"(|error| {err:.3g} > allowed {limit:.3g} from tolerance {tol_text}, "
                 f"{ulps(g, e, self.dtype):.3g} ULP); "
                 f"expected value: {origin}"
             )
+        self.compared = {
+            "element": where,
+            "got": float(g),
+            "expected": float(e),
+            "error": err,
+            "allowed": limit,
+            "tolerance": tol_text,
+            "from": origin,
+        }
         return m, max_ulps(got, expected, self.dtype)
 
 
 def verify(spec, adapter_name, adapter, case, output, dtype, goldens):
-    """Verify one output of one case; return (margin, worst ULP): margin 0 = exact, 1 = whole budget.
+    """Verify one output of one case; return (margin, worst ULP, worst): margin 0 = exact, 1 = whole budget;
+    worst = the element that set the margin ({"element", "got", "expected", "error", "allowed", "tolerance",
+    "from"}), or None where no comparison against computed values set it (row sums, kept values).
 
     Each field of the expectation has its verifier (attention_conformance/fields.py), run in their
     order. The margin counts computed values only (golden values, the reference, agreements, row sums).
@@ -81,12 +93,16 @@ def verify(spec, adapter_name, adapter, case, output, dtype, goldens):
         if c.exp.reference or (c.low and c.tol is not None):
             _reference_outputs(c)
         margin = worst_ulp = 0.0
+        worst, largest = None, -1.0
         for field in FIELDS.values():
             if field.verify and (field.name in named and not field.whole or field.always):
+                c.compared = None
                 measured = field.verify(c)
                 if measured is not None:
+                    if measured[0] > largest:
+                        largest, worst = measured[0], c.compared
                     margin, worst_ulp = max(margin, measured[0]), max(worst_ulp, measured[1])
-        return margin, worst_ulp
+        return margin, worst_ulp, worst
 
 
 def _reference_outputs(c):

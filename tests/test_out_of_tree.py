@@ -34,6 +34,7 @@ def test_an_adapter_outside_the_repository_runs_the_spec_from_anywhere(tmp_path)
     assert summary.returncode == 0, summary.stdout[-2000:]
     assert re.search(r"\| someones_numpy_adapter +\| numpy [\d.]+ .*\| conforms", summary.stdout)
     assert "| document values | sat | ok" in (tmp_path / "reports" / "matrix.md").read_text()
+    assert "someones_numpy_adapter" in (tmp_path / "reports" / "index.html").read_text()  # the page, beside it
 
 
 def test_the_self_check_names_a_missing_function_in_a_broken_template(tmp_path):
@@ -202,6 +203,7 @@ def test_reports_from_two_machines_merge_into_one_matrix(tmp_path):
         tmp_path,
     )
     assert asked.returncode == 1 and (tmp_path / "elsewhere" / "matrix.md").exists()
+    assert (tmp_path / "elsewhere" / "index.html").exists()
     assert asked.stderr.strip().splitlines()[-1].startswith("FAILED: torch: MISSING: no report"), asked.stderr
     from attention_conformance import reports
 
@@ -243,6 +245,13 @@ def test_the_ci_workflow_runs_every_built_in_adapter_and_merges_them():
     )
     assert workflow["jobs"]["matrix"]["needs"] == "framework"
     assert sorted(merge["env"]["ADAPTERS"].split()) == sorted(contract.NAMES), "the merge names every built-in adapter"
+    out = merge["run"].split("--out ")[1].split()[0]
+    uploaded = [
+        step["with"]["path"]
+        for step in workflow["jobs"]["matrix"]["steps"]
+        if "upload-artifact" in step.get("uses", "")
+    ]
+    assert any(f"{out}/index.html" in path.split() for path in uploaded), "the merged page is uploaded"
 
 
 def test_the_wheel_carries_the_data_and_no_generic_top_level_name(tmp_path):
@@ -295,6 +304,7 @@ def test_the_wheel_carries_the_data_and_no_generic_top_level_name(tmp_path):
         "adapters/tfjs_node/server.js",
         "conformance.py",
         "plugin.py",
+        "page.html",
     ):
         assert f"attention_conformance/{needed}" in names, needed
     # Installed from the wheel (not editable), run from elsewhere: the path an outsider takes.
@@ -358,6 +368,7 @@ def test_an_adapter_declares_one_output_or_one_parameter_value_not_applicable(tm
         "outcome": "not applicable",
         "margin": None,
         "ulp": None,
+        "worst": None,
         "message": None,
         "reason": "the SDPA path returns no attention weights",
     }, weights
