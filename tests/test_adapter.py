@@ -98,7 +98,13 @@ def test_registry_is_what_tox_runs():
     assert sorted(ran) == [(n, n, n) for n in sorted(contract.NAMES)], (
         "each <adapter>-selfcheck runs tests/test_adapter.py in its own framework's environment"
     )
-    commands = tox["testenv"]["commands"] + tox["testenv:suite"]["commands"] + selfcheck["commands"]
+    assert "browser" in tox["tox"]["env_list"], "the page's browser test is part of the tests (tox -p auto)"
+    commands = (
+        tox["testenv"]["commands"]
+        + tox["testenv:suite"]["commands"]
+        + selfcheck["commands"]
+        + tox["testenv:browser"]["commands"]
+    )
     unrun = [p.name for p in sorted((ROOT / "tests").glob("test_*.py")) if f"tests/{p.name}" not in commands]
     assert unrun == [], "test files no tox environment runs"
 
