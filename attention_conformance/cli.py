@@ -174,7 +174,8 @@ def main(argv=None):
     summary_parser.add_argument(
         "--html",
         metavar="PATH",
-        help="write the page here instead of index.html in --out (one self-contained file: open it in a browser)",
+        help="write the page here instead of index.html in --out; a folder gets index.html inside it (one "
+        "self-contained file: open it in a browser)",
     )
     validate_parser = commands.add_parser("validate", help="a spec and its golden data")
     validate_parser.add_argument("path", nargs="?", default=SPEC_DIR / "attention.yaml")
@@ -274,6 +275,8 @@ def main(argv=None):
         if len(set(given)) < len(given):
             parser.error("summary: the same --reports folder is given twice")
 
+        if args.html is not None and not args.html.strip():
+            parser.error("summary: --html needs a path (a file, or a folder to write index.html in)")
         return summary.main(args.reports or [reports.DEFAULT_DIR], args.adapter, args.out, args.html)
     if args.command == "explain":
         from attention_conformance import explain

@@ -156,7 +156,6 @@ def data(*, summary, verdict, measured_on, kill, built, found, directories):
         "rows": rows,
         "outcomes": OUTCOMES,
         "strings": text.items,
-        "legend": matrix.LEGEND,
         "short": matrix.SHORT,
         "meaning": matrix.MEANING,
         "colours": {"passed": matrix.PASSED_COLOURS, **matrix.COLOURS},
@@ -172,7 +171,14 @@ def render(content):
     return template.replace(PLACEHOLDER, payload, 1)
 
 
+def target(path):
+    """Where `--html PATH` writes: PATH, or index.html inside it when PATH is a folder (or ends with a slash)."""
+    path = str(path)
+    return Path(path) / "index.html" if path.endswith(("/", "\\")) or Path(path).is_dir() else Path(path)
+
+
 def write(content, path):
     """Write the page whole (a reader never sees half of it); return its path."""
-    reports._replace(Path(path), render(content).encode("utf-8"))
-    return Path(path)
+    path = target(path)
+    reports._replace(path, render(content).encode("utf-8"))
+    return path

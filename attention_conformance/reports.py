@@ -57,8 +57,11 @@ def _write(directory, name, content):
 def _replace(path, data):
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.partial")
-    temporary.write_bytes(data)
-    temporary.replace(path)  # a reader never sees half a report
+    try:
+        temporary.write_bytes(data)
+        temporary.replace(path)  # a reader never sees half a report
+    finally:
+        temporary.unlink(missing_ok=True)  # after a failed write or replace, nothing left beside it
 
 
 def _read(path):

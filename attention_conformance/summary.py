@@ -202,23 +202,26 @@ def main(directories=(reports.DEFAULT_DIR,), names=None, out=reports.DEFAULT_DIR
         failures.append("wrong adapters: " + ", ".join(wrong))
     built = matrix.build(found, outline, sorted(({a for a, _ in unfinished} | set(never)) - reported))
     text, written = matrix.write(built, out)
-    verdict = (
-        "FAILED: " + "; ".join(failures)
-        if failures
-        else f"conforms: {', '.join(sorted(found))} ({len(found)} adapter(s)"
+    conforms = (
+        f"conforms: {', '.join(sorted(found))} ({len(found)} adapter(s)"
         + (f", merged from {len(directories)} folders" if len(directories) > 1 else "")
         + ")"
     )
     content = page.data(
         summary={"header": HEADER, "rows": rows, "notes": NOTES},
-        verdict={"conforms": not failures, "line": verdict},
+        verdict={"conforms": not failures, "line": "FAILED: " + "; ".join(failures) if failures else conforms},
         measured_on=measured_on,
         kill={"line": headline, "header": KILL_HEADER, "rows": kill_rows} if headline else None,
         built=built,
         found=found,
         directories=directories,
     )
-    written.append(page.write(content, html or Path(out) / "index.html"))
+    where = Path(out) / "index.html" if html is None else html
+    try:
+        written.append(page.write(content, where))
+    except OSError as exc:
+        failures.append(f"the page could not be written to {page.target(where)}: {exc.strerror or exc}")
+    verdict = "FAILED: " + "; ".join(failures) if failures else conforms
     print(f"\nConformance matrix ({', '.join(map(str, written))})\n")
     print(text)
     if failures:

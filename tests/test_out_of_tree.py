@@ -204,6 +204,20 @@ def test_reports_from_two_machines_merge_into_one_matrix(tmp_path):
     )
     assert asked.returncode == 1 and (tmp_path / "elsewhere" / "matrix.md").exists()
     assert (tmp_path / "elsewhere" / "index.html").exists()
+    (tmp_path / "a_folder").mkdir()
+    for given, written in (("a_folder", "a_folder/index.html"), ("new/", "new/index.html"), ("page.html", "page.html")):
+        done = _run(["summary", "--reports", "machine_a", "--html", given], tmp_path)
+        assert done.returncode == 0 and f"{written})" in done.stdout and (tmp_path / written).is_file(), done.stderr
+    unwritable = _run(["summary", "--reports", "machine_a", "--html", "/proc/page.html"], tmp_path)
+    assert unwritable.returncode == 1, unwritable.stderr
+    assert (
+        unwritable.stderr.strip()
+        .splitlines()[-1]
+        .startswith("FAILED: the page could not be written to /proc/page.html: ")
+    ), unwritable.stderr
+    assert "Traceback" not in unwritable.stderr and not list(Path("/proc").glob(".page.html.partial"))
+    empty = _run(["summary", "--reports", "machine_a", "--html", ""], tmp_path)
+    assert empty.returncode == 2 and "--html needs a path" in empty.stderr
     assert asked.stderr.strip().splitlines()[-1].startswith("FAILED: torch: MISSING: no report"), asked.stderr
     from attention_conformance import reports
 
