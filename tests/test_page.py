@@ -7,8 +7,8 @@ page the main job wrote (reports/index.html; tox runs this environment after the
 against the reports it was made from, filtered, and its cells opened. Without chromium every test fails
 with the command that installs it: a browser check that skips would be a silent green.
 
-    python tests/test_page.py PAGE PNG [CASE COLUMN]   a screenshot of a page with a cell opened
-                                                       (the README's docs/page.png)
+    python tests/test_page.py PAGE PNG [CASE COLUMN]   a screenshot of a page with a cell opened and
+                                                       its framework's columns shown (docs/page.png)
 """
 
 import json
@@ -17,6 +17,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -288,12 +289,20 @@ def test_the_main_jobs_page_agrees_with_its_reports(browser):
 
 
 def screenshot(page, png, case=None, column=None):
-    """A screenshot of `page` with a cell opened, for the README."""
+    """A screenshot of `page` with a cell opened, its framework's columns alone, for the README."""
     driver = open_browser(*chromium())
     try:
         _load(driver, Path(page))
         if case:
+            _select(driver, "framework", column.split()[0])  # its framework's columns, clear of the details panel
             _open(driver, case, column)
+            # The matrix's heading and filters at the top of the window, the opened cell in the middle of the matrix.
+            driver.execute_script(
+                "const cell = document.querySelector('td.cell.open'), wrap = document.getElementById('matrix-wrap');"
+                "wrap.scrollTop = cell.offsetTop - wrap.clientHeight / 2;"
+                "document.getElementById('filters').parentNode.scrollIntoView();"
+            )
+            time.sleep(0.5)  # the scrolled frame painted before the picture is taken
         driver.save_screenshot(str(png))
     finally:
         driver.quit()
