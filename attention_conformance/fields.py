@@ -311,12 +311,12 @@ def _row_sums(c):
             f"(|error| {err:.3g} > allowed {limit:.3g} from tolerance '{c.tol.name}')"
         )
     c.compared = {
-        "element": [int(i) for i in index],
+        "element": ([c.exp.row] if c.exp.row is not None else []) + [int(i) for i in index],
         "got": float(sums[index]),
-        "expected": float(c.exp.row_sums),
+        "expected": float(target[index]),
         "error": err,
         "allowed": limit,
         "tolerance": f"'{c.tol.name}'",
-        "from": f"the row's sum (element = row), which should be {c.exp.row_sums}",
+        "from": "row_sums: the element is a row, got its sum",
     }
     return m, 0.0

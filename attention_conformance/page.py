@@ -100,7 +100,7 @@ def _benchmarks(directories):
             continue
         try:
             blocks = tables_of(benchmark.tables(json.loads(path.read_text())))
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             blocks = [["p", f"{path} is not a report of `tox -e benchmark` ({type(exc).__name__}: {exc}): rerun it"]]
         found.append({"folder": str(directory), "blocks": blocks})
     return found

@@ -71,7 +71,7 @@ class Subject:
 def verify(spec, adapter_name, adapter, case, output, dtype, goldens):
     """Verify one output of one case; return (margin, worst ULP, worst): margin 0 = exact, 1 = whole budget;
     worst = the element that set the margin ({"element", "got", "expected", "error", "allowed", "tolerance",
-    "from"}), or None where no comparison against computed values set it (row sums, kept values).
+    "from"}), or None where a comparison that names no element set it (the kept values of a dropout).
 
     Each field of the expectation has its verifier (attention_conformance/fields.py), run in their
     order. The margin counts computed values only (golden values, the reference, agreements, row sums).

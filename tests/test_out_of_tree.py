@@ -179,7 +179,7 @@ def test_reports_from_two_machines_merge_into_one_matrix(tmp_path):
     assert (
         "Conformance matrix (reports/matrix.md, reports/matrix.json, " in merged.stdout
     )  # and what it says of the PNG is true:
-    assert ("reports/matrix.png)" in merged.stdout) == (tmp_path / "reports" / "matrix.png").exists()
+    assert ("reports/matrix.png," in merged.stdout) == (tmp_path / "reports" / "matrix.png").exists()
     assert not (tmp_path / "machine_a" / "matrix.md").exists(), (
         "a merge writes where --out says (./reports), not into a folder it read"
     )
@@ -215,7 +215,11 @@ def test_reports_from_two_machines_merge_into_one_matrix(tmp_path):
         .splitlines()[-1]
         .startswith("FAILED: the page could not be written to /proc/page.html: ")
     ), unwritable.stderr
-    assert "Traceback" not in unwritable.stderr and not list(Path("/proc").glob(".page.html.partial"))
+    assert "Traceback" not in unwritable.stderr
+    (tmp_path / "taken" / "index.html" / "something").mkdir(parents=True)  # the page's name is a folder: replace fails
+    taken = _run(["summary", "--reports", "machine_a", "--html", "taken"], tmp_path)
+    assert taken.returncode == 1 and "FAILED: the page could not be written to taken/index.html: " in taken.stderr
+    assert sorted(p.name for p in (tmp_path / "taken").iterdir()) == ["index.html"], "nothing half-written left"
     empty = _run(["summary", "--reports", "machine_a", "--html", ""], tmp_path)
     assert empty.returncode == 2 and "--html needs a path" in empty.stderr
     assert asked.stderr.strip().splitlines()[-1].startswith("FAILED: torch: MISSING: no report"), asked.stderr
