@@ -212,6 +212,10 @@ def test_a_cell_opens_its_tests_message_reason_and_link(browser, demo):
     message = failing.find_element("css selector", '.test[data-outcome="failed"] pre.message').text
     assert message == found["test_weights[page_wrong-float64-thermostat]"]["message"]
     assert "worst element [" in message and "expected value: golden doc000_thermostat.json#softmax_s" in message
+    rerun = failing.find_element("css selector", '.test[data-outcome="failed"] .rerun').text
+    assert rerun.endswith(
+        'run --adapter page_wrong "attention_conformance/conformance.py::test_weights[page_wrong-float64-thermostat]"'
+    ), rerun
 
     raised = _open(browser, "row_scale_binary", "page_wrong float64")
     assert HOSTILE in raised.find_element("css selector", "pre.message").text
