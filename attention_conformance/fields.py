@@ -307,16 +307,10 @@ def _row_sums(c):
     m, index, err, limit = compare(sums, target, c.allowed(target, plain_sums))
     if m > 1:
         c.fail(
-            f"row {[int(i) for i in index]} sums to {float(sums[index])!r} but should sum to {c.exp.row_sums} "
+            f"row {c.element(index)} sums to {float(sums[index])!r} but should sum to {c.exp.row_sums} "
             f"(|error| {err:.3g} > allowed {limit:.3g} from tolerance '{c.tol.name}')"
         )
-    c.compared = {
-        "element": ([c.exp.row] if c.exp.row is not None else []) + [int(i) for i in index],
-        "got": float(sums[index]),
-        "expected": float(target[index]),
-        "error": err,
-        "allowed": limit,
-        "tolerance": f"'{c.tol.name}'",
-        "from": "row_sums: the element is a row, got its sum",
-    }
+    c.keep(
+        index, sums[index], target[index], err, limit, f"'{c.tol.name}'", "row_sums: the element is a row, got its sum"
+    )
     return m, 0.0

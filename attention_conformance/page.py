@@ -107,7 +107,8 @@ def _benchmarks(directories):
 
 
 def data(*, summary, verdict, measured_on, kill, built, found, directories):
-    """The page's content: `summary` (header, rows), `verdict` (conforms?, line), `kill` (line, rows or None),
+    """The page's content: `summary` (header, rows, whether each conforms, notes), `verdict` (conforms?, line),
+    `kill` (line, header, rows with whether each wrong adapter behaved as expected; or None),
     `built` (matrix.build), `found` (column prefix -> report, as the matrix was built from)."""
     text = _Strings()
     where = {f"{key} {dtype}": (key, report) for key, report in found.items() for dtype in report["dtypes"]}

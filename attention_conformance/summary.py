@@ -78,8 +78,9 @@ def _short(test_id, mutant):
 
 
 def kill_rate(directories):
-    """(the headline, [[adapter, expectation, result]], what went wrong) for the wrong adapters the folders
-    record: the headline is None where there are none (an outside run has no wrong adapters of its own)."""
+    """(the headline, [[adapter, expectation, result, behaved as expected?]], what went wrong) for the wrong
+    adapters the folders record: the headline is None where there are none (an outside run has no wrong adapters
+    of its own)."""
     names, ran = reports.mutants(directories)
     if not names:
         return None, [], []
@@ -87,7 +88,7 @@ def kill_rate(directories):
     for name in names:
         result = ran.get(name)
         if result is None:
-            rows.append([name, "-", "NOT RUN (its framework's environment did not report)"])
+            rows.append([name, "-", "NOT RUN (its framework's environment did not report)", False])
             bad.append(f"{name} not run")
             continue
         hits = result["caught_by"]
@@ -103,13 +104,19 @@ def kill_rate(directories):
                     name,
                     "must fail",
                     f"{'caught by ' + shown if hits else 'NOT CAUGHT'} ({len(hits)} of {result['cases']})",
+                    bool(hits),
                 ]
             )
         else:
             bad += [f"{name} false alarm"] if hits else []
             shown = ", ".join(_short(h, name) for h in hits[:3])
             rows.append(
-                [name, "must pass", f"{'passed all ' + str(result['cases']) if not hits else 'FALSE ALARM: ' + shown}"]
+                [
+                    name,
+                    "must pass",
+                    f"{'passed all ' + str(result['cases']) if not hits else 'FALSE ALARM: ' + shown}",
+                    not hits,
+                ]
             )
     rate = f"{100 * caught / wrong:.0f}%" if wrong else "-"
     return f"Wrong adapters caught (kill rate): {caught} of {wrong}, {rate}", rows, bad
@@ -173,7 +180,7 @@ def main(directories=(reports.DEFAULT_DIR,), names=None, out=reports.DEFAULT_DIR
     outline = next(iter(found.values()))["outline"] if found else reports.outline(loader.load())
     found = {key: report for key, report in found.items() if not names or report["adapter"] in names}
     convention_cases = {case_id for case_id, _, convention in outline["cases"] if convention}
-    rows, failures = [], []
+    rows, failures, conforming = [], [], []
     for key, report, missing in (
         [(k, found[k], None) for k in sorted(found)]
         + [(a, None, why) for a, why in unfinished]
@@ -184,6 +191,7 @@ def main(directories=(reports.DEFAULT_DIR,), names=None, out=reports.DEFAULT_DIR
     ):
         cells, problem = row(key, report, convention_cases, missing)
         rows.append(cells)
+        conforming.append(problem is None)
         if problem:
             failures.append(f"{key}: {problem}")
     print("\n".join(_table(rows)))
@@ -195,7 +203,8 @@ def main(directories=(reports.DEFAULT_DIR,), names=None, out=reports.DEFAULT_DIR
         print(f"\n{headline}\n")
         print(
             "\n".join(
-                ["| " + " | ".join(KILL_HEADER) + " |", "|---|---|---|"] + [f"| {' | '.join(r)} |" for r in kill_rows]
+                ["| " + " | ".join(KILL_HEADER) + " |", "|---|---|---|"]
+                + [f"| {' | '.join(r[:3])} |" for r in kill_rows]
             )
         )
     if wrong:
@@ -208,7 +217,7 @@ def main(directories=(reports.DEFAULT_DIR,), names=None, out=reports.DEFAULT_DIR
         + ")"
     )
     content = page.data(
-        summary={"header": HEADER, "rows": rows, "notes": NOTES},
+        summary={"header": HEADER, "rows": rows, "conforming": conforming, "notes": NOTES},
         verdict={"conforms": not failures, "line": "FAILED: " + "; ".join(failures) if failures else conforms},
         measured_on=measured_on,
         kill={"line": headline, "header": KILL_HEADER, "rows": kill_rows} if headline else None,

@@ -34,6 +34,22 @@ class Subject:
             self.fail(f"the same call's {name!r} has shape {list(other.shape)}, no row {self.exp.row}")
         return _select(other, self.exp.row)
 
+    def element(self, index):
+        """An index into the compared values as an index into the whole output: the selected row first."""
+        return ([] if self.exp.row is None else [self.exp.row]) + [int(i) for i in index]
+
+    def keep(self, index, got, expected, error, allowed, tol_text, origin):
+        """Keep a comparison's worst element, for the report of a test that passes."""
+        self.compared = {
+            "element": self.element(index),
+            "got": float(got),
+            "expected": float(expected),
+            "error": error,
+            "allowed": allowed,
+            "tolerance": tol_text,
+            "from": origin,
+        }
+
     def allowed(self, expected, plain=None):
         return allowed_error(self.spec, self.tol, self.dtype, expected, plain)
 
@@ -46,25 +62,15 @@ class Subject:
         m, index, err, limit = compare(got, expected, allowed)
         if np.size(got) == 0:  # nothing to compare, nothing to name
             return m, max_ulps(got, expected, self.dtype)
-        row = self.exp.row
-        where = list((row,) + tuple(int(i) for i in index)) if row is not None else [int(i) for i in index]
         g, e = np.asarray(got)[index], np.asarray(expected, dtype=np.float64)[index]
         if m > 1:
             self.fail(
-                f"worst element {where}: got {float(g)!r} but should be {float(e)!r} "
+                f"worst element {self.element(index)}: got {float(g)!r} but should be {float(e)!r} "
                 f"(|error| {err:.3g} > allowed {limit:.3g} from tolerance {tol_text}, "
                 f"{ulps(g, e, self.dtype):.3g} ULP); "
                 f"expected value: {origin}"
             )
-        self.compared = {
-            "element": where,
-            "got": float(g),
-            "expected": float(e),
-            "error": err,
-            "allowed": limit,
-            "tolerance": tol_text,
-            "from": origin,
-        }
+        self.keep(index, g, e, err, limit, tol_text, origin)
         return m, max_ulps(got, expected, self.dtype)
 
 

@@ -183,6 +183,11 @@ def test_the_page_agrees_with_its_reports_and_its_filters_narrow_it(browser, dem
     _load(browser, demo / "index.html")
     found = _agrees_with_reports(browser, [demo])
     assert browser.find_element("id", "verdict").text.startswith("FAILED: page_wrong:")
+    marked = browser.execute_script(
+        "return [...document.querySelectorAll('#summary-table tbody tr')].map(tr => [tr.cells[0].textContent, "
+        "tr.cells[tr.cells.length - 1].className])"
+    )
+    assert marked == [["page_good", "status-ok"], ["page_wrong", "status-bad"]], marked
     failing = {plan.parse(t)[3] for t, r in found["page_wrong"]["tests"].items() if r["outcome"] in ("failed", "error")}
     assert {"thermostat", "thermostat_x8", "row_scale_binary"} <= failing
 
