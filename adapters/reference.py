@@ -21,10 +21,7 @@ import inspect
 
 import numpy as np
 
-from attention_conformance import ports
-from attention_conformance.portable import exp
-from attention_conformance.portable import matmul as mm
-from attention_conformance.portable import sum as fsum
+from attention_conformance import bounds, portable, ports
 
 DTYPES = ("float64",)
 NOT_APPLICABLE = {
@@ -52,7 +49,30 @@ def _f64(*arrays):
     dtype = _round_to.get()
     if dtype is not None:
         arrays = [np.asarray(a, dtype=np.float64).astype(dtype) for a in arrays]
-    return [np.asarray(a, dtype=np.float64) for a in arrays]
+    return [bounds.stored(a) if isinstance(a, bounds.Bounded) else np.asarray(a, dtype=np.float64) for a in arrays]
+
+
+exp = portable.exp
+
+
+# Every product and sum goes through these two, and every softmax checks _bounded: given bounds.Bounded
+# arrays (judge.bound), the same steps also carry how far a correct computation in another summation
+# order or dtype may land.
+def mm(a, b):
+    return bounds.matmul(a, b) if _bounded(a, b) else portable.matmul(a, b)
+
+
+def fsum(a, axis=-1, keepdims=False):
+    return (bounds.sum if _bounded(a) else portable.sum)(a, axis=axis, keepdims=keepdims)
+
+
+def _bounded(*arrays):
+    return any(isinstance(a, bounds.Bounded) for a in arrays)
+
+
+def _zeros(shape, like):
+    """A buffer the steps fill in pieces: Bounded where `like` is, so no piece drops its bound."""
+    return bounds.Bounded(np.zeros(shape)) if _bounded(like) else np.zeros(shape)
 
 
 _REMEMBERED = collections.OrderedDict()  # key -> result, the latest last
@@ -120,6 +140,8 @@ def scale(scores, d_k):
 
 def softmax(scores):
     (scores,) = _f64(scores)
+    if _bounded(scores):
+        return bounds.softmax(scores)
     shifted = scores - scores.max(axis=-1, keepdims=True)  # exp never overflows
     e = exp(shifted)
     return e / fsum(e, axis=-1, keepdims=True)  # normalise over keys, the last axis
@@ -164,6 +186,8 @@ def attention(x, w_query, w_key, w_value):
 
 def _masked_softmax(scaled, hidden, keys=None):
     """`keys`: the row's length where `scaled` holds only its first keys, the rest hidden."""
+    if _bounded(scaled):
+        return bounds.softmax(scaled, hidden, keys)
     filled = np.where(hidden, -np.inf, scaled)  # the -inf before softmax trick
     row_max = filled.max(axis=-1, keepdims=True)
     empty = np.isneginf(row_max)  # every key hidden: nothing to attend to
@@ -185,8 +209,8 @@ def _masked_head(q, k, v, hidden):
     and the softmax's sum pairs the same terms, the hidden keys' zeros included."""
     T, S = q.shape[-2], k.shape[-2]
     hidden = np.broadcast_to(hidden, np.broadcast_shapes(np.shape(hidden), q.shape[:-2] + (T, S)))
-    weights = np.zeros(hidden.shape)
-    context = np.zeros(hidden.shape[:-1] + v.shape[-1:])
+    weights = _zeros(hidden.shape, q)
+    context = _zeros(hidden.shape[:-1] + v.shape[-1:], q)
     for start in range(0, T, _ROWS):
         rows = slice(start, start + _ROWS)
         seen = np.flatnonzero(~hidden[..., rows, :].all(axis=tuple(range(hidden.ndim - 1))))
@@ -306,8 +330,8 @@ def _layer(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, nu
     H = w_query.shape[-1] // num_heads
     queries, keys, values = project(x, w_query) + b_query, project(x, w_key) + b_key, project(x, w_value) + b_value
     T = x.shape[-2]
-    weights = np.empty(x.shape[:-2] + (num_heads, T, T))  # (B, N, T, S)
-    merged = np.empty(x.shape[:-1] + (num_heads * H,))  # (B, T, N*H): heads side by side
+    weights = _zeros(x.shape[:-2] + (num_heads, T, T), x)  # (B, N, T, S)
+    merged = _zeros(x.shape[:-1] + (num_heads * H,), x)  # (B, T, N*H): heads side by side
     for n in range(num_heads):  # head n is columns n*H:(n+1)*H; one (T, T) at a time keeps GPT-2's shape small
         q, k, v = (t[..., n * H : (n + 1) * H] for t in (queries, keys, values))
         weights[..., n, :, :], merged[..., n * H : (n + 1) * H] = _masked_head(q, k, v, hidden)  # one mask, every head

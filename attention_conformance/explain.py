@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attention_conformance import judge, safe_io
+from attention_conformance import bounds, judge, safe_io
 from attention_conformance.adapters import reference
 from attention_conformance.contract import np_dtype
 
@@ -207,9 +207,9 @@ class Problem:
         self.q, self.k, self.v = self._project(w, "repeat")
         self._check_shapes()
 
-    def _project(self, w, grouping):
+    def _project(self, w, grouping, x=None):
         """q, k, v per head (head n: columns n*H:(n+1)*H; K/V head n // (N/K), or n % K tiled)."""
-        q, k, v = (reference.project(self.x, w[n]) for n in ("w_query", "w_key", "w_value"))
+        q, k, v = (reference.project(self.x if x is None else x, w[n]) for n in ("w_query", "w_key", "w_value"))
         if not self.headed:
             return q, k, v
         split = lambda t, n: np.stack(np.split(t, n, axis=-1), axis=-3)  # noqa: E731 - [..., T, n*H] -> [..., n, T, H]
@@ -264,6 +264,18 @@ class Problem:
             rounding,
             over_queries,
         )
+
+    def bound(self, **arguments):
+        """The derived bound on each output of compute(**arguments) in the dtype judged: from x and the
+        weights when the file gives them (the projections round too), else from q, k and v."""
+        if self.form == "x and weights" and not set("qkv") & set(arguments):
+
+            def projected(x, w_query, w_key, w_value):
+                q, k, v = self._project(dict(w_query=w_query, w_key=w_key, w_value=w_value), "repeat", x)
+                return self.compute(q=q, k=k, v=v, **arguments)
+
+            return judge.bound(self.dtype, projected, self.x, **self.weights_given)
+        return judge.bound(self.dtype, self.compute, **(dict(q=self.q, k=self.k, v=self.v) | arguments))
 
     def describe(self):
         heads = f", {self.q.shape[-3]} heads" if self.headed else ""
@@ -392,15 +404,16 @@ def _masked_rows(p, out):
 def explain(path, out=print, err=print):
     """Print the verdict on FILE.npz; return the exit code (0 within, 1 beyond)."""
     p = Problem(path, load(path))
-    k, ulps = judge.model()[p.dtype]
+    k = judge.model()[p.dtype]
     out(f"explain {path}: {p.describe()}")  # before the float64 computation: a large file takes a while
-    exact, plain = p.compute(), p.compute(rounding=judge.plain_dtype(p.dtype))
+    exact, plain, derived = p.compute(), p.compute(rounding=judge.plain_dtype(p.dtype)), p.bound()
     out(
-        f"model: |error| <= {k:g} x max|plain - exact| + {ulps:g} ULP of the row's largest |exact| (plain = every "
-        f"step rounded to {judge.plain_dtype(p.dtype)}{', scaled to float64' if p.dtype == 'float64' else ''})"
+        f"model: |error| <= {k:g} x max|plain - exact| + the bound derived for any correct {p.dtype} computation "
+        f"(plain = every step rounded to {judge.plain_dtype(p.dtype)}"
+        f"{', scaled to float64' if p.dtype == 'float64' else ''}; an exact zero no rounding reaches stays zero)"
     )
     verdicts = [
-        judge.judge(name, p.dtype, p.arrays[name], exact[name], plain[name], k, ulps)
+        judge.judge(name, p.dtype, p.arrays[name], exact[name], plain[name], derived[name], k)
         for name in ("scores", "weights", "out")
         if name in p.arrays
     ]
@@ -419,7 +432,13 @@ def explain(path, out=print, err=print):
     if diverged.name == "scores":
         factor = 1.0 / np.sqrt(p.H) if p.scale is None else p.scale
         scaled = judge.judge(
-            "scores", p.dtype, p.arrays["scores"], exact["scores"] * factor, plain["scores"] * factor, k, ulps
+            "scores",
+            p.dtype,
+            p.arrays["scores"],
+            exact["scores"] * factor,
+            plain["scores"] * factor,
+            derived["scores"] * abs(factor) + bounds.unit_roundoff(np_dtype(p.dtype)) * np.abs(exact["scores"] * factor),
+            k,
         )
         if scaled.within:
             out(f"  your scores are q k^T already scaled (x {factor:.6g}); explain's scores are q k^T before scaling")
@@ -430,7 +449,7 @@ def explain(path, out=print, err=print):
         )
         return 1
     got = np.asarray(p.arrays["out"], dtype=np.float64)
-    limit = judge.allowed(p.dtype, exact["out"], plain["out"], k, ulps)
+    limit = judge.allowed(p.dtype, exact["out"], plain["out"], derived["out"], k)
     named = []
     rows = _masked_rows(p, got)
     if rows is not None:
@@ -443,7 +462,8 @@ def explain(path, out=print, err=print):
             with np.errstate(all="ignore"):
                 other = p.compute(**arguments)["out"]
                 other_plain = p.compute(rounding=judge.plain_dtype(p.dtype), **arguments)["out"]
-                if judge.judge("out", p.dtype, got, other, other_plain, k, ulps).within:
+                other_bound = p.bound(**arguments)["out"]
+                if judge.judge("out", p.dtype, got, other, other_plain, other_bound, k).within:
                     named.append(f"{name}: {meaning}")
     for convention in named:
         out(f"matches a known difference: {convention}")

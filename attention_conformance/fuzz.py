@@ -7,8 +7,8 @@ shape, seed}`, fills, boolean masks, switches and words), so a finding is a spec
 cases lean on the places where implementations go wrong: one token (T = 1), odd head sizes, long
 sequences, large logits, near ties, masks that hide all keys but one, grouped-head ratios,
 decoding offsets, square and cube shapes where a wrong layout still fits. Each output is judged
-by attention_conformance.judge (|got - exact| <= k x max|plain - exact| + ulps x ULP(row scale), k
-and ulps from spec/model.yaml). The adapter's NOT_APPLICABLE keys and known divergences are
+by attention_conformance.judge (|got - exact| <= k x max|plain - exact| + the bound derived for any
+correct computation in the dtype, k from spec/model.yaml). The adapter's NOT_APPLICABLE keys and known divergences are
 honoured: a key or divergence naming a spec case covers the generated cases that case stands for
 (same op, same words and switches, a decoding offset or not, a fully masked row or not).
 
@@ -356,7 +356,8 @@ class Fuzzer:
         return {n: resolve(v, self.dtype, None) for n, v in inputs.items()}
 
     def expected(self, op, kwargs):
-        """(exact, plain) outputs of the reference on the inputs as the adapter received them."""
+        """(exact, plain, derived) outputs of the reference on the inputs as the adapter received them:
+        the exact answer, the plain computation's and the derived bound on a correct one's error."""
         from attention_conformance.adapters import reference
         from attention_conformance.contract import np_dtype
 
@@ -378,7 +379,7 @@ class Fuzzer:
             k: np.asarray(v).astype(plain_dtype).astype(np.float64) if np.asarray(v).dtype.kind == "f" else v
             for k, v in plain.items()
         }
-        return exact, plain
+        return exact, plain, outputs(self.judge.bound(self.dtype, getattr(reference, op), **as64))
 
     def evaluate(self, op, inputs):
         """A Finding if the adapter's outputs break the tolerance model on this case, else None."""
@@ -408,8 +409,8 @@ class Fuzzer:
                 f"{type(exc).__name__}: {text}",
             )
         got = result if len(names) > 1 else {names[0]: result}
-        exact, plain = self.expected(op, kwargs)
-        k, ulps = self.model[self.dtype]
+        exact, plain, derived = self.expected(op, kwargs)
+        k = self.model[self.dtype]
         verdicts, messages = {}, {}
         for output in judged:
             if not isinstance(got, dict) or output not in got:
@@ -430,7 +431,7 @@ class Fuzzer:
             if value.shape != np.shape(want):
                 messages[output] = f"shape {list(value.shape)} but should be {list(np.shape(want))}"
                 continue
-            verdict = self.judge.judge(output, self.dtype, value, want, plain[output], k, ulps)
+            verdict = self.judge.judge(output, self.dtype, value, want, plain[output], derived[output], k)
             verdicts[output] = verdict
             if not verdict.within:
                 messages[output] = f"margin {verdict.margin:.3g}: {verdict.describe()}"
@@ -649,8 +650,8 @@ class _Inliner:
 def _repro_data(fuzzer, finding):
     """The arrays the adapter received and the failing outputs' expectation and allowed error, as npz bytes."""
     kwargs = fuzzer.arrays(finding.inputs)
-    exact, plain = fuzzer.expected(finding.op, kwargs)
-    k, ulps = fuzzer.model[finding.dtype]
+    exact, plain, derived = fuzzer.expected(finding.op, kwargs)
+    k = fuzzer.model[finding.dtype]
     arrays, scalars = {}, {}
     for name, value in kwargs.items():
         if isinstance(value, np.ndarray):
@@ -663,7 +664,9 @@ def _repro_data(fuzzer, finding):
         if want.dtype.kind == "f":
             with np.errstate(all="ignore"):
                 arrays[f"allowed_{output}"] = np.broadcast_to(
-                    fuzzer.judge.allowed(finding.dtype, want, np.asarray(plain[output], dtype=np.float64), k, ulps),
+                    fuzzer.judge.allowed(
+                        finding.dtype, want, np.asarray(plain[output], dtype=np.float64), derived[output], k
+                    ),
                     want.shape,
                 )
     buffer = io.BytesIO()

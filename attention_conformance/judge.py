@@ -1,21 +1,23 @@
 """Bug or rounding? The oracle and one tolerance model for attention on any input, in any dtype.
 
 The spec's tolerances hold for the spec's inputs. This model is for everyone else's (`explain`,
-`fuzz`): for an output in dtype d,
+`fuzz`, the model sweep): for an output in dtype d, elementwise,
 
-    |got - exact| <= k_d x B_d + ulps_d x ULP_d(row scale)
+    |got - exact| <= k_d x B_d + E_d
 
-  exact      float64 on the inputs as given, in portable arithmetic (the same bytes on every CPU);
-  B_d        max |plain - exact| over the tensor, plain being the same computation with every step's
-             inputs rounded to d and its result stored in d (reference.rounding_to): the error a
-             careful computation in d makes. In float64 that is exact itself, so B is float32's
-             plain error scaled by the ratio of the unit roundoffs (2**-53 / 2**-24): error
-             propagation, which dominates where logits are large, scales with the unit roundoff;
-  row scale  the largest |exact| in the element's row (last axis): an entry that is a cancellation
-             of O(1) terms gets the error of O(1) numbers, as every summation does.
+  exact  float64 on the inputs as given, in portable arithmetic (the same bytes on every CPU);
+  E_d    the derived bound (bounds.py): how far any correct computation of the same steps in d lands,
+         in any summation order, from the magnitudes it sums (gamma_n x sum |terms| per sum, every
+         stored result rounded, every error carried through scale, softmax and blend). It never
+         collapses where one computation happened to be exact;
+  B_d    the plain baseline, max |plain - exact| over the tensor, plain being the same computation
+         with every step's inputs rounded to d and its result stored in d (reference.rounding_to). In
+         float64 that is exact itself, so B is float32's plain error scaled by 2**-53 / 2**-24. k_d x B_d
+         is FlashAttention's rule (k = 2) kept as the empirical term.
 
-k and ulps per dtype are data (spec/model.yaml), measured over random shapes in every framework
-with `attention_conformance.model_sweep`; that file says what was measured. NumPy only.
+An element the exact computation makes exactly zero with a bound of zero (the weight of a hidden key)
+must be exactly zero: every implementation computes it without rounding, and `run` asks the same
+("a query sees a later key"). k per dtype is data (spec/model.yaml). NumPy only.
 """
 
 import contextlib
@@ -24,7 +26,7 @@ import dataclasses
 import ml_dtypes
 import numpy as np
 
-from attention_conformance import SPEC_DIR, safe_io
+from attention_conformance import SPEC_DIR, bounds, safe_io
 from attention_conformance.adapters import reference
 from attention_conformance.compare import compare
 from attention_conformance.contract import np_dtype
@@ -39,12 +41,16 @@ class BadInput(ValueError):
 
 
 def model(path=MODEL_FILE):
-    """{dtype: (k, ulps)} from spec/model.yaml."""
+    """{dtype: k} from spec/model.yaml."""
     raw = safe_io.load_yaml(safe_io.read_bounded(path, 1 << 20, "model").decode())
     try:
-        return {d: (float(raw[d]["k"]), float(raw[d]["ulps"])) for d in DTYPES}
+        found = {d: float(raw[d]["k"]) for d in DTYPES}
     except (KeyError, TypeError, ValueError) as exc:
-        raise BadInput(f"{path}: every dtype ({', '.join(DTYPES)}) needs numbers k and ulps ({exc!r})") from None
+        raise BadInput(f"{path}: every dtype ({', '.join(DTYPES)}) needs a number k ({exc!r})") from None
+    bad = [d for d, k in found.items() if not k >= 0]
+    if bad:
+        raise BadInput(f"{path}: {bad[0]}'s k is {found[bad[0]]!r}; it must be a number >= 0")
+    return found
 
 
 # --- the computation ---------------------------------------------------------------------------
@@ -93,23 +99,37 @@ def attend(q, k, v, hidden, scale=None, rounding=None, over_queries=False):
 # --- the judgement -----------------------------------------------------------------------------
 
 
-def allowed(dtype, exact, plain, k, ulps):
-    """What |got - exact| may be, elementwise: k x max|plain - exact| + ulps x ULP(row scale)."""
+def bound(dtype, compute, *args, **kwargs):
+    """E: compute(*args, **kwargs)'s outputs (an array or a dict of them), each replaced by the derived
+    bound on its error in `dtype` (None for what is not floating point). `compute` is the reference's
+    (or built from its steps); its float inputs are taken as given, exactly."""
+
+    def given(a):
+        floating = isinstance(a, np.ndarray) and (a.dtype.kind == "f" or a.dtype.name == "bfloat16")
+        return bounds.Bounded(np.asarray(a, dtype=np.float64)) if floating else a
+
+    def err(result):
+        return bounds.stored(result).err if isinstance(result, bounds.Bounded) else None
+
+    with bounds.computed_in(np_dtype(dtype)), np.errstate(all="ignore"):
+        result = compute(*map(given, args), **{n: given(v) for n, v in kwargs.items()})
+        return {n: err(r) for n, r in result.items()} if isinstance(result, dict) else err(result)
+
+
+def allowed(dtype, exact, plain, derived, k):
+    """What |got - exact| may be, elementwise: k x max|plain - exact| + the derived bound E; 0 where
+    exact is 0 and E is 0 (nothing there can round)."""
     exact = np.asarray(exact, dtype=np.float64)
+    derived = np.broadcast_to(np.asarray(derived, dtype=np.float64), exact.shape)
+    return np.where((exact == 0) & (derived == 0), 0.0, k * baseline(dtype, exact, plain) + derived)
+
+
+def baseline(dtype, exact, plain):
+    """B: the plain computation's largest error over the tensor (float64's: float32's, scaled)."""
+    exact, plain = np.asarray(exact, dtype=np.float64), np.asarray(plain, dtype=np.float64)
     _, factor = _STAND_IN.get(dtype, (dtype, 1.0))
     finite = np.isfinite(exact) & np.isfinite(plain)
-    baseline = np.abs(plain - exact)[finite].max(initial=0.0) * factor
-    row_scale = np.abs(np.where(np.isfinite(exact), exact, 0.0)).max(axis=-1, keepdims=True, initial=0.0)
-    largest = ml_dtypes.finfo(np_dtype(dtype)).max
-    last_ulp = float(largest) - float(np.nextafter(largest, np_dtype(dtype).type(0)))
-    # At or beyond the dtype's largest number (float16's 65504) spacing is inf: the largest finite ULP
-    with np.errstate(over="ignore"):
-        unit = np.where(
-            row_scale >= float(largest),
-            last_ulp,
-            np.spacing(np.minimum(row_scale, float(largest)).astype(np_dtype(dtype))),
-        )
-    return k * baseline + ulps * unit
+    return float(np.abs(plain - exact)[finite].max(initial=0.0) * factor)
 
 
 def plain_dtype(dtype):
@@ -131,6 +151,7 @@ class Verdict:
     limit: float
     ulps: float
     plain_error: float
+    derived: float
 
     @property
     def within(self):
@@ -140,17 +161,20 @@ class Verdict:
         where = "[" + ", ".join(str(int(i)) for i in self.index) + "]"
         return (
             f"{self.name}{where}: got {self.got!r}, expected {self.expected!r}, |error| {self.error:.3g} "
-            f"({self.ulps:.3g} ULP of {self.dtype} at the row's scale) against allowed {self.limit:.3g}; "
-            f"the plain {plain_dtype(self.dtype)} computation's error there is {self.plain_error:.3g}"
+            f"({self.ulps:.3g} ULP of {self.dtype} at the row's scale) against allowed {self.limit:.3g} "
+            f"(the derived bound there {self.derived:.3g}; the plain {plain_dtype(self.dtype)} computation's "
+            f"error there {self.plain_error:.3g})"
         )
 
 
-def judge(name, dtype, got, exact, plain, k, ulps):
-    """The Verdict of `got` (an output in `dtype`) against the exact and plain computations."""
+def judge(name, dtype, got, exact, plain, derived, k):
+    """The Verdict of `got` (an output in `dtype`) against the exact and plain computations and the
+    derived bound."""
     got, exact, plain = (np.asarray(a, dtype=np.float64) for a in (got, exact, plain))
+    derived = np.broadcast_to(np.asarray(derived, dtype=np.float64), exact.shape)
     with np.errstate(all="ignore"):
-        limit = allowed(dtype, exact, plain, k, ulps)
-        margin, index, error, bound = compare(got, exact, limit)
+        limit = allowed(dtype, exact, plain, derived, k)
+        margin, index, error, limit_at = compare(got, exact, limit)
         index = tuple(int(i) for i in index)
         expected = float(exact[index]) if exact.ndim else float(exact)
         value = float(got[index]) if got.ndim else float(got)
@@ -164,4 +188,5 @@ def judge(name, dtype, got, exact, plain, k, ulps):
         plain_error = abs(float(plain[index] if plain.ndim else plain) - expected)
     if np.isnan(value) and not np.isnan(expected):
         error = ulp_count = float("inf")
-    return Verdict(name, dtype, margin, index, value, expected, error, bound, ulp_count, plain_error)
+    at = float(derived[index]) if derived.ndim else float(derived)
+    return Verdict(name, dtype, margin, index, value, expected, error, limit_at, ulp_count, plain_error, at)

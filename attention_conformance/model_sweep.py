@@ -12,8 +12,9 @@ oracle cheap. For every dtype the adapter declares (and does not declare n/a for
 adapter gets the inputs rounded to that dtype; the exact and plain computations (judge.attend)
 run on the same rounded inputs, projected by the reference's own `project`.
 
-Recorded per output: the k it needs at the model's ulps,
-    needed_k = max over elements of (|got - exact| - ulps x ULP(row scale)) / B,
+Recorded per output: the share of the derived bound E it uses, max |got - exact| / E (judge.bound:
+above 1 the derivation is wrong for this framework, or the framework is), the k it needs beside E,
+    needed_k = max over elements of (|got - exact| - E) / B,
 its margin at the model (judge.judge, <= 1 within), and the shape. A dtype the plain computation
 overflows (float16 scores beyond 65504) is skipped for that case and counted. An output beyond
 the model on a path the adapter or spec/known_divergences.yaml declares divergent for some case
@@ -47,7 +48,6 @@ MAX_T, MAX_H, MAX_HEADS, MAX_D_IN = 1024, 256, 16, 8
 CELLS = 1 << 21  # at most B x N x T x S score entries per case: T = 1024 gets 2 heads, T = 512 gets 8
 DECODE_STEPS = 64  # at most this many new tokens in a decoding case (the stepwise path loops in Python)
 LARGE_LOGITS = 0.2  # the share of cases whose scaled scores' std is 8..2000 (else 0.05..8)
-ULPS_GRID = (0, 1, 2, 4, 8, 16, 32, 64)  # needed k is also recorded at these ulps, to choose the model's
 DEFAULT_EXAMPLES = 150
 
 
@@ -191,6 +191,12 @@ def oracle(op, inputs, rounding=None):
     return {"weights": out["weights"], "context": out["out"]}
 
 
+def bound(op, inputs, dtype):
+    """{output: the derived bound in dtype}, from the reference's own steps on these inputs."""
+    found = judge.bound(dtype, getattr(reference, op), **inputs)
+    return found if isinstance(found, dict) else {OPS[op][1][0]: found}
+
+
 # --- what the adapter declares -------------------------------------------------------------------
 
 
@@ -254,8 +260,8 @@ def declared(name, divergences, spec, op, output, dtype, inputs):
 # --- measuring -----------------------------------------------------------------------------------
 
 
-def measure(dtype, got, exact, plain, k, ulps):
-    """{needed_k, needed_k_by_ulps, ulps_alone, margin, baseline, error, ...} of one output."""
+def measure(dtype, got, exact, plain, derived, k):
+    """{needed_k, bound_used, margin, baseline, error, front, worst} of one output."""
     got = np.asarray(got, dtype=np.float64)
     if got.shape != exact.shape:
         return {
@@ -264,55 +270,46 @@ def measure(dtype, got, exact, plain, k, ulps):
             "problem": f"shape {list(got.shape)}, expected {list(exact.shape)}",
         }
     with np.errstate(all="ignore"):
-        baseline = float(np.max(judge.allowed(dtype, exact, plain, 1.0, 0.0), initial=0.0))
-        unit = np.broadcast_to(judge.allowed(dtype, exact, plain, 0.0, 1.0), exact.shape)
+        base = judge.baseline(dtype, exact, plain)
+        derived = np.broadcast_to(np.asarray(derived, dtype=np.float64), exact.shape)
         err = np.abs(got - exact)
         bad = ~np.isfinite(got) & np.isfinite(exact)
-
-        def needed(u):
-            if bad.any():
-                return math.inf
-            over = float(np.max(err - u * unit, initial=0.0))
-            if over <= 0:
-                return 0.0
-            return over / baseline if baseline > 0 else math.inf
-
-        verdict = judge.judge("", dtype, got, exact, plain, k, ulps)
-        alone = math.inf if bad.any() else float(np.max(np.where(err == 0, 0.0, err / unit), initial=0.0))
+        over = float(np.max(err - derived, initial=0.0))
+        needed = math.inf if bad.any() else 0.0 if over <= 0 else over / base if base > 0 else math.inf
+        verdict = judge.judge("", dtype, got, exact, plain, derived, k)
+        used = math.inf if bad.any() else float(np.max(np.where(err == 0, 0.0, err / derived), initial=0.0))
     return {
-        "needed_k": needed(ulps),
-        "needed_k_by_ulps": {str(u): needed(u) for u in ULPS_GRID},
-        "ulps_alone": alone,
+        "needed_k": needed,
+        "bound_used": used,
         "margin": float(verdict.margin),
-        "baseline": baseline,
+        "baseline": base,
         "max_error": float(np.max(np.where(bad, np.inf, err), initial=0.0)),
-        "front": None if bad.any() else front(err, unit),
+        "front": None if bad.any() else front(err, derived),
         "worst": verdict.describe(),
     }
 
 
-def front(err, unit, most=64):
-    """[[error, unit], ...]: each row's worst |error| beside its ULP at the row's scale, only the rows
-    no other row beats on both (a larger error at a smaller unit). The margin at any (k, ulps) is
-    max(error / (k x baseline + ulps x unit)) over these: a model can be tried without rerunning."""
-    rows_err = err.reshape(-1, err.shape[-1]).max(axis=-1) if err.ndim else err.reshape(1)
-    rows_unit = unit.reshape(-1, unit.shape[-1])[:, 0] if unit.ndim else unit.reshape(1)
-    order = np.lexsort((-rows_err, rows_unit))  # by unit, then the larger error first
-    kept, best = [], -1.0
+def front(err, derived, most=64):
+    """[[error, bound], ...]: elements no other element beats on both (a larger error at a smaller
+    derived bound). The margin at any k is max(error / (k x baseline + bound)) over these: a model can
+    be tried without rerunning."""
+    errs, bounds_ = err.reshape(-1), derived.reshape(-1)
+    order = np.lexsort((-errs, bounds_))  # by bound, then the larger error first
+    kept, best = [], 0.0
     for i in order:
-        if rows_err[i] > best:
-            kept.append([float(rows_err[i]), float(rows_unit[i])])
-            best = rows_err[i]
-    if len(kept) > most:  # keep the largest errors: they decide the margin at any ulps worth having
+        if errs[i] > best:
+            kept.append([float(errs[i]), float(bounds_[i])])
+            best = errs[i]
+    if len(kept) > most:  # keep the largest errors: they decide the margin at any k worth having
         kept = sorted(kept, key=lambda p: -p[0])[:most]
     return kept
 
 
-def margin_at(row, k, ulps):
-    """The margin of a measured row at another (k, ulps), from its front."""
+def margin_at(row, k):
+    """The margin of a measured row at another k, from its front."""
     if row.get("front") is None:
         return math.inf
-    return max((e / (k * row["baseline"] + ulps * u) if e > 0 else 0.0 for e, u in row["front"]), default=0.0)
+    return max((e / (k * row["baseline"] + d) if e > 0 else 0.0 for e, d in row["front"]), default=0.0)
 
 
 def run(name, adapter, examples, seed, model, dtypes=None, ops=None, log=None):
@@ -325,7 +322,7 @@ def run(name, adapter, examples, seed, model, dtypes=None, ops=None, log=None):
         op = case["op"]
         if ops and op not in ops:
             continue
-        exacts, plains = {}, {}
+        exacts, plains, derived = {}, {}, {}
         for dtype in dtypes or DTYPES:
             base = {"index": index, "op": op, "dtype": dtype, **case["shape"]}
             reason = not_applicable(adapter, op, dtype, case["inputs"])
@@ -339,6 +336,8 @@ def run(name, adapter, examples, seed, model, dtypes=None, ops=None, log=None):
             stand_in = judge.plain_dtype(dtype)
             if (given, stand_in) not in plains:
                 plains[(given, stand_in)] = oracle(op, inputs, rounding=stand_in)
+            if (given, dtype) not in derived:
+                derived[(given, dtype)] = bound(op, inputs, dtype)
             exact, plain = exacts[given], plains[(given, stand_in)]
             oracle_s = time.perf_counter() - started
             started = time.perf_counter()
@@ -354,7 +353,7 @@ def run(name, adapter, examples, seed, model, dtypes=None, ops=None, log=None):
             names = OPS[op][1]
             if result is not None and len(names) == 1:
                 result = {names[0]: result}
-            k, ulps = model[dtype]
+            k = model[dtype]
             for output in names:
                 if not_applicable(adapter, op, dtype, case["inputs"], output):
                     continue
@@ -366,7 +365,7 @@ def run(name, adapter, examples, seed, model, dtypes=None, ops=None, log=None):
                 elif not np.isfinite(plain[output]).all():
                     row |= {"status": "skipped", "problem": f"the plain {stand_in} computation overflows"}
                 else:
-                    row |= measure(dtype, result[output], exact[output], plain[output], k, ulps)
+                    row |= measure(dtype, result[output], exact[output], plain[output], derived[given, dtype][output], k)
                     row["status"] = "within" if row["margin"] <= 1.0 else "beyond"
                 if row["status"] in ("beyond", "raised"):
                     found = declared(name, divergences, spec, op, output, dtype, case["inputs"])
@@ -407,7 +406,7 @@ def summarize(rows, model):
         worst = max(measured, key=lambda r: r["needed_k"], default=None)
         worst_margin = max(measured, key=lambda r: r["margin"], default=None)
         out[dtype] = {
-            "model": {"k": model[dtype][0], "ulps": model[dtype][1]},
+            "model": {"k": model[dtype]},
             "outputs": len(mine),
             "cases": len({r["index"] for r in mine}),
             "measured": len(measured),
@@ -417,10 +416,7 @@ def summarize(rows, model):
             "skipped": sum(r["status"] == "skipped" for r in mine),
             "worst_needed_k": worst["needed_k"] if worst else None,
             "worst_needed_k_at": _shape_text(worst) if worst else None,
-            "worst_needed_k_by_ulps": {u: max(r["needed_k_by_ulps"][u] for r in measured) for u in map(str, ULPS_GRID)}
-            if measured
-            else None,
-            "worst_ulps_alone": max(r["ulps_alone"] for r in measured) if measured else None,
+            "worst_bound_used": max(r["bound_used"] for r in measured) if measured else None,
             "worst_margin": worst_margin["margin"] if worst_margin else None,
             "worst_margin_at": _shape_text(worst_margin) if worst_margin else None,
             "by_op": {
@@ -434,16 +430,17 @@ def summarize(rows, model):
 
 def table(summary):
     lines = [
-        "| dtype | model k, ulps | cases | outputs | skipped | declared | beyond "
-        "| worst needed k | at | worst margin |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| dtype | model k | cases | outputs | skipped | declared | beyond "
+        "| worst share of the bound | worst needed k | at | worst margin |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for dtype, s in summary.items():
         needed = "-" if s["worst_needed_k"] is None else f"{s['worst_needed_k']:.3g}"
         margin = "-" if s["worst_margin"] is None else f"{s['worst_margin']:.3g}"
+        used = "-" if s["worst_bound_used"] is None else f"{s['worst_bound_used']:.3g}"
         lines.append(
-            f"| {dtype} | {s['model']['k']:g}, {s['model']['ulps']:g} | {s['cases']} | {s['measured']} "
-            f"| {s['skipped']} | {s['declared']} | {s['beyond'] + s['raised']} | {needed} "
+            f"| {dtype} | {s['model']['k']:g} | {s['cases']} | {s['measured']} "
+            f"| {s['skipped']} | {s['declared']} | {s['beyond'] + s['raised']} | {used} | {needed} "
             f"| {s['worst_needed_k_at'] or '-'} | {margin} |"
         )
     lines.append("")
@@ -451,13 +448,6 @@ def table(summary):
         "worst needed k by op: "
         + "; ".join(
             f"{dtype} " + ", ".join(f"{op} {k:.3g}" for op, k in s["by_op"].items()) for dtype, s in summary.items()
-        )
-    )
-    lines.append(
-        "worst needed k by ulps: "
-        + "; ".join(
-            f"{dtype} " + ", ".join(f"{u}: {k:.3g}" for u, k in (s["worst_needed_k_by_ulps"] or {}).items())
-            for dtype, s in summary.items()
         )
     )
     return "\n".join(lines)
@@ -521,7 +511,7 @@ def main(argv=None):
                     "machine_line": where,
                     "command": command,
                     "seconds": round(seconds, 1),
-                    "model": {d: list(kv) for d, kv in model.items()},
+                    "model": model,
                     "summary": summary,
                     "rows": rows,
                 },

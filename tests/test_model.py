@@ -18,14 +18,13 @@ from attention_conformance.contract import np_dtype
 
 MODEL = judge.model()
 SEEDS = (0, 1, 2)
-FAR = 10.0  # a mistake must use more than ten times its budget
+FAR = 10.0  # a mistake must use more than ten times its budget (bfloat16's wrong scale: 15.7x at seeds 0..5)
 
 
-def test_model_file_names_every_dtype_with_positive_numbers():
+def test_model_file_names_every_dtype_with_a_number():
     assert set(MODEL) == set(judge.DTYPES)
-    for dtype, (k, ulps) in MODEL.items():
-        assert math.isfinite(k) and k > 0, dtype
-        assert math.isfinite(ulps) and ulps >= 0, dtype
+    for dtype, k in MODEL.items():
+        assert math.isfinite(k) and k >= 0, dtype
 
 
 def _inputs(dtype, seed, T, S, H=16, logit_std=3.0):
@@ -49,9 +48,9 @@ def _margins(dtype, got, q, k, v, hidden):
     """{output: margin} of `got` ({"weights", "out"}) against the model for these inputs."""
     exact = judge.attend(q, k, v, hidden)
     plain = judge.attend(q, k, v, hidden, rounding=judge.plain_dtype(dtype))
-    k_, ulps = MODEL[dtype]
+    derived = judge.bound(dtype, judge.attend, q, k, v, hidden)
     return {
-        name: judge.judge(name, dtype, got[name], exact[name], plain[name], k_, ulps).margin
+        name: judge.judge(name, dtype, got[name], exact[name], plain[name], derived[name], MODEL[dtype]).margin
         for name in ("weights", "out")
     }
 
@@ -151,8 +150,9 @@ def test_a_front_gives_the_judges_margin_at_any_model():
     hidden = _random_mask(5, 12, 12)
     exact = judge.attend(q, k, v, hidden)["out"]
     plain = judge.attend(q, k, v, hidden, rounding="float32")["out"]
-    got = exact + np.random.default_rng(1).standard_normal(exact.shape) * 3e-7
-    row = model_sweep.measure("float32", got, exact, plain, *MODEL["float32"])
-    for k_, ulps in ((1.0, 0.0), (3.0, 2.0), (0.0, 8.0), (20.0, 1.0)):
-        want = judge.judge("out", "float32", got, exact, plain, k_, ulps).margin
-        assert model_sweep.margin_at(row, k_, ulps) == pytest.approx(want, rel=1e-12)
+    derived = judge.bound("float32", judge.attend, q, k, v, hidden)["out"]
+    got = exact + np.random.default_rng(1).standard_normal(exact.shape) * 3e-6
+    row = model_sweep.measure("float32", got, exact, plain, derived, MODEL["float32"])
+    for k_ in (0.0, 1.0, 3.0, 20.0):
+        want = judge.judge("out", "float32", got, exact, plain, derived, k_).margin
+        assert model_sweep.margin_at(row, k_) == pytest.approx(want, rel=1e-12)

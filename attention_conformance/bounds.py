@@ -1,0 +1,271 @@
+"""How far any correct computation of the oracle's steps may land from the exact answer: a bound derived
+from the magnitudes summed, not measured on one computation that may have been exact by luck.
+
+`Bounded` is a float64 array with, beside each value, `err`: the largest |computed - value| of any
+implementation that performs the same steps in floating point, in any summation order, with or
+without fused multiply-add. It follows the rules of forward error analysis (Higham, Accuracy and
+Stability of Numerical Algorithms, ch. 2-3), with every term kept, not only the first order:
+
+  a sum or dot product of n terms     gamma_n x sum |terms|, gamma_n = n u / (1 - n u), any order
+  each arithmetic result              u x |result|
+  a step's result stored in the dtype u_store x |result|, where the next step (or the caller) takes it
+  a x b, a +- b                       |a| e_b + e_a |b| + e_a e_b, e_a + e_b (plus the storing)
+  a / b                               (e_a + |a / b| e_b) / (|b| - e_b)   (inf when e_b >= |b|)
+  exp(a)                              exp(a) (exp(e_a) - 1), and exp's own error, EXP_ULPS of it
+  a constant (a scale 1/sqrt(H))      rounded to the dtype: u_store of it
+
+u_store is the dtype's unit roundoff; within a step (a product, the scale, the softmax, the blend)
+sums and elementwise math run at u = u_accumulate, the dtype's own in float32 and float64 and
+float32's in float16 and bfloat16, where the frameworks judged here accumulate; the steps are the
+reference's, whose inputs the plain computation rounds too (a framework that accumulates or keeps a
+softmax's insides in the half type is outside the bound: a declared divergence). The reference (adapters/reference.py) runs its own steps on Bounded arrays: what it
+computes is the exact value, what it carries is the bound. Anything else a Bounded array meets raises,
+so a step nobody bounded cannot pass silently. NumPy only.
+"""
+
+import contextlib
+import contextvars
+import math
+
+import ml_dtypes
+import numpy as np
+from numpy.lib.mixins import NDArrayOperatorsMixin
+
+from attention_conformance import portable
+
+# Within 1 ULP for Sleef (torch), 1-2 for Eigen (TensorFlow, XLA) and MLAS's softmax (ONNX Runtime),
+# as their sources state; 4 ULP leaves room for a vectorised exp none of them documents.
+EXP_ULPS = 4
+_units = contextvars.ContextVar("units", default=None)
+
+
+def unit_roundoff(dtype):
+    return float(ml_dtypes.finfo(dtype).eps) / 2
+
+
+@contextlib.contextmanager
+def computed_in(dtype):
+    """Bounds for results stored in `dtype` (a NumPy or ml_dtypes dtype name)."""
+    store = unit_roundoff(dtype)
+    accumulate = min(store, unit_roundoff("float32"))
+    token = _units.set((store, accumulate, dtype))
+    try:
+        yield
+    finally:
+        _units.reset(token)
+
+
+def _store():
+    return _units.get()[0]
+
+
+def _accumulate():
+    return _units.get()[1]
+
+
+def _gamma(n):
+    nu = n * _accumulate()
+    return nu / (1 - nu) if nu < 1 else math.inf
+
+
+def _parts(a):
+    if isinstance(a, Bounded):
+        return a.value, a.err
+    value = np.asarray(a, dtype=np.float64) if not isinstance(a, (bool, np.bool_)) else a
+    return value, np.zeros(np.shape(value))
+
+
+class Bounded(NDArrayOperatorsMixin):
+    """A float64 value and the bound on its error (see the module's doc)."""
+
+    __array_priority__ = 100
+
+    def __init__(self, value, err=None):
+        if _units.get() is None:
+            raise RuntimeError("Bounded arrays need bounds.computed_in(dtype)")
+        self.value = np.asarray(value, dtype=np.float64)
+        self.err = np.zeros(self.value.shape) if err is None else np.broadcast_to(err, self.value.shape).copy()
+
+    def __array__(self, *args, **kwargs):
+        raise TypeError("a Bounded array met a NumPy call that would drop its bound: bound that step in bounds.py")
+
+    shape = property(lambda self: self.value.shape)
+    ndim = property(lambda self: self.value.ndim)
+    size = property(lambda self: self.value.size)
+    T = property(lambda self: Bounded(self.value.T, self.err.T))
+
+    def __len__(self):
+        return len(self.value)
+
+    def __getitem__(self, key):
+        return Bounded(self.value[key], self.err[key])
+
+    def __setitem__(self, key, other):
+        value, err = _parts(other)
+        self.value[key], self.err[key] = value, err
+
+    def max(self, axis=None, keepdims=False):
+        # The largest of values each within e of its own is within the largest e of the largest value.
+        return Bounded(self.value.max(axis=axis, keepdims=keepdims), self.err.max(axis=axis, keepdims=keepdims))
+
+    def reshape(self, *shape):
+        return Bounded(self.value.reshape(*shape), self.err.reshape(*shape))
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if method != "__call__" or kwargs:
+            raise TypeError(f"bounds: {ufunc.__name__}.{method} with {sorted(kwargs)} is not bounded")
+        values = [_parts(a)[0] for a in inputs]
+        if ufunc in _PLAIN:  # comparisons and tests: answered from the values
+            return ufunc(*values)
+        rule = _RULES.get(ufunc)
+        if rule is None:
+            raise TypeError(f"bounds: np.{ufunc.__name__} is not bounded")
+        with np.errstate(all="ignore"):
+            return rule(*inputs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        rule = _FUNCTIONS.get(func)
+        if rule is None:
+            raise TypeError(f"bounds: np.{func.__name__} is not bounded")
+        return rule(*args, **kwargs)
+
+
+def _stored(value, err):
+    """A step's own arithmetic: rounded at u_accumulate (float32 inside a half-precision step)."""
+    return Bounded(value, err + _accumulate() * np.abs(value))
+
+
+def stored(a):
+    """`a` as the next step receives it, stored in the dtype: a computed value (err > 0) rounds once
+    more, from u_accumulate to u_store. Inputs given in the dtype are exact and stay so."""
+    if not isinstance(a, Bounded):
+        return a
+    return Bounded(a.value, np.where(a.err > 0, a.err + (_store() - _accumulate()) * np.abs(a.value), a.err))
+
+
+def _constant(a):
+    """err of a plain operand: none for an array (inputs are given in the dtype), u_store for a
+    number the implementation rounds (a scale)."""
+    return 0.0 if isinstance(a, Bounded) or np.ndim(a) > 0 else _store()
+
+
+def _add(a, b):
+    (va, ea), (vb, eb) = _parts(a), _parts(b)
+    return _stored(va + vb, ea + eb)
+
+
+def _subtract(a, b):
+    (va, ea), (vb, eb) = _parts(a), _parts(b)
+    return _stored(va - vb, ea + eb)
+
+
+def _multiply(a, b):
+    (va, ea), (vb, eb) = _parts(a), _parts(b)
+    ea, eb = ea + _constant(a) * np.abs(va), eb + _constant(b) * np.abs(vb)
+    return _stored(va * vb, np.abs(va) * eb + ea * np.abs(vb) + ea * eb)
+
+
+def _divide(a, b):
+    (va, ea), (vb, eb) = _parts(a), _parts(b)
+    ea, eb = ea + _constant(a) * np.abs(va), eb + _constant(b) * np.abs(vb)
+    value = va / vb
+    room = np.abs(vb) - eb
+    err = np.where(room > 0, (ea + np.abs(value) * eb) / np.where(room > 0, room, 1.0), np.inf)
+    return _stored(value, np.where((va == 0) & (ea == 0), 0.0, err))  # an exact zero over anything stays zero
+
+
+def _negative(a):
+    value, err = _parts(a)
+    return Bounded(-value, err)
+
+
+def _absolute(a):
+    value, err = _parts(a)
+    return Bounded(np.abs(value), err)
+
+
+_RULES = {np.add: _add, np.subtract: _subtract, np.multiply: _multiply, np.true_divide: _divide}
+_RULES |= {np.negative: _negative, np.absolute: _absolute}
+_PLAIN = {np.isnan, np.isinf, np.isfinite, np.equal, np.not_equal, np.less, np.less_equal, np.greater}
+_PLAIN |= {np.greater_equal, np.logical_not, np.signbit}
+
+
+def _where(condition, x, y):
+    (vx, ex), (vy, ey) = _parts(x), _parts(y)
+    return Bounded(np.where(condition, vx, vy), np.where(condition, ex, ey))
+
+
+def _both(func):
+    """A function that moves elements without arithmetic: applied to the value and the bound alike."""
+
+    def moved(a, *args, **kwargs):
+        value, err = _parts(a)
+        return Bounded(func(value, *args, **kwargs), func(err, *args, **kwargs))
+
+    return moved
+
+
+def _joined(func):
+    def joined(arrays, *args, **kwargs):
+        parts = [_parts(a) for a in arrays]
+        return Bounded(func([v for v, _ in parts], *args, **kwargs), func([e for _, e in parts], *args, **kwargs))
+
+    return joined
+
+
+def _split(a, *args, **kwargs):
+    value, err = _parts(a)
+    return [Bounded(v, e) for v, e in zip(np.split(value, *args, **kwargs), np.split(err, *args, **kwargs))]
+
+
+_FUNCTIONS = {np.where: _where, np.split: _split, np.concatenate: _joined(np.concatenate), np.stack: _joined(np.stack)}
+_FUNCTIONS |= {f: _both(f) for f in (np.swapaxes, np.broadcast_to, np.moveaxis, np.expand_dims, np.ravel, np.reshape, np.repeat, np.tile)}
+_FUNCTIONS |= {np.shape: lambda a: a.shape, np.ndim: lambda a: a.ndim, np.isneginf: lambda a: np.isneginf(a.value)}
+
+
+# --- the steps with sums and exponentials: the reference calls these on Bounded arrays ----------------
+
+
+def matmul(a, b):
+    (va, ea), (vb, eb) = _parts(a), _parts(b)
+    size = portable.matmul(np.abs(va), np.abs(vb))
+    err = portable.matmul(ea, np.abs(vb)) + portable.matmul(np.abs(va), eb) + portable.matmul(ea, eb)
+    return _stored(portable.matmul(va, vb), err + _gamma(va.shape[-1]) * size)
+
+
+def sum(a, axis=-1, keepdims=False):
+    value, err = _parts(a)
+    size = portable.sum(np.abs(value), axis=axis, keepdims=keepdims)
+    total_err = portable.sum(err, axis=axis, keepdims=keepdims)
+    return _stored(portable.sum(value, axis=axis, keepdims=keepdims), total_err + _gamma(value.shape[axis]) * size)
+
+
+def softmax(scaled, hidden=None, keys=None):
+    """The softmax over the last axis (hidden keys get 0, a row with none visible 0 everywhere), bounded
+    as a whole: its terms are positive and share one denominator, so with each input within D_l the
+    weight w_j lies between
+        a_j e^-D_j / (a_j e^-D_j + sum_l!=j a_l e^D_l)  and  a_j e^D_j / (a_j e^D_j + sum_l!=j a_l e^-D_l),
+    a_l = exp(s_l - max s), finite however large D is (the parts' bounds would divide by nothing).
+    The row's max that implementations subtract cancels exactly; its subtraction rounds (u |s - max|),
+    exp errs EXP_ULPS in numerator and denominator, the sum of `keys` terms gamma_keys, the division u."""
+    value, err = _parts(stored(scaled))
+    hidden = np.zeros(value.shape, dtype=bool) if hidden is None else np.broadcast_to(hidden, value.shape)
+    with np.errstate(all="ignore"):
+        filled = np.where(hidden, -np.inf, value)
+        top = filled.max(axis=-1, keepdims=True)
+        empty = np.isneginf(top)
+        shifted = filled - np.where(empty, 0.0, top)
+        a = np.where(hidden, 0.0, portable.exp(shifted))
+        d = np.where(hidden, 0.0, err + _accumulate() * np.abs(shifted))
+        up, down = a * np.exp(np.minimum(d, 700.0)), a * np.exp(-d)
+        P, Q = portable.sum(up, keepdims=True), portable.sum(down, keepdims=True)
+        Z = portable.sum(a, keepdims=True)
+        w = np.where(empty, 0.0, a / np.where(empty, 1.0, Z))
+        highest = np.where(up > 0, up / (up + np.maximum(Q - down, 0.0)), 0.0)
+        lowest = np.where(down > 0, down / (down + np.maximum(P - up, 0.0)), 0.0)
+        spread = np.maximum(highest - w, w - lowest)
+        n = value.shape[-1] if keys is None else keys
+        own = highest * ((4 * EXP_ULPS + 1) * _accumulate() + _gamma(n))
+        floor = float(ml_dtypes.finfo(_units.get()[2]).smallest_subnormal)  # an underflowed weight: any subnormal
+    err = np.where(hidden | empty, 0.0, np.nan_to_num(spread, nan=np.inf) + own + floor)
+    return Bounded(w, err)
