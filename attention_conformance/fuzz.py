@@ -69,6 +69,10 @@ SHRINK_CALLS = 150  # evaluations spent shrinking a finding, at most (counted, s
 
 # What the drawn numbers are: sizes and ranges chosen so that shrinking heads for the small and plain.
 _TOKENS = (1, 2, 3, 4, 5, 7, 8, 16, 33, 64, 128)  # T = 1 first (shrinking goes there), long T last
+# Long rows where one row costs little: a softmax's keys, a blend's, a product's, and decoding's cache
+# (its oracle computes every query: 4096 keys take 16 s there, so 1024).
+_LONG_KEYS = (256, 1024, 4096)
+_LONG_CACHE = (256, 1024)
 _WIDTHS = (1, 2, 3, 4, 5, 7, 8, 16)  # d_in
 _HEAD_SIZES = (1, 2, 3, 4, 5, 7, 8, 16)  # odd ones included
 _BATCHES = (1, 2, 3)
@@ -97,10 +101,20 @@ def _strategy(ops):
     from hypothesis import strategies as st
 
     def tensor(draw, shape, ranges):
-        if draw(st.integers(0, 9)) == 9:  # exact ties everywhere
+        kind = draw(st.integers(0, 11))
+        if kind == 9:  # exact ties everywhere
             return {"fill": draw(st.sampled_from(_FILLS)), "shape": list(shape)}
         low, high = draw(st.sampled_from(ranges))
-        return {"uniform": [low, high], "shape": list(shape), "seed": draw(st.integers(0, 2**16))}
+        rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+        if kind == 10 and len(shape) == 2 and shape[0] * shape[1] <= 4096:
+            # rank one: every row a multiple of one, so sums of them cancel (and scores tie) in bulk
+            rows, columns = rng.uniform(low, high, shape[0]), rng.uniform(-1.0, 1.0, shape[1])
+            return np.outer(rows, columns).astype(np.float32).tolist()
+        if kind == 11 and len(shape) >= 1 and int(np.prod(shape)) <= 8192:
+            # wide dynamic range: rows 1e-3..1e3 apart, so small terms ride on large ones
+            rows = 10.0 ** rng.integers(-3, 4, size=tuple(shape[:-1]) + (1,))
+            return (rng.uniform(low, high, tuple(shape)) * rows).astype(np.float32).tolist()
+        return {"uniform": [low, high], "shape": list(shape), "seed": int(rng.integers(0, 2**16))}
 
     def mask(draw, lead, T, S, start=0):
         """True = hidden; every row keeps a key (a fully masked row is a convention, not a number)."""
@@ -148,7 +162,7 @@ def _strategy(ops):
         if op == "project":
             return op, {"x": tensor(draw, [D] if form == "row" else [T, D], _X_RANGES), "w": w(D, H)}
         if op == "transposed_matmul":
-            S = T if draw(st.booleans()) else draw(st.sampled_from(_TOKENS))
+            S = T if draw(st.booleans()) else draw(st.sampled_from(_TOKENS + _LONG_KEYS))
             return op, {"q": tensor(draw, lead + [T, H], _X_RANGES), "k": tensor(draw, lead + [S, H], _X_RANGES)}
         if op == "scale":
             return op, {
@@ -157,10 +171,12 @@ def _strategy(ops):
             }
         if op == "softmax":
             return op, {
-                "scores": tensor(draw, [T] if form == "row" else [T, draw(st.sampled_from(_TOKENS))], _SCORE_RANGES)
+                "scores": tensor(
+                    draw, [T] if form == "row" else [T, draw(st.sampled_from(_TOKENS + _LONG_KEYS))], _SCORE_RANGES
+                )
             }
         if op == "blend":
-            S = draw(st.sampled_from(_TOKENS))
+            S = draw(st.sampled_from(_TOKENS + _LONG_KEYS))
             return op, {"weights": tensor(draw, [T, S], ((0.0, 1.0),)), "v": tensor(draw, [S, H], _X_RANGES)}
         transposed = op in ("self_attention_v2", "exercise_3_1")  # nn.Linear's [d_out, d_in]
         if op in ("attention", "self_attention_v1", "self_attention_v2", "exercise_3_1", "causal_attention"):
@@ -174,13 +190,12 @@ def _strategy(ops):
                 "mask": mask(draw, [], T, T),
             }
         if op in ("decode_attention", "causal_flag"):
-            return op, {
-                "x": x(),
-                "w_query": w(D, H),
-                "w_key": w(D, H),
-                "w_value": w(D, H),
-                "start": draw(st.integers(0, T - 1)),
-            }
+            if draw(st.integers(0, 4)) == 4:  # a long cache, the last few queries
+                T = draw(st.sampled_from(_LONG_CACHE))
+                start = T - draw(st.integers(1, 4))
+            else:
+                start = draw(st.integers(0, T - 1))
+            return op, {"x": x(t=T), "w_query": w(D, H), "w_key": w(D, H), "w_value": w(D, H), "start": start}
         if op == "mask_conventions":
             return op, {
                 "x": x(),
@@ -254,9 +269,16 @@ def _features(op, inputs):
             features["fully_masked"] = bool(np.asarray(value, dtype=bool).all(axis=-1).any())
         elif name == "num_kv_heads":  # one K/V head shared by several query heads; one head alone is plain attention
             features["multi_query"] = value == 1 and inputs.get("num_heads", 1) > 1
-        elif name == "x" and isinstance(value, dict) and len(value.get("shape", ())) >= 2:
-            features["one_token"] = value["shape"][-2] == 1
+        elif name == "x" and len(_shape(value)) >= 2:
+            features["one_token"] = _shape(value)[-2] == 1
     return features
+
+
+def _shape(value):
+    """A drawn or spec tensor's shape: {uniform or fill, shape} or the values themselves."""
+    if isinstance(value, dict):
+        return tuple(value.get("shape", ()))
+    return np.shape(value) if isinstance(value, list) else ()
 
 
 # The features that tell an op's spec cases apart where an adapter's NOT_APPLICABLE key or known
@@ -329,6 +351,8 @@ class Fuzzer:
         }  # the spec's dtype plan
         self.calls = 0
         self.excused = {}  # reason -> how many outputs it excused
+        self.margin = 0.0  # the last case's worst margin: what a targeted search pushes up
+        self.worst = None  # (margin, "op/output", the verdict's words): the closest a passing case came
 
     def excuse(self, op, inputs, output):
         """Why this output of this generated case is not judged, or None."""
@@ -384,6 +408,7 @@ class Fuzzer:
     def evaluate(self, op, inputs):
         """A Finding if the adapter's outputs break the tolerance model on this case, else None."""
         self.calls += 1
+        self.margin = 0.0
         names = contract.OPS[op][1]
         judged = []
         for o in names:
@@ -412,6 +437,13 @@ class Fuzzer:
         exact, plain, derived = self.expected(op, kwargs)
         k = self.model[self.dtype]
         verdicts, messages = {}, {}
+        for output in list(judged):
+            stand_in = np.asarray(plain.get(output, 0.0))
+            if stand_in.dtype.kind == "f" and not np.isfinite(stand_in).all() and np.isfinite(exact[output]).all():
+                # the dtype's range, not rounding: a correct computation overflows too (the model sweep skips these)
+                reason = f"the plain {self.judge.plain_dtype(self.dtype)} computation overflows"
+                self.excused[reason] = self.excused.get(reason, 0) + 1
+                judged.remove(output)
         for output in judged:
             if not isinstance(got, dict) or output not in got:
                 messages[output] = f"missing from what {op}() returned"
@@ -433,13 +465,16 @@ class Fuzzer:
                 continue
             verdict = self.judge.judge(output, self.dtype, value, want, plain[output], derived[output], k)
             verdicts[output] = verdict
+            self.margin = max(self.margin, verdict.margin)
+            if verdict.within and (self.worst is None or verdict.margin > self.worst[0]):
+                self.worst = (verdict.margin, f"{op}/{output}", verdict.describe())
             if not verdict.within:
                 messages[output] = f"margin {verdict.margin:.3g}: {verdict.describe()}"
         return Finding(op, inputs, self.dtype, verdicts, messages) if messages else None
 
     def run(self, examples, seed, shrink=SHRINK_CALLS):
         """The shrunk Finding of a run of `examples` generated cases, or None."""
-        from hypothesis import HealthCheck, Phase, configuration, errors, find, settings
+        from hypothesis import HealthCheck, Phase, configuration, errors, find, settings, target
 
         if not self.ops:
             return None
@@ -452,11 +487,15 @@ class Fuzzer:
                 if spent and len(spent) > shrink:  # the shrink budget is spent: nothing new is kept
                     return False
                 seen[key] = self.evaluate(*case) is not None
+                if not spent:
+                    # Searching, the cases nearest a false alarm are bred from: a correct adapter is
+                    # pushed towards its worst inputs, not only sampled (hypothesis' targeted search).
+                    target(min(self.margin, 1e6), label="margin")
                 if spent or seen[key]:
                     spent.append(key)
             return seen[key]
 
-        phases = [Phase.generate, Phase.shrink] if shrink else [Phase.generate]
+        phases = [Phase.generate, Phase.target, Phase.shrink] if shrink else [Phase.generate, Phase.target]
         config = settings(
             max_examples=examples,
             database=None,
@@ -494,7 +533,7 @@ def case_yaml(spec, finding, adapter_name):
     words = ["random"] + [w for w in op.split("_") if w in vocabulary and w != "random"]
     if inputs.get("causal") and "causal" not in words:
         words.append("causal")
-    if "batched" not in words and isinstance(inputs.get("x"), dict) and len(inputs["x"]["shape"]) == 3:
+    if "batched" not in words and len(_shape(inputs.get("x"))) == 3:
         words.append("batched")
     suffixes = (
         [[]]
@@ -603,6 +642,10 @@ class _Inliner:
             return
         if inspect.isfunction(value) or inspect.isclass(value) or inspect.isbuiltin(value) or callable(value):
             module = getattr(value, "__module__", None)
+            home = sys.modules.get(module) if module else None
+            if inspect.isfunction(value) and getattr(home, value.__name__, None) is not value:
+                # made by a factory (a closure) or renamed: `from module import name` would not find it
+                raise CannotInline(f"{name} is made at run time ({module}.{value.__qualname__})")
             if module and self._bind(name, value):
                 self._import(
                     f"from {module} import {value.__name__}" + (f" as {name}" if name != value.__name__ else "")
@@ -755,7 +798,9 @@ def reproducer(fuzzer, finding, module_name):
         call = finding.op
     except (CannotInline, OSError, TypeError) as exc:  # the function cannot be lifted out: import the adapter instead
         body = (
-            f"# NOT STANDALONE: {exc}; this imports the adapter, so attention-conformance must be installed.\n"
+            f"# NOT STANDALONE: {exc}; so this imports {finding.op} from the adapter module "
+            f"{getattr(fuzzer.adapter, '__name__', module_name)!r}: it needs that module importable (run it where "
+            "`attention-conformance fuzz` ran) and whatever the module imports.\n"
             f"import base64\nimport io\nimport importlib\nimport sys\n\nimport numpy as np\n\n"
             f"_adapter = importlib.import_module({getattr(fuzzer.adapter, '__name__', module_name)!r})\n"
         )
@@ -847,10 +892,11 @@ def main(adapter_name, examples=100, seed=0, dtype=None, out=DEFAULT_OUT, ops=No
     summary = (
         f"{adapter_name} {dtype}: {fuzzer.calls} distinct cases of {examples} drawn, "
         f"over {len(fuzzer.ops)} ops, seed {seed}"
-        + (f", {excused} outputs excused (not applicable or known divergences)" if excused else "")
+        + (f", {excused} outputs excused (not applicable, known divergences, or beyond the dtype's range)" if excused else "")
     )
     if finding is None:
-        print(f"ok: {summary}: no finding")
+        closest = "" if fuzzer.worst is None else f"; worst margin {fuzzer.worst[0]:.3g} ({fuzzer.worst[1]})"
+        print(f"ok: {summary}: no finding{closest}")
         return 0
     case_id, yaml_path, script_path = write(fuzzer, finding, out, adapter_name, seed)
     print(f"{summary}")

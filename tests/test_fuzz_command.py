@@ -108,10 +108,11 @@ def _found(kills):
     return caught[0], results[caught[0]][1]
 
 
-def _fuzz(mutant, ops, out):
+def _fuzz(mutant, ops, out, dtype=None):
     return cli.main(
         ["fuzz", "--adapter", mutant, "--examples", str(MUTANT_EXAMPLES), "--seed", str(SEED), "--out", str(out)]
         + [arg for op in ops for arg in ("--op", op)]
+        + (["--dtype", dtype] if dtype else [])
     )
 
 
@@ -153,6 +154,40 @@ def test_a_finding_is_a_spec_case_and_a_standalone_reproducer(requested_adapter,
         timeout=300,
     )
     assert run.returncode == 1 and "REPRODUCED" in run.stdout, (run.returncode, run.stdout, run.stderr[-2000:])
+
+
+def _reproduce(script, tmp_path):
+    """Run a reproducer in a fresh interpreter: standalone ones with the suite unimportable, the others
+    (closures a factory made: their header says so) where their adapter module imports."""
+    if "NOT STANDALONE" in script.read_text():
+        return subprocess.run([sys.executable, str(script)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    isolated = tmp_path / "isolated"
+    isolated.mkdir(exist_ok=True)
+    shutil.copy(script, isolated / script.name)
+    blocked = (
+        "import runpy, sys; sys.modules['attention_conformance'] = None; sys.modules['tests'] = None; "
+        "sys.argv = [sys.argv[1]]; runpy.run_path(sys.argv[0], run_name='__main__')"
+    )
+    return subprocess.run(
+        [sys.executable, "-I", "-c", blocked, script.name], cwd=isolated, capture_output=True, text=True, timeout=300
+    )
+
+
+def test_every_findings_reproducer_runs_and_exits_1(requested_adapter, kills, tmp_path):
+    caught = [m for m, (c, _, _) in kills.items() if c]
+    if not caught:
+        pytest.skip("no wrong adapter the fuzzer finds here")
+    problems = []
+    for mutant in caught:
+        out = tmp_path / mutant.split(".")[-1]
+        module = contract.load(mutant)
+        found = [d for d in getattr(module, "RUN_IN", module.DTYPES[:1]) if _fuzz(mutant, kills[mutant][1], out, d) == 1]
+        assert found, f"{mutant}: caught by the kill rate's run, not by the command"
+        [script] = sorted(out.glob("*.py"))
+        run = _reproduce(script, out)
+        if run.returncode != 1 or "REPRODUCED" not in run.stdout:
+            problems.append(f"{mutant}: exit {run.returncode}: {(run.stdout + run.stderr)[-600:]}")
+    assert not problems, "\n".join(problems)
 
 
 def test_the_same_seed_gives_the_same_finding(requested_adapter, kills, tmp_path):
