@@ -3,24 +3,26 @@ from the magnitudes summed, not measured on one computation that may have been e
 
 `Bounded` is a float64 array with, beside each value, `err`: the largest |computed - value| of any
 implementation that performs the same steps in floating point, in any summation order, with or
-without fused multiply-add. It follows the rules of forward error analysis (Higham, Accuracy and
-Stability of Numerical Algorithms, ch. 2-3), with every term kept, not only the first order:
+without fused multiply-add. It follows forward error analysis (Higham, Accuracy and Stability of
+Numerical Algorithms, ch. 2-3), every term kept, not only the first order:
 
-  a sum or dot product of n terms     gamma_n x sum |terms|, gamma_n = n u / (1 - n u), any order
-  each arithmetic result              u x |result|
-  a step's result stored in the dtype u_store x |result|, where the next step (or the caller) takes it
-  a x b, a +- b                       |a| e_b + e_a |b| + e_a e_b, e_a + e_b (plus the storing)
-  a / b                               (e_a + |a / b| e_b) / (|b| - e_b)   (inf when e_b >= |b|)
-  exp(a)                              exp(a) (exp(e_a) - 1), and exp's own error, EXP_ULPS of it
-  a constant (a scale 1/sqrt(H))      rounded to the dtype: u_store of it
+  a sum or dot product of n terms   gamma_n x sum |terms|, gamma_n = n u / (1 - n u), any order
+  each arithmetic result            u x |result|
+  a x b, a +- b                     |a| e_b + e_a |b| + e_a e_b, e_a + e_b
+  a / b                             (e_a + |a / b| e_b) / (|b| - e_b)   (inf when e_b >= |b|)
+  a constant (a scale 1/sqrt(H))    rounded to the dtype: u_store of it
+  the softmax                       as a whole (softmax() says how): its terms share a denominator
+  a step's result stored            u_store x |result|, where the next step (or the caller) takes it
+  the oracle's own products         K 2**-58 of the row's and column's largest magnitudes (portable.py)
 
-u_store is the dtype's unit roundoff; within a step (a product, the scale, the softmax, the blend)
-sums and elementwise math run at u = u_accumulate, the dtype's own in float32 and float64 and
-float32's in float16 and bfloat16, where the frameworks judged here accumulate; the steps are the
-reference's, whose inputs the plain computation rounds too (a framework that accumulates or keeps a
-softmax's insides in the half type is outside the bound: a declared divergence). The reference (adapters/reference.py) runs its own steps on Bounded arrays: what it
-computes is the exact value, what it carries is the bound. Anything else a Bounded array meets raises,
-so a step nobody bounded cannot pass silently. NumPy only.
+u_store is the dtype's unit roundoff. Within a step (a product, the scale, the softmax, the blend)
+sums and elementwise math run at u = u_accumulate: the dtype's own in float32 and float64, float32's
+in float16 and bfloat16, where the frameworks judged here accumulate. A framework that accumulates,
+or keeps a softmax's insides, in the half type is outside the bound: a declared divergence.
+
+The reference (adapters/reference.py) runs its own steps on Bounded arrays (judge.bound): what it
+computes is the exact value, what it carries is the bound. A NumPy call this module does not bound
+raises, so no step can drop its bound silently. NumPy only.
 """
 
 import contextlib
@@ -130,7 +132,7 @@ class Bounded(NDArrayOperatorsMixin):
         return rule(*args, **kwargs)
 
 
-def _stored(value, err):
+def _rounded(value, err):
     """A step's own arithmetic: rounded at u_accumulate (float32 inside a half-precision step)."""
     return Bounded(value, err + _accumulate() * np.abs(value))
 
@@ -151,18 +153,18 @@ def _constant(a):
 
 def _add(a, b):
     (va, ea), (vb, eb) = _parts(a), _parts(b)
-    return _stored(va + vb, ea + eb)
+    return _rounded(va + vb, ea + eb)
 
 
 def _subtract(a, b):
     (va, ea), (vb, eb) = _parts(a), _parts(b)
-    return _stored(va - vb, ea + eb)
+    return _rounded(va - vb, ea + eb)
 
 
 def _multiply(a, b):
     (va, ea), (vb, eb) = _parts(a), _parts(b)
     ea, eb = ea + _constant(a) * np.abs(va), eb + _constant(b) * np.abs(vb)
-    return _stored(va * vb, np.abs(va) * eb + ea * np.abs(vb) + ea * eb)
+    return _rounded(va * vb, np.abs(va) * eb + ea * np.abs(vb) + ea * eb)
 
 
 def _divide(a, b):
@@ -171,7 +173,7 @@ def _divide(a, b):
     value = va / vb
     room = np.abs(vb) - eb
     err = np.where(room > 0, (ea + np.abs(value) * eb) / np.where(room > 0, room, 1.0), np.inf)
-    return _stored(value, np.where((va == 0) & (ea == 0), 0.0, err))  # an exact zero over anything stays zero
+    return _rounded(value, np.where((va == 0) & (ea == 0), 0.0, err))  # an exact zero over anything stays zero
 
 
 def _negative(a):
@@ -219,7 +221,10 @@ def _split(a, *args, **kwargs):
 
 
 _FUNCTIONS = {np.where: _where, np.split: _split, np.concatenate: _joined(np.concatenate), np.stack: _joined(np.stack)}
-_FUNCTIONS |= {f: _both(f) for f in (np.swapaxes, np.broadcast_to, np.moveaxis, np.expand_dims, np.ravel, np.reshape, np.repeat, np.tile)}
+_FUNCTIONS |= {
+    f: _both(f)
+    for f in (np.swapaxes, np.broadcast_to, np.moveaxis, np.expand_dims, np.ravel, np.reshape, np.repeat, np.tile)
+}
 _FUNCTIONS |= {np.shape: lambda a: a.shape, np.ndim: lambda a: a.ndim, np.isneginf: lambda a: np.isneginf(a.value)}
 
 
@@ -238,15 +243,20 @@ def matmul(a, b):
     # (portable.matmul): an entry far below both is known less well than float64 holds it, found by
     # tests/test_false_alarms.py (one visible key among values 2**18 larger).
     K = va.shape[-1]
-    oracle = K * 2.0**-58 * np.abs(va).max(axis=-1, keepdims=True, initial=0.0) * np.abs(vb).max(axis=-2, keepdims=True, initial=0.0)
-    return _stored(portable.matmul(va, vb), err + _gamma(K) * size + oracle)
+    oracle = (
+        K
+        * 2.0**-58
+        * np.abs(va).max(axis=-1, keepdims=True, initial=0.0)
+        * np.abs(vb).max(axis=-2, keepdims=True, initial=0.0)
+    )
+    return _rounded(portable.matmul(va, vb), err + _gamma(K) * size + oracle)
 
 
 def sum(a, axis=-1, keepdims=False):
     value, err = _parts(a)
     size = portable.sum(np.abs(value), axis=axis, keepdims=keepdims)
     total_err = portable.sum(err, axis=axis, keepdims=keepdims)
-    return _stored(portable.sum(value, axis=axis, keepdims=keepdims), total_err + _gamma(value.shape[axis]) * size)
+    return _rounded(portable.sum(value, axis=axis, keepdims=keepdims), total_err + _gamma(value.shape[axis]) * size)
 
 
 def softmax(scaled, hidden=None, keys=None):

@@ -437,7 +437,8 @@ def explain(path, out=print, err=print):
             p.arrays["scores"],
             exact["scores"] * factor,
             plain["scores"] * factor,
-            derived["scores"] * abs(factor) + bounds.unit_roundoff(np_dtype(p.dtype)) * np.abs(exact["scores"] * factor),
+            derived["scores"] * abs(factor)
+            + bounds.unit_roundoff(np_dtype(p.dtype)) * np.abs(exact["scores"] * factor),
             k,
         )
         if scaled.within:

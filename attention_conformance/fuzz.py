@@ -892,7 +892,11 @@ def main(adapter_name, examples=100, seed=0, dtype=None, out=DEFAULT_OUT, ops=No
     summary = (
         f"{adapter_name} {dtype}: {fuzzer.calls} distinct cases of {examples} drawn, "
         f"over {len(fuzzer.ops)} ops, seed {seed}"
-        + (f", {excused} outputs excused (not applicable, known divergences, or beyond the dtype's range)" if excused else "")
+        + (
+            f", {excused} outputs excused (not applicable, known divergences, or beyond the dtype's range)"
+            if excused
+            else ""
+        )
     )
     if finding is None:
         closest = "" if fuzzer.worst is None else f"; worst margin {fuzzer.worst[0]:.3g} ({fuzzer.worst[1]})"

@@ -23,7 +23,6 @@ must be exactly zero: every implementation computes it without rounding, and `ru
 import contextlib
 import dataclasses
 
-import ml_dtypes
 import numpy as np
 
 from attention_conformance import SPEC_DIR, bounds, safe_io

@@ -365,7 +365,9 @@ def run(name, adapter, examples, seed, model, dtypes=None, ops=None, log=None):
                 elif not np.isfinite(plain[output]).all():
                     row |= {"status": "skipped", "problem": f"the plain {stand_in} computation overflows"}
                 else:
-                    row |= measure(dtype, result[output], exact[output], plain[output], derived[given, dtype][output], k)
+                    row |= measure(
+                        dtype, result[output], exact[output], plain[output], derived[given, dtype][output], k
+                    )
                     row["status"] = "within" if row["margin"] <= 1.0 else "beyond"
                 if row["status"] in ("beyond", "raised"):
                     found = declared(name, divergences, spec, op, output, dtype, case["inputs"])

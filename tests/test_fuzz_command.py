@@ -181,7 +181,9 @@ def test_every_findings_reproducer_runs_and_exits_1(requested_adapter, kills, tm
     for mutant in caught:
         out = tmp_path / mutant.split(".")[-1]
         module = contract.load(mutant)
-        found = [d for d in getattr(module, "RUN_IN", module.DTYPES[:1]) if _fuzz(mutant, kills[mutant][1], out, d) == 1]
+        found = [
+            d for d in getattr(module, "RUN_IN", module.DTYPES[:1]) if _fuzz(mutant, kills[mutant][1], out, d) == 1
+        ]
         assert found, f"{mutant}: caught by the kill rate's run, not by the command"
         [script] = sorted(out.glob("*.py"))
         run = _reproduce(script, out)

@@ -31,7 +31,9 @@ def _answer(op, real, kwargs):
     h = hashlib.sha256(op.encode())
     for name, value in sorted(kwargs.items()):
         a = np.asarray(value)
-        h.update(f"|{name}|{a.dtype}|{a.shape}|".encode() + (a.tobytes() if a.dtype != object else repr(value).encode()))
+        h.update(
+            f"|{name}|{a.dtype}|{a.shape}|".encode() + (a.tobytes() if a.dtype != object else repr(value).encode())
+        )
     key = h.hexdigest()
     if key not in _ANSWERS:
         _ANSWERS[key] = real(**kwargs)
