@@ -47,12 +47,15 @@ def unit_roundoff(dtype):
 
 @contextlib.contextmanager
 def computed_in(dtype):
-    """Bounds for results stored in `dtype` (a NumPy or ml_dtypes dtype name)."""
+    """Bounds for results stored in `dtype` (a NumPy or ml_dtypes dtype name). Yields a list that gets
+    the largest |value| of any stored step beyond the dtype's largest number: there every correct
+    computation overflows, and rounding is not the question."""
     store = unit_roundoff(dtype)
     accumulate = min(store, unit_roundoff("float32"))
-    token = _units.set((store, accumulate, dtype))
+    overflowed = []
+    token = _units.set((store, accumulate, dtype, overflowed))
     try:
-        yield
+        yield overflowed
     finally:
         _units.reset(token)
 
@@ -142,6 +145,9 @@ def stored(a):
     more, from u_accumulate to u_store. Inputs given in the dtype are exact and stay so."""
     if not isinstance(a, Bounded):
         return a
+    largest = float(np.max(np.abs(np.where(np.isfinite(a.value), a.value, 0.0)), initial=0.0))
+    if largest > float(ml_dtypes.finfo(_units.get()[2]).max):
+        _units.get()[3].append(largest)
     return Bounded(a.value, np.where(a.err > 0, a.err + (_store() - _accumulate()) * np.abs(a.value), a.err))
 
 

@@ -406,7 +406,12 @@ def explain(path, out=print, err=print):
     p = Problem(path, load(path))
     k = judge.model()[p.dtype]
     out(f"explain {path}: {p.describe()}")  # before the float64 computation: a large file takes a while
-    exact, plain, derived = p.compute(), p.compute(rounding=judge.plain_dtype(p.dtype)), p.bound()
+    exact, plain = p.compute(), p.compute(rounding=judge.plain_dtype(p.dtype))
+    try:
+        derived = p.bound()
+    except judge.Overflow as exc:
+        err(f"verdict: not a rounding question: every correct {p.dtype} computation of these inputs overflows ({exc})")
+        return 1
     out(
         f"model: |error| <= {k:g} x max|plain - exact| + the bound derived for any correct {p.dtype} computation "
         f"(plain = every step rounded to {judge.plain_dtype(p.dtype)}"

@@ -377,7 +377,8 @@ class Fuzzer:
     def arrays(self, inputs):
         from attention_conformance.inputs import resolve
 
-        return {n: resolve(v, self.dtype, None) for n, v in inputs.items()}
+        with np.errstate(over="ignore"):  # a value beyond the dtype's range: evaluate() says so
+            return {n: resolve(v, self.dtype, None) for n, v in inputs.items()}
 
     def expected(self, op, kwargs):
         """(exact, plain, derived) outputs of the reference on the inputs as the adapter received them:
@@ -420,6 +421,10 @@ class Fuzzer:
         if not judged:
             return None
         kwargs = self.arrays(inputs)
+        if any(isinstance(v, np.ndarray) and v.dtype.kind == "f" and not np.isfinite(v).all() for v in kwargs.values()):
+            reason = f"an input beyond {self.dtype}'s range"  # drawn wide, it rounds to inf: no case to judge
+            self.excused[reason] = self.excused.get(reason, 0) + len(judged)
+            return None
         try:
             with np.errstate(all="ignore"):
                 result = getattr(self.adapter, op)(**kwargs)
@@ -434,7 +439,12 @@ class Fuzzer:
                 f"{type(exc).__name__}: {text}",
             )
         got = result if len(names) > 1 else {names[0]: result}
-        exact, plain, derived = self.expected(op, kwargs)
+        try:
+            exact, plain, derived = self.expected(op, kwargs)
+        except self.judge.Overflow:  # every correct computation in the dtype overflows: not rounding
+            reason = f"a step beyond {self.dtype}'s range"
+            self.excused[reason] = self.excused.get(reason, 0) + len(judged)
+            return None
         k = self.model[self.dtype]
         verdicts, messages = {}, {}
         for output in list(judged):
@@ -732,7 +742,11 @@ def main():
     dtype = np.dtype(DTYPE) if DTYPE != "bfloat16" else np.dtype(__import__("ml_dtypes").bfloat16)
     inputs = {{name[3:]: DATA[name].astype(dtype) if DATA[name].dtype.kind == "f" else DATA[name]
               for name in DATA.files if name.startswith("in_")}}
-    result = {call}(**inputs, **SCALARS)
+    try:
+        result = {call}(**inputs, **SCALARS)
+    except Exception as exc:  # the finding may be that it raises on valid inputs
+        print(f"REPRODUCED: {{OP}}() in {{DTYPE}} raised {{type(exc).__name__}}: {{exc}}")
+        return 1
     outputs = result if isinstance(result, dict) else {{FAILING[0]: result}}
     worst = 0.0
     for name in FAILING:
@@ -801,7 +815,8 @@ def reproducer(fuzzer, finding, module_name):
             f"# NOT STANDALONE: {exc}; so this imports {finding.op} from the adapter module "
             f"{getattr(fuzzer.adapter, '__name__', module_name)!r}: it needs that module importable (run it where "
             "`attention-conformance fuzz` ran) and whatever the module imports.\n"
-            f"import base64\nimport io\nimport importlib\nimport sys\n\nimport numpy as np\n\n"
+            f"import base64\nimport io\nimport importlib\nimport os\nimport sys\n\nimport numpy as np\n\n"
+            "sys.path.insert(0, os.getcwd())  # as `attention-conformance fuzz` finds a module beside you\n"
             f"_adapter = importlib.import_module({getattr(fuzzer.adapter, '__name__', module_name)!r})\n"
         )
         call = f"_adapter.{finding.op}"
@@ -903,7 +918,7 @@ def main(adapter_name, examples=100, seed=0, dtype=None, out=DEFAULT_OUT, ops=No
         print(f"ok: {summary}: no finding{closest}")
         return 0
     case_id, yaml_path, script_path = write(fuzzer, finding, out, adapter_name, seed)
-    print(f"{summary}")
+    print(f"{summary}: stopped at the first finding")
     for output, message in sorted(finding.messages.items()):
         print(f"FINDING {finding.op}/{output}: {message}")
     print(

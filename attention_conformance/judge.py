@@ -39,6 +39,11 @@ class BadInput(ValueError):
     """Input the judge cannot take; the message is one line saying what to change."""
 
 
+class Overflow(ArithmeticError):
+    """A step of the computation exceeds the dtype's largest number: every correct computation in that
+    dtype overflows there, so there is no rounding to judge."""
+
+
 def model(path=MODEL_FILE):
     """{dtype: k} from spec/model.yaml."""
     raw = safe_io.load_yaml(safe_io.read_bounded(path, 1 << 20, "model").decode())
@@ -101,7 +106,8 @@ def attend(q, k, v, hidden, scale=None, rounding=None, over_queries=False):
 def bound(dtype, compute, *args, **kwargs):
     """E: compute(*args, **kwargs)'s outputs (an array or a dict of them), each replaced by the derived
     bound on its error in `dtype` (None for what is not floating point). `compute` is the reference's
-    (or built from its steps); its float inputs are taken as given, exactly."""
+    (or built from its steps); its float inputs are taken as given, exactly. Raises Overflow where a
+    step exceeds the dtype's range."""
 
     def given(a):
         floating = isinstance(a, np.ndarray) and (a.dtype.kind == "f" or a.dtype.name == "bfloat16")
@@ -110,9 +116,12 @@ def bound(dtype, compute, *args, **kwargs):
     def err(result):
         return bounds.stored(result).err if isinstance(result, bounds.Bounded) else None
 
-    with bounds.computed_in(np_dtype(dtype)), np.errstate(all="ignore"):
+    with bounds.computed_in(np_dtype(dtype)) as overflowed, np.errstate(all="ignore"):
         result = compute(*map(given, args), **{n: given(v) for n, v in kwargs.items()})
-        return {n: err(r) for n, r in result.items()} if isinstance(result, dict) else err(result)
+        found = {n: err(r) for n, r in result.items()} if isinstance(result, dict) else err(result)
+    if overflowed:
+        raise Overflow(f"a step reaches {max(overflowed):.3g}, beyond {dtype}'s largest number")
+    return found
 
 
 def allowed(dtype, exact, plain, derived, k):
@@ -158,6 +167,12 @@ class Verdict:
 
     def describe(self):
         where = "[" + ", ".join(str(int(i)) for i in self.index) + "]"
+        if self.limit == 0 and self.derived == 0 and self.expected == 0:
+            return (
+                f"{self.name}{where}: got {self.got!r} where the only answer is exactly {self.expected!r}: "
+                "nothing there can round (a key hidden from this query by the mask or the causal order gets "
+                "probability 0, in every correct implementation)"
+            )
         return (
             f"{self.name}{where}: got {self.got!r}, expected {self.expected!r}, |error| {self.error:.3g} "
             f"({self.ulps:.3g} ULP of {self.dtype} at the row's scale) against allowed {self.limit:.3g} "

@@ -160,6 +160,7 @@ def _reproduce(script, tmp_path):
     """Run a reproducer in a fresh interpreter: standalone ones with the suite unimportable, the others
     (closures a factory made: their header says so) where their adapter module imports."""
     if "NOT STANDALONE" in script.read_text():
+        # run where `fuzz` ran, as its header says: the adapter module imports from there
         return subprocess.run([sys.executable, str(script)], cwd=ROOT, capture_output=True, text=True, timeout=300)
     isolated = tmp_path / "isolated"
     isolated.mkdir(exist_ok=True)
