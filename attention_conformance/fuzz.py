@@ -312,6 +312,16 @@ def _twins(spec, op, inputs):
     return [c for c in spec.cases.values() if c.op == op and all(same(_features(op, c.inputs), f) for f in deciding)]
 
 
+def _fill_reached(kwargs):
+    """Whether an additive mask of -1e9 ("large_negative") meets scaled scores of 1e8 or more: there the
+    fill stops hiding keys (in bfloat16, s - 1e9 rounds in steps of 4e6), a limit of that convention."""
+    if kwargs.get("fill") != "large_negative" or kwargs.get("api") != "additive":
+        return False
+    x, w_query, w_key = (np.asarray(kwargs[n], dtype=np.float64) for n in ("x", "w_query", "w_key"))
+    largest = np.abs(x).max(initial=0.0) ** 2 * (np.abs(w_query).sum(axis=0) * np.abs(w_key).sum(axis=0)).sum()
+    return largest / np.sqrt(w_query.shape[-1]) >= 1e8
+
+
 @dataclasses.dataclass
 class Finding:
     op: str
@@ -421,6 +431,10 @@ class Fuzzer:
         if not judged:
             return None
         kwargs = self.arrays(inputs)
+        if _fill_reached(kwargs):
+            reason = "logits near the -1e9 fill, where it no longer hides a key (the convention, not rounding)"
+            self.excused[reason] = self.excused.get(reason, 0) + len(judged)
+            return None
         if any(isinstance(v, np.ndarray) and v.dtype.kind == "f" and not np.isfinite(v).all() for v in kwargs.values()):
             reason = f"an input beyond {self.dtype}'s range"  # drawn wide, it rounds to inf: no case to judge
             self.excused[reason] = self.excused.get(reason, 0) + len(judged)
