@@ -208,7 +208,8 @@ def _strategy(ops):
             }
         N = draw(st.sampled_from((1, 2, 3, 4)))
         if op in ("grouped_attention", "grouped_fused_attention", "grouped_attention_layer"):
-            K = draw(st.sampled_from([k for k in (1, 2, 3, 4) if N % k == 0]))
+            # (N, K) pairs, a third with 1 < K < N, where repeating and tiling K/V heads differ
+            N, K = draw(st.sampled_from(((4, 2), (6, 3), (6, 2), (1, 1), (2, 1), (3, 3), (4, 1), (2, 2), (3, 1))))
             if op == "grouped_attention_layer":  # a layer: the model width is the input width
                 D = N * H
             return op, {
