@@ -289,8 +289,9 @@ def softmax(scaled, hidden=None, keys=None):
         Z = portable.sum(a, keepdims=True)
         w = np.where(empty, 0.0, a / np.where(empty, 1.0, Z))
         # A softmax through log-sum-exp, exp(s - (max + log Z)), shifts every exponent by the rounding of
-        # max + log Z (u (|max| + log n), log's own error beside it), and nothing normalises after it.
-        shift = _accumulate() * (np.abs(np.where(empty, 0.0, top)) + 2 * math.log(max(n, 2)))
+        # max + log Z and of s - (max + log Z) (u (|max| + 2 log n)) and by log's own error (EXP_ULPS ULP
+        # of log Z <= log n), and nothing normalises after it.
+        shift = _accumulate() * (np.abs(np.where(empty, 0.0, top)) + (2 + 2 * EXP_ULPS) * math.log(max(n, 2)))
         # Written so that an `up` or a sum P beyond float64 gives the limits 1 and 0, never inf / inf.
         highest = np.where(up > 0, 1.0 / (1.0 + np.maximum(Q - down, 0.0) / up) * np.exp(np.minimum(shift, 700.0)), 0.0)
         lowest = np.nan_to_num(down / (down + np.maximum(P - up, 0.0)), nan=0.0) * np.exp(-shift)
