@@ -97,8 +97,10 @@ def _output_problem(name, got, expected, dtype):
     return None
 
 
-def problems(module):
-    """Every way `module` breaks the contract, one readable line each; [] when it is ready to run."""
+def problems(module, name=None):
+    """Every way `module` (the adapter `name`, by default its module's last name) breaks the contract, one
+    readable line each; [] when it is ready to run."""
+    name = name or module.__name__.rsplit(".", 1)[-1]
     found = contract.contract_problems(module)
     if found:  # calling functions with the wrong parameters would only repeat these
         return found
@@ -125,12 +127,12 @@ def problems(module):
     spec, primary = loader.load(), module.DTYPES[0]
     # Each op in every dtype the adapter declares where the spec runs it there (a half-precision path
     # that raises is found here, not halfway through a run); the first dtype, every op.
+    declared = loader.declared_divergences(name, module)
     planned = {
-        (case.op, dtype)
-        for dtype in module.DTYPES
-        for case in spec.cases.values()
-        if any(plan.applies(spec, case, exp, dtype, primary) for exp in case.expect.values())
-    }
+        (test.case.op, test.dtype)
+        for test in plan.tests(spec, {name: module})
+        if not test.not_applicable and not loader.divergence_reason(test.id, declared)
+    }  # a path the spec runs and the adapter has not declared divergent (JAX float16 layers raise: declared)
 
     def choose(name):  # the first word (or switch value) the adapter has not declared not applicable ("layer=mha")
         words = contract.CHOICES.get(name, (_SCALARS["switch"], not _SCALARS["switch"]))

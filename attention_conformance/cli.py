@@ -26,7 +26,17 @@ import importlib
 import os
 import sys
 
-from attention_conformance import ADAPTERS_DIR, CONFORMANCE_TESTS, SPEC_DIR, contract, golden, loader, plan, reports
+from attention_conformance import (
+    ADAPTERS_DIR,
+    CONFORMANCE_TESTS,
+    SPEC_DIR,
+    contract,
+    golden,
+    loader,
+    numerics,
+    plan,
+    reports,
+)
 
 
 def validate(path, golden_dir):
@@ -51,7 +61,8 @@ def check(name):
     except Exception as exc:  # noqa: BLE001 - whatever stops the import is the author's first problem
         print(f"{name}: does not import: {type(exc).__name__}: {exc}{contract.import_hint(name, exc)}", file=sys.stderr)
         return 1
-    problems = check.problems(module)
+    numerics.pin()  # as `run` does: JAX computes float64 only with x64 switched on
+    problems = check.problems(module, name)
     for problem in problems:
         print(f"{name}: {problem}", file=sys.stderr)
     if not problems:

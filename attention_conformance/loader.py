@@ -390,3 +390,18 @@ def divergence_reason(test_id, divergences):
 def load(path=None):
     """The spec; by default the one file spec/attention.yaml."""
     return load_file(path or SPEC_DIR / "attention.yaml")
+
+
+def declared_divergences(name, adapter):
+    """{test-id pattern: reason} an adapter is known to diverge on: spec/known_divergences.yaml's for a
+    built-in adapter, and the module's own KNOWN_DIVERGENCES."""
+    from attention_conformance import contract, plan
+
+    found = {}
+    if name in contract.NAMES:
+        found = {
+            p: r for p, r in load_divergences(SPEC_DIR / "known_divergences.yaml").items() if plan.adapter_of(p) == name
+        }
+    for key, reason in getattr(adapter, "KNOWN_DIVERGENCES", {}).items():
+        found[plan.declared_pattern(name, key)] = reason
+    return found

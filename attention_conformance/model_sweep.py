@@ -32,9 +32,9 @@ import time
 
 import numpy as np
 
-from attention_conformance import SPEC_DIR, judge, loader, machine, plan
+from attention_conformance import judge, loader, machine, plan
 from attention_conformance.adapters import reference
-from attention_conformance.contract import DTYPES, NAMES, OPS, np_dtype
+from attention_conformance.contract import DTYPES, OPS, np_dtype
 
 SWEEP_OPS = (
     "masked_attention",
@@ -218,20 +218,6 @@ def not_applicable(adapter, op, dtype, inputs, output=None):
     return next((reasons[k] for k in plan.keys_of(op, [], _params(inputs), dtype, output) if k in reasons), None)
 
 
-def declared_divergences(name, adapter):
-    """{test-id pattern: reason}: spec/known_divergences.yaml's for a built-in adapter, and its own."""
-    found = {}
-    if name in NAMES:
-        found = {
-            p: r
-            for p, r in loader.load_divergences(SPEC_DIR / "known_divergences.yaml").items()
-            if plan.adapter_of(p) == name
-        }
-    for key, reason in getattr(adapter, "KNOWN_DIVERGENCES", {}).items():
-        found[plan.declared_pattern(name, key)] = reason
-    return found
-
-
 def declared(name, divergences, spec, op, output, dtype, inputs):
     """(spec case, reason) where a known divergence covers a case of this op, output and dtype that
     is not a convention case (fully masked rows, causal alignment: the sweep has none), with the
@@ -318,7 +304,7 @@ def margin_at(row, k):
 def run(name, adapter, examples, seed, model, dtypes=None, ops=None, log=None):
     """Every measurement, one dict per (case, dtype, output)."""
     spec = loader.load()
-    divergences = declared_divergences(name, adapter)
+    divergences = loader.declared_divergences(name, adapter)
     rows = []
     for index in range(examples):
         case = draw_case(seed, index)
