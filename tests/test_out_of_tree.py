@@ -490,4 +490,6 @@ def test_the_self_check_calls_each_op_in_every_declared_dtype(tmp_path):
     (tmp_path / "second_dtype_breaks.py").write_text(source)
     done = _run(["check", "second_dtype_breaks"], tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "blend(weights, v) raises TypeError: no float16 kernel (in float16, on tiny inputs)" in done.stderr, done.stderr
+    assert "blend(weights, v) raises TypeError: no float16 kernel (in float16, on tiny inputs)" in done.stderr, (
+        done.stderr
+    )
