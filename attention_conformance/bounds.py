@@ -297,6 +297,8 @@ def softmax(scaled, hidden=None, keys=None):
         lowest = np.nan_to_num(down / (down + np.maximum(P - up, 0.0)), nan=0.0) * np.exp(-shift)
         spread = np.maximum(highest - w, w - lowest)
         own = highest * ((4 * EXP_ULPS + 1) * _accumulate() + _gamma(n))
-        floor = float(ml_dtypes.finfo(_units.get()[2]).smallest_subnormal)  # an underflowed weight: any subnormal
+        # A weight below the smallest normal number may be any subnormal, or 0 where the kernel flushes
+        # subnormals to zero (TF.js' WebAssembly backend does, found by the fuzzer: 7.8e-45 came back 0).
+        floor = float(ml_dtypes.finfo(_units.get()[2]).smallest_normal)
     err = np.where(hidden | empty, 0.0, np.nan_to_num(spread, nan=np.inf) + own + floor)
     return Bounded(w, err)
