@@ -48,8 +48,8 @@ def unit_roundoff(dtype):
 @contextlib.contextmanager
 def computed_in(dtype):
     """Bounds for results stored in `dtype` (a NumPy or ml_dtypes dtype name). Yields a list that gets
-    the largest |value| of any stored step beyond the dtype's largest number: there every correct
-    computation overflows, and rounding is not the question."""
+    the largest |value| of any stored step beyond the dtype's largest number: there the plain computation
+    overflows, and the bound says nothing."""
     store = unit_roundoff(dtype)
     accumulate = min(store, unit_roundoff("float32"))
     overflowed = []

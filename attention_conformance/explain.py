@@ -406,12 +406,17 @@ def explain(path, out=print, err=print):
     p = Problem(path, load(path))
     k = judge.model()[p.dtype]
     out(f"explain {path}: {p.describe()}")  # before the float64 computation: a large file takes a while
-    exact, plain = p.compute(), p.compute(rounding=judge.plain_dtype(p.dtype))
-    try:
-        derived = p.bound()
-    except judge.Overflow as exc:
-        err(f"verdict: not a rounding question: every correct {p.dtype} computation of these inputs overflows ({exc})")
-        return 1
+    with np.errstate(all="ignore"):  # an overflow is said below, in one line, not as NumPy's warnings
+        exact, plain = p.compute(), p.compute(rounding=judge.plain_dtype(p.dtype))
+        try:
+            derived = p.bound()
+        except judge.Overflow as exc:
+            _refuse(
+                path,
+                f"in {p.dtype}, {exc} when each step (q k^T, then its scale, the weights, the blend) is stored in "
+                f"{p.dtype}: the model cannot judge that. A kernel that scales q first or keeps the scores in "
+                "float32 may be right: compare its float32 result instead",
+            )
     out(
         f"model: |error| <= {k:g} x max|plain - exact| + the bound derived for any correct {p.dtype} computation "
         f"(plain = every step rounded to {judge.plain_dtype(p.dtype)}"
@@ -449,9 +454,15 @@ def explain(path, out=print, err=print):
         if scaled.within:
             out(f"  your scores are q k^T already scaled (x {factor:.6g}); explain's scores are q k^T before scaling")
     if final.within:
+        hidden_key = diverged.limit == 0 and diverged.expected == 0 and diverged.name == "weights"
         err(
             f"verdict: out is within (margin {final.margin:.3g}), but {diverged.name} is beyond: "
-            "the intermediate you gave is not the one this attention computes"
+            + (
+                "your weights give a hidden key nonzero probability (a finite or clipped fill instead of -inf "
+                "before the softmax)"
+                if hidden_key
+                else "the intermediate you gave is not the one this attention computes"
+            )
         )
         return 1
     got = np.asarray(p.arrays["out"], dtype=np.float64)

@@ -460,7 +460,7 @@ class Fuzzer:
         got = result if len(names) > 1 else {names[0]: result}
         try:
             exact, plain, derived = self.expected(op, kwargs)
-        except self.judge.Overflow:  # every correct computation in the dtype overflows: not rounding
+        except self.judge.Overflow:  # the plain computation overflows: outside the model
             reason = f"a step beyond {self.dtype}'s range"
             self.excused[reason] = self.excused.get(reason, 0) + len(judged)
             return None

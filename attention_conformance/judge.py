@@ -40,8 +40,8 @@ class BadInput(ValueError):
 
 
 class Overflow(ArithmeticError):
-    """A step of the computation exceeds the dtype's largest number: every correct computation in that
-    dtype overflows there, so there is no rounding to judge."""
+    """A step of the computation, stored in the dtype, exceeds its largest number: the plain computation
+    overflows there (a kernel that orders the steps otherwise may not), and the model cannot judge it."""
 
 
 def model(path=MODEL_FILE):

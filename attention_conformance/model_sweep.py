@@ -196,7 +196,7 @@ def bound(op, inputs, dtype):
     try:
         found = judge.bound(dtype, getattr(reference, op), **inputs)
     except judge.Overflow:
-        return None  # every correct computation overflows: skipped, as an overflowing plain one is
+        return None  # a stored step overflows: skipped, as an overflowing plain output is
     return found if isinstance(found, dict) else {OPS[op][1][0]: found}
 
 

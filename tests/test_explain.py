@@ -334,3 +334,27 @@ def test_a_bfloat16_result_saved_without_its_dtype_gets_a_hint(tmp_path, qkv):
     assert code == 1 and "save it with dtype='bfloat16'" in text, text
     code, text = _explain(tmp_path, q=q, k=k, v=v, out=out, dtype=np.array("bfloat16"))
     assert code == 0, text
+
+
+def test_a_float16_problem_whose_stored_scores_overflow_is_refused_in_one_line(tmp_path):
+    rng = np.random.default_rng(0)
+    q, k = ((rng.standard_normal((8, 8)) * 300).astype(np.float16) for _ in range(2))
+    v = rng.standard_normal((8, 8)).astype(np.float16)
+    scaled = q.astype(np.float32) @ k.astype(np.float32).T / np.sqrt(8)  # a kernel that never stores q k^T
+    w = np.exp(scaled - scaled.max(-1, keepdims=True))
+    out = (w / w.sum(-1, keepdims=True) @ v.astype(np.float32)).astype(np.float16)
+    with pytest.raises(explain.BadInput, match="beyond float16's largest number .* cannot judge"):
+        _explain(tmp_path, q=q, k=k, v=v, out=out)
+
+
+def test_weights_on_a_hidden_key_are_named_as_such(tmp_path, qkv):
+    q, k, v = (t[0, 0, :6, :] for t in qkv)
+    hidden = judge.hidden_keys(6, 6, causal=True)
+    exact = judge.attend(q.astype(np.float64), k.astype(np.float64), v.astype(np.float64), hidden)
+    clipped = np.where(hidden, 1.6e-28, exact["weights"]).astype(np.float32)  # Paddle's softmax clips at -64
+    code, text = _explain(
+        tmp_path, q=q, k=k, v=v, causal=np.array(True), weights=clipped, out=exact["out"].astype(np.float32)
+    )
+    assert code == 1 and "give a hidden key nonzero probability" in text and "the only answer is exactly 0.0" in text, (
+        text
+    )

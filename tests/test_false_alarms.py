@@ -148,7 +148,7 @@ def _search(dtype):
             try:
                 x, w, exact, plain, derived = _judged(dtype, *problem)
             except judge.Overflow:
-                assume(False)  # every correct computation overflows: not a rounding question
+                assume(False)  # the plain computation overflows: outside the model
         assume(all(np.isfinite(plain[n]).all() and np.isfinite(exact[n]).all() for n in exact))  # no overflow
         T = hidden.shape[0]
         scaled = np.where(hidden, 0, exact["scores"] / np.sqrt(w[0].shape[-1]))
