@@ -6,7 +6,8 @@ implementation that performs the same steps in floating point, in any summation 
 without fused multiply-add. It follows forward error analysis (Higham, Accuracy and Stability of
 Numerical Algorithms, ch. 2-3), every term kept, not only the first order:
 
-  a sum or dot product of n terms   gamma_n x sum |terms|, gamma_n = n u / (1 - n u), any order
+  a sum or dot product of n terms   gamma_n x sum |terms|, gamma_n = n u / (1 - n u), any order; a bias
+                                    added to a product may join its sum (addmm): gamma_n x |bias| more
   each arithmetic result            u x |result|
   a x b, a +- b                     |a| e_b + e_a |b| + e_a e_b, e_a + e_b
   a / b                             (e_a + |a / b| e_b) / (|b| - e_b)   (inf when e_b >= |b|)
@@ -90,6 +91,7 @@ class Bounded(NDArrayOperatorsMixin):
             raise RuntimeError("Bounded arrays need bounds.computed_in(dtype)")
         self.value = np.asarray(value, dtype=np.float64)
         self.err = np.zeros(self.value.shape) if err is None else np.broadcast_to(err, self.value.shape).copy()
+        self.terms = 0  # the length of the sum that made it, when it is a product's: see _add
 
     def __array__(self, *args, **kwargs):
         raise TypeError("a Bounded array met a NumPy call that would drop its bound: bound that step in bounds.py")
@@ -157,14 +159,25 @@ def _constant(a):
     return 0.0 if isinstance(a, Bounded) or np.ndim(a) > 0 else _store()
 
 
+def _folded(a, b):
+    """What adding b to a product's result may cost beyond one rounding: a fused x @ W + b (BLAS's beta,
+    mx.addmm, torch.addmm) starts its accumulator at b, so each of the product's K additions rounds at b's
+    scale too: gamma_K |b| (found by the fuzzer: MLX's Linear, 1.6 ULP where one rounding allows 0.5)."""
+    cost = 0.0
+    for x, y in ((a, b), (b, a)):
+        if getattr(x, "terms", 0):
+            cost = cost + _gamma(x.terms) * np.abs(_parts(y)[0])
+    return cost
+
+
 def _add(a, b):
     (va, ea), (vb, eb) = _parts(a), _parts(b)
-    return _rounded(va + vb, ea + eb)
+    return _rounded(va + vb, ea + eb + _folded(a, b))
 
 
 def _subtract(a, b):
     (va, ea), (vb, eb) = _parts(a), _parts(b)
-    return _rounded(va - vb, ea + eb)
+    return _rounded(va - vb, ea + eb + _folded(a, b))
 
 
 def _multiply(a, b):
@@ -255,7 +268,9 @@ def matmul(a, b):
         * np.abs(va).max(axis=-1, keepdims=True, initial=0.0)
         * np.abs(vb).max(axis=-2, keepdims=True, initial=0.0)
     )
-    return _rounded(portable.matmul(va, vb), err + _gamma(K) * size + oracle)
+    product = _rounded(portable.matmul(va, vb), err + _gamma(K) * size + oracle)
+    product.terms = K
+    return product
 
 
 def sum(a, axis=-1, keepdims=False):
