@@ -44,14 +44,16 @@ _AFTER_SOFTMAX = {  # the float64 outputs that pass through an exp; projections,
     "context": (
         "batched_cube binary cat_sat_mat_shapes causal_batched_cube causal_cat_sat_mat decode_chunk decode_one_token "
         "exercise_3_1_binary_square exercise_3_1_seed789 four_heads_causal_batched gpt2_small_heads_causal "
-        "layer_gpt2_small layer_mha_small layer_mha_small_causal mask_additive_inf mask_additive_inf_head_size_two "
+        "layer_gpt2_small layer_mha_cube_head_size_one layer_mha_small layer_mha_small_causal mask_additive_inf "
+        "mask_additive_inf_head_size_two "
         "mask_additive_large mask_additive_min mask_layer_padding_causal mask_padding_causal_bool "
         "mask_padding_causal_bool_head_size_two one_head padding_partial two_heads_binary two_sentences "
         "two_sentences_swapped two_sentences_v2_seed789 v1_batched_cube v1_seed123 v2_binary_square v2_seed789"
     ),
     "weights": (
         "batched_cube binary cat_sat_mat_shapes causal_batched_cube causal_cat_sat_mat layer_gpt2_small "
-        "layer_mha_small layer_mha_small_causal padding_partial row_softmax_binary thermostat thermostat_x8 "
+        "layer_mha_cube_head_size_one layer_mha_small layer_mha_small_causal padding_partial row_softmax_binary "
+        "thermostat thermostat_x8 "
         "two_sentences"
     ),
     # not gqa_grouped_fused_one_token: a softmax over one key is exactly 1 whatever exp computes

@@ -272,6 +272,9 @@ def _features(op, inputs):
             features["multi_query"] = value == 1 and inputs.get("num_heads", 1) > 1
         elif name == "x" and len(_shape(value)) >= 2:
             features["one_token"] = _shape(value)[-2] == 1
+    if "num_heads" in inputs and len(_shape(inputs.get("x"))) >= 2:  # T = N = E: Keras's layer is wrong there
+        T, E = _shape(inputs["x"])[-2:]
+        features["cube_heads"] = T == inputs["num_heads"] == E
     return features
 
 
@@ -285,7 +288,7 @@ def _shape(value):
 # The features that tell an op's spec cases apart where an adapter's NOT_APPLICABLE key or known
 # divergence names one of them; an op not listed: every spec case of the op stands for every generated one.
 _DECIDING = {
-    "attention_module": ("layer",),
+    "attention_module": ("layer", "cube_heads"),
     "decode_attention": ("offset",),
     "causal_flag": ("offset",),
     "masked_attention": ("fully_masked",),
