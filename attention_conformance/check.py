@@ -97,16 +97,17 @@ def _output_problem(name, got, expected, dtype):
     return None
 
 
-def problems(module, name=None):
-    """Every way `module` (the adapter `name`, by default its module's last name) breaks the contract, one
-    readable line each; [] when it is ready to run."""
-    name = name or module.__name__.rsplit(".", 1)[-1]
+def problems(module, adapter_name=None):
+    """Every way `module` (the adapter `adapter_name`, by default its module's last name) breaks the
+    contract, one readable line each; [] when it is ready to run."""
+    adapter_name = adapter_name or module.__name__.rsplit(".", 1)[-1]
     found = contract.contract_problems(module)
     if found:  # calling functions with the wrong parameters would only repeat these
         return found
+    spec = loader.load()
     found += [
         f"NOT_APPLICABLE key {key!r} names no dtype, op, case, output or input value of the spec (a typo?)"
-        for key in plan.unmatched_not_applicable(loader.load(), module)
+        for key in plan.unmatched_not_applicable(spec, module)
     ]
 
     try:
@@ -124,13 +125,13 @@ def problems(module, name=None):
         except Exception as exc:  # noqa: BLE001 - every failure is reported, none stops the check
             found.append(f"devices() raises {_first_line(exc)}")
     not_applicable = getattr(module, "NOT_APPLICABLE", {})
-    spec, primary = loader.load(), module.DTYPES[0]
+    primary = module.DTYPES[0]
     # Each op in every dtype the adapter declares where the spec runs it there (a half-precision path
     # that raises is found here, not halfway through a run); the first dtype, every op.
-    declared = loader.declared_divergences(name, module)
+    declared = loader.declared_divergences(adapter_name, module)
     planned = {
         (test.case.op, test.dtype)
-        for test in plan.tests(spec, {name: module})
+        for test in plan.tests(spec, {adapter_name: module})
         if not test.not_applicable and not loader.divergence_reason(test.id, declared)
     }  # a path the spec runs and the adapter has not declared divergent (JAX float16 layers raise: declared)
 

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attention_conformance import SPEC_DIR, contract, loader, plan
+from attention_conformance import contract, loader, plan
 
 # The forward ops the fuzzer draws cases for (an adapter's missing or not-applicable ops are left out).
 COVERED = (
@@ -349,11 +349,7 @@ class Fuzzer:
         self.model = judge.model()
         self.spec = loader.load()
         self.report_name = divergences_as or name
-        self.divergences = loader.load_divergences(SPEC_DIR / "known_divergences.yaml")
-        self.divergences |= {
-            plan.declared_pattern(self.report_name, key): reason
-            for key, reason in getattr(adapter, "KNOWN_DIVERGENCES", {}).items()
-        }
+        self.divergences = loader.declared_divergences(self.report_name, adapter)
         not_applicable = getattr(adapter, "NOT_APPLICABLE", {})
         self.ops = [op for op in (ops or COVERED) if hasattr(adapter, op) and op not in not_applicable]
         primary = adapter.DTYPES[0]
