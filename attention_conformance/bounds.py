@@ -264,7 +264,10 @@ def softmax(scaled, hidden=None, keys=None):
         a = np.where(hidden, 0.0, portable.exp(shifted))
         n = value.shape[-1] if keys is None else keys
         d = np.where(hidden, 0.0, err + _accumulate() * np.abs(shifted))  # subtracting the max rounds
-        up, down = a * np.exp(np.minimum(d, 700.0)), a * np.exp(-d)
+        # exp(s - max + d), not a e^d: a term whose a underflows (a gap of 800 between bfloat16 logits of 1e5,
+        # each uncertain by hundreds) may still tie the max (found by the fuzzer: 0.5 where exact is 0).
+        up = np.where(hidden, 0.0, portable.exp(np.minimum(shifted + d, 700.0)))
+        down = np.where(hidden, 0.0, portable.exp(shifted - d))
         P, Q = portable.sum(up, keepdims=True), portable.sum(down, keepdims=True)
         Z = portable.sum(a, keepdims=True)
         w = np.where(empty, 0.0, a / np.where(empty, 1.0, Z))
