@@ -14,7 +14,7 @@ from pathlib import Path
 
 import yaml
 
-from attention_conformance import SPEC_DIR, fields, safe_io, values
+from attention_conformance import SPEC_DIR, fields, plan, safe_io, values
 from attention_conformance.contract import CHOICES, DTYPES, LOW_PRECISION, OPS
 
 MAX_SPEC_BYTES = 1_000_000
@@ -310,6 +310,8 @@ def load_file(path):
                 raise SpecError(f"{at}: field {key!r}: missing")
         if not isinstance(case_id, str) or not ID.fullmatch(case_id):
             raise SpecError(f"{at}: field 'id': must be words of a-z and 0-9 joined by '_', like sat_by_hand")
+        if case_id.startswith(plan.GENERATED):
+            raise SpecError(f"{at}: field 'id': {plan.GENERATED}<op> names fuzz's generated cases; choose another")
         bad = [w for w in case_id.split("_") if w not in vocabulary]
         if bad:
             raise SpecError(f"{at}: field 'id': word {bad[0]!r} is not in the vocabulary")
@@ -372,11 +374,28 @@ def load_divergences(path):
             raise SpecError(f"{at}: the key must be a test id like 'test_scores[torch-float32-sat]'")
         if not isinstance(entry, dict) or not isinstance(entry.get("reason"), str) or not entry["reason"].strip():
             raise SpecError(f"{at}: field 'reason': say why this test is expected to fail")
-        unknown = set(entry) - {"reason", "link"}
+        unknown = set(entry) - {"reason", "link", "within"}
         if unknown:
-            raise SpecError(f"{at}: field {sorted(unknown)[0]!r}: unknown key (allowed: link, reason)")
-        out[test_id] = entry["reason"] + (f" ({entry['link']})" if entry.get("link") else "")
+            raise SpecError(f"{at}: field {sorted(unknown)[0]!r}: unknown key (allowed: link, reason, within)")
+        within = entry.get("within")
+        if within is not None and not (plan.generated_op(test_id) and values.is_number(within) and within > 1):
+            text = " (YAML reads 2.7e8 as text: write 2.7e+8)" if values.is_number_text(within) else ""
+            raise SpecError(
+                f"{at}: field 'within': a number above 1 (the margin it may reach), and only on a generated "
+                f"case's entry (case fuzz_<op>){text}"
+            )
+        out[test_id] = Reason(entry["reason"] + (f" ({entry['link']})" if entry.get("link") else ""), within)
     return out
+
+
+class Reason(str):
+    """A known divergence's reason. `within`, on a generated case's entry: the margin its results may
+    reach (measured), beyond which fuzz still reports them; None: any result, a raise included."""
+
+    def __new__(cls, text, within=None):
+        reason = super().__new__(cls, text)
+        reason.within = within
+        return reason
 
 
 def divergence_reason(test_id, divergences):
@@ -395,7 +414,7 @@ def load(path=None):
 def declared_divergences(name, adapter):
     """{test-id pattern: reason} an adapter is known to diverge on: spec/known_divergences.yaml's for a
     built-in adapter, and the module's own KNOWN_DIVERGENCES."""
-    from attention_conformance import contract, plan
+    from attention_conformance import contract
 
     found = {}
     if name in contract.NAMES:

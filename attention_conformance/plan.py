@@ -5,6 +5,7 @@ A test is one output of one case, on one adapter, in one dtype; its id reads
 Everything that enumerates tests (pytest, the wrong-adapter runs, reports, the matrix) asks here.
 """
 
+import fnmatch
 import re
 from dataclasses import dataclass
 
@@ -53,6 +54,27 @@ def declared_key(pattern):
     """The adapter-declared key 'case/output/dtype' of a test-id pattern: declared_pattern's inverse."""
     output, _, dtype, case = re.fullmatch(r"test_([\w*]+)\[(.+)-([\w*]+)-([\w*]+)\]", pattern).groups()
     return f"{case}/{output}/{dtype}"
+
+
+GENERATED = "fuzz_"  # a generated case's id is fuzz_<op>; no spec case's first word may be "fuzz"
+
+
+def generated_case(op):
+    """The case id fuzz judges a generated case of `op` under, so a divergence can name the op's
+    generated cases only (e.g. test_weights[mlx-float16-fuzz_softmax]); spec runs never plan it."""
+    return GENERATED + op
+
+
+def generated_op(pattern):
+    """The op a generated-case divergence names ("*" any), or None for a spec-case one."""
+    case = pattern.rstrip("]").rsplit("-", 1)[-1] if "[" in pattern else ""
+    return case.removeprefix(GENERATED) if case.startswith(GENERATED) else None
+
+
+def names_an_op(pattern, ops):
+    """Whether a generated-case divergence's op (with its "*") matches one of `ops`."""
+    op = generated_op(pattern)
+    return op is not None and any(fnmatch.fnmatchcase(name, op) for name in ops)
 
 
 def adapter_of(pattern):

@@ -25,6 +25,11 @@ def is_number(v):
     return abs(v) <= FLOAT32_MAX  # False for NaN, and for inf; int against float compares exactly
 
 
+def is_number_text(value):
+    """Text YAML 1.1 left unread that is a number to anyone else: 2.7e8 (it wants 2.7e+8)."""
+    return isinstance(value, str) and re.fullmatch(r"[-+]?[0-9.]+[eE][-+]?[0-9]+", value.strip()) is not None
+
+
 def numbers(value):
     """(flat numbers, shape) of a number or regular nested list of numbers; None otherwise or ragged."""
     if is_number(value):

@@ -155,10 +155,17 @@ def test_an_adapter_declares_its_own_known_divergences_held_to_the_strict_rules(
     assert stale["outcome"] == "stale divergence" and stale["message"].startswith("declared divergence now conforms"), (
         stale
     )
-    code, out = run({"padding_fully_masked": "NaN", "no_such_case": "renamed long ago"})
-    assert code == 1 and "known divergences that match no test" in out and "test_*[textbook-*-no_such_case]" in out, (
-        out[-1500:]
+    code, out = run(
+        {
+            "padding_fully_masked": "NaN",
+            "no_such_case": "renamed long ago",
+            "fuzz_softmax/weights": "fuzz's generated cases alone: no spec test to match",
+            "fuzz_no_such_op": "a typo",
+        }
     )
+    stale = next(line for line in out.splitlines() if "known divergences that match no test" in line)
+    assert code == 1 and "test_*[textbook-*-no_such_case]" in stale and "fuzz_no_such_op" in stale, out[-1500:]
+    assert "fuzz_softmax" not in stale, stale
     code, out = run({"Padding Fully Masked": "not an id"})
     assert code == 4 and "KNOWN_DIVERGENCES must map 'case[/output[/dtype]]'" in out, out[-1500:]
 

@@ -1,0 +1,87 @@
+"""A known divergence that only fuzz's generated cases show (case id fuzz_<op>): it bounds what it
+excuses when it says `within`, never goes stale in a spec run, and a typo in it is refused."""
+
+import types
+
+import numpy as np
+import pytest
+
+from attention_conformance import ADAPTERS_DIR, fuzz, loader, plan
+from attention_conformance.adapters import reference
+
+SCORES = {"scores": np.array([[0.3, -1.2, 2.0, 0.7], [1.0, 1.0, -0.5, 0.25]])}
+NUDGE = 2e-5  # added to one weight: some hundreds of float32 allowances, far below a mistake's size
+
+
+def _softmax(scores):
+    weights = np.asarray(reference.softmax(np.asarray(scores, dtype=np.float64)), dtype=np.float32)
+    weights[0, 0] += NUDGE
+    return weights
+
+
+def _fuzzer(divergences):
+    adapter = types.SimpleNamespace(DTYPES=("float32",), softmax=_softmax)
+    fuzzer = fuzz.Fuzzer("nudged", adapter, "float32", ["softmax"])
+    fuzzer.divergences = divergences
+    return fuzzer
+
+
+def _declared(tmp_path, text):
+    path = tmp_path / "known_divergences.yaml"
+    path.write_text(text)
+    return loader.load_divergences(path)
+
+
+def test_an_undeclared_nudge_is_a_finding():
+    finding = _fuzzer({}).evaluate("softmax", SCORES)
+    assert finding and finding.failing == ["weights"], finding
+    assert 10 < finding.outputs["weights"].margin < 1e4, finding.messages
+
+
+def test_within_excuses_up_to_its_margin_and_no_further(tmp_path):
+    margin = _fuzzer({}).evaluate("softmax", SCORES).outputs["weights"].margin
+    entry = '"test_weights[nudged-float32-fuzz_softmax]":\n  reason: measured\n  within: {}\n'
+    wide = _fuzzer(_declared(tmp_path, entry.format(round(margin * 2))))
+    assert wide.evaluate("softmax", SCORES) is None
+    assert any(r.startswith(f"known divergence within margin {round(margin * 2)}") for r in wide.excused), wide.excused
+    assert wide.declared_worst == (margin, 1, f"softmax/weights, declared {round(margin * 2)}")  # fuzz prints it
+    narrow = _fuzzer(_declared(tmp_path, entry.format(round(margin / 2))))
+    finding = narrow.evaluate("softmax", SCORES)
+    assert finding and "beyond even the declared divergence's" in finding.messages["weights"], finding
+
+
+def test_without_within_it_excuses_any_result():
+    fuzzer = _fuzzer({plan.test_id("weights", "nudged", "float32", "fuzz_softmax"): "any result"})
+    assert fuzzer.evaluate("softmax", SCORES) is None
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        '"test_weights[torch-float32-sat]":\n  reason: a spec case\n  within: 2\n',
+        '"test_weights[torch-float32-fuzz_softmax]":\n  reason: no widening\n  within: 1\n',
+        '"test_weights[torch-float32-fuzz_softmax]":\n  reason: not a number\n  within: "2x"\n',
+        '"test_weights[torch-float32-fuzz_softmax]":\n  reason: YAML 1.1 text\n  within: 2.7e8\n',
+    ],
+)
+def test_within_is_a_number_above_one_on_a_generated_entry_only(tmp_path, entry):
+    with pytest.raises(loader.SpecError, match=r"known_divergences.yaml: entry .*: field 'within'") as raised:
+        _declared(tmp_path, entry)
+    assert ("write 2.7e+8" in str(raised.value)) == ("2.7e8" in entry)
+
+
+def test_no_spec_case_may_take_a_generated_id(tmp_path):
+    text = (loader.SPEC_DIR / "attention.yaml").read_text().replace("  - id: sat\n", "  - id: fuzz_sat\n", 1)
+    assert "fuzz_sat" in text
+    (tmp_path / "spec.yaml").write_text(text)
+    with pytest.raises(loader.SpecError, match="case 'fuzz_sat': field 'id': fuzz_<op> names fuzz's generated"):
+        loader.load(tmp_path / "spec.yaml")
+
+
+def test_a_generated_entry_naming_no_op_is_refused_by_fuzz(tmp_path, monkeypatch, capsys):
+    (tmp_path / "typo.py").write_text(
+        (ADAPTERS_DIR / "reference.py").read_text() + '\nKNOWN_DIVERGENCES = {"fuzz_sofmax/weights": "a typo"}\n'
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert fuzz.main("typo", examples=1, out=str(tmp_path / "out")) == 2
+    assert "known divergence 'test_weights[typo-*-fuzz_sofmax]' names no op after fuzz_" in capsys.readouterr().err
