@@ -25,10 +25,9 @@ MUTANT_EXAMPLES = 60  # cases per wrong adapter, on the ops it changes
 KILL_RATE = 90.0
 # Findings within the budget against a real adapter, reported and awaiting a spec case and a known
 # divergence (spec/known_divergences.yaml, with its measured reason): still found, or this list is stale.
-PENDING = {  # (adapter, dtype) -> a finding within the budget awaiting its case and known divergence
-    # float64 attention 1.4e-11 relative off (6.8e4 ULP): a float64 path with less than float64's accuracy.
-    ("onnxruntime", "float64"): "FINDING self_attention_v1/context_no_grad: 3.8e-12 off at 0.277, 8.95e-16 allowed",
-}
+# (adapter, dtype) -> a finding within the budget awaiting its case and known divergence. ONNX Runtime's
+# float64 self_attention_v1 waited here until fuzz could take a generated-case divergence (fuzz_<op>).
+PENDING = {}
 _kills = {}
 
 
