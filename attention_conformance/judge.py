@@ -1,7 +1,8 @@
 """Bug or rounding? The oracle and one tolerance model for attention on any input, in any dtype.
 
-The spec's tolerances hold for the spec's inputs. This model is for everyone else's (`explain`,
-`fuzz`, the model sweep): for an output in dtype d, elementwise,
+One model for every input: the spec's (`run` judges the reference on the same inputs by it; the
+spec's named tolerances keep the documents' numbers and golden tensors) and everyone else's
+(`explain`, `fuzz`, the model sweep). For an output in dtype d, elementwise,
 
     |got - exact| <= k_d x B_d + E_d
 
@@ -28,7 +29,7 @@ import numpy as np
 from attention_conformance import SPEC_DIR, bounds, safe_io
 from attention_conformance.adapters import reference
 from attention_conformance.compare import compare
-from attention_conformance.contract import np_dtype
+from attention_conformance.contract import OPS, np_dtype
 
 DTYPES = ("float64", "float32", "float16", "bfloat16")
 MODEL_FILE = SPEC_DIR / "model.yaml"
@@ -122,6 +123,30 @@ def bound(dtype, compute, *args, **kwargs):
     if overflowed:
         raise Overflow(f"a step reaches {max(overflowed):.3g}, beyond {dtype}'s largest number")
     return found
+
+
+class Derived:
+    """The derived bound as an oracle `calls.outputs` can ask and the oracle cache keep: op(**inputs) ->
+    each output's bound E in `dtype`; None where the model has none (a step bounds.py has no rule for,
+    dropout's; or a step beyond the dtype's range)."""
+
+    def __init__(self, dtype):
+        self.dtype = dtype
+        self.__file__ = (reference.__file__, bounds.__file__, __file__)  # what the cached answer depends on
+        self.deciding_inputs, self.DTYPES = reference.deciding_inputs, reference.DTYPES
+
+    def __getattr__(self, op):
+        if op not in OPS:
+            raise AttributeError(op)
+        names = OPS[op][1]
+
+        def compute(**given):
+            try:
+                return bound(self.dtype, getattr(reference, op), **given)
+            except (bounds.Unbounded, Overflow):
+                return {name: None for name in names} if len(names) > 1 else None
+
+        return compute
 
 
 def allowed(dtype, exact, plain, derived, k):

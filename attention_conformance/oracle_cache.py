@@ -55,7 +55,8 @@ def key(op, kwargs, rounding, oracle_file, keep=None):
     """Hex key of one oracle call: the op, its inputs, the outputs kept and everything that computes
     the answer (the oracle's source, portable.py's, its arithmetic, and ports.py's, for round_trip)."""
     h = hashlib.sha256(f"{FORMAT}|{op}|{rounding}|numpy {np.__version__}|{keep}|".encode())
-    h.update(Path(oracle_file).read_bytes())
+    for source in (oracle_file,) if isinstance(oracle_file, (str, Path)) else oracle_file:  # a bound: its modules too
+        h.update(Path(source).read_bytes())
     h.update(Path(portable.__file__).read_bytes())
     h.update(Path(ports.__file__).read_bytes())
     for name in sorted(kwargs):

@@ -1,9 +1,11 @@
 """Verifying one test (one output of one case, on one adapter, in one dtype) against its expectation,
 and the whole spec on one adapter outside pytest."""
 
+import functools
+
 import numpy as np
 
-from attention_conformance import calls, plan
+from attention_conformance import calls, judge, plan
 from attention_conformance.compare import Nonconformance, allowed_error, as_numbers, compare, max_ulps, ulps
 from attention_conformance.contract import LOW_PRECISION, np_dtype
 from attention_conformance.fields import FIELDS
@@ -21,6 +23,7 @@ class Subject:
         self.tol = spec.tolerances[self.exp.tolerance] if self.exp.tolerance else None
         self.low = dtype in LOW_PRECISION
         self.reference_out = self.plain_out = None
+        self.model_allowed = None  # the tolerance model's allowance for the reference's values, where it has one
         self.compared = None  # the last comparison's worst element, for the report of a test that passes
 
     def fail(self, message):
@@ -114,20 +117,39 @@ def verify(spec, adapter_name, adapter, case, output, dtype, goldens):
 
 
 def _reference_outputs(c):
-    """The float64 oracle on the inputs as the adapter received them (rounded to the dtype); in half
-    precision also `plain`, the same computation rounded to the dtype after every step: the error a
-    careful computation in that dtype makes, which sets the budget."""
+    """The float64 oracle on the inputs as the adapter received them (rounded to the dtype); `plain`, the
+    same computation rounded after every step to the dtype (float32 for float64): the error a careful
+    computation makes; and the allowance of the tolerance model (judge.py), `explain`'s and `fuzz`'s,
+    where it has a derived bound for the op."""
     from attention_conformance.adapters import reference
 
     output, row = c.exp.output, c.exp.row
     exact = calls.outputs("reference", reference, c.case, "float64", c.goldens, input_dtype=c.dtype, oracle=True)
     c.reference_out = _select(exact[output], row)
-    if c.low:
-        with reference.rounding_to(np_dtype(c.dtype)):
-            plain = calls.outputs(
-                "reference", reference, c.case, "float64", c.goldens, input_dtype=c.dtype, rounding=c.dtype, oracle=True
-            )[output]
-        c.plain_out = _select(np.asarray(plain).astype(np_dtype(c.dtype)), row)  # the result is stored in the dtype too
+    plain_dtype = judge.plain_dtype(c.dtype)
+    with reference.rounding_to(np_dtype(plain_dtype)):
+        plain = calls.outputs(
+            "reference", reference, c.case, "float64", c.goldens, input_dtype=c.dtype, rounding=plain_dtype, oracle=True
+        )[output]
+    c.plain_out = _select(np.asarray(plain).astype(np_dtype(plain_dtype)), row)  # the result is stored in it too
+    derived = calls.outputs(
+        "reference",
+        judge.Derived(c.dtype),
+        c.case,
+        "float64",
+        c.goldens,
+        input_dtype=c.dtype,
+        rounding=f"bound {c.dtype}",
+        oracle=True,
+    )[output]
+    if derived is not None and np.asarray(derived).dtype != object:
+        k = _model()[c.dtype]
+        c.model_allowed = judge.allowed(c.dtype, c.reference_out, c.plain_out, _select(derived, row), k)
+
+
+@functools.cache
+def _model():
+    return judge.model()
 
 
 def _select(value, row):

@@ -67,3 +67,35 @@ def test_run_explain_and_fuzz_agree(tmp_path, clipped):
         assert "a query sees a later key" in ran.stdout, texts["run"]
         assert "weights: BEYOND" in explained.stdout, texts["explain"]
         assert "FINDING causal_attention/weights" in fuzzed.stdout, texts["fuzz"]
+
+
+@pytest.mark.parametrize("share", [0.5, 2.0])
+def test_run_judges_the_reference_by_the_models_allowance(share):
+    """`run`'s reference on the same inputs is the model's verdict: a context off by half of the
+    model's allowance everywhere passes, one off by twice it fails, and the failure names the model."""
+    import types
+
+    from attention_conformance import calls, judge, verify
+    from attention_conformance.adapters import reference
+
+    spec, goldens = loader.load(), golden.Goldens()
+    case = spec.cases[CASE]
+    given = {n: inputs.resolve(v, "float32", goldens) for n, v in case.inputs.items()}
+    as64 = {n: np.asarray(v, dtype=np.float64) if isinstance(v, np.ndarray) else v for n, v in given.items()}
+    exact = reference.causal_attention(**as64)
+    with reference.rounding_to(np.float32):
+        plain = np.float32(reference.causal_attention(**as64)["context"])
+    derived = judge.bound("float32", reference.causal_attention, **as64)["context"]
+    allowance = judge.allowed("float32", exact["context"], plain, derived, judge.model()["float32"])
+    signs = np.where(np.arange(allowance.size) % 2, 1, -1).reshape(allowance.shape)
+    moved = exact["context"] + share * allowance * signs
+    off = types.SimpleNamespace(
+        DTYPES=("float32",), causal_attention=lambda **_: {"weights": exact["weights"], "context": moved}
+    )
+    calls.forget()
+    try:
+        margin, _, _ = verify.verify(spec, "off", off, case, "context", "float32", goldens)
+    except verify.Nonconformance as failure:
+        assert share > 1 and "from tolerance the model k x B + E (float32)" in str(failure), failure
+    else:
+        assert share < 1 and 0.4 < margin < 0.6, margin
