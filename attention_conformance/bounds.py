@@ -47,12 +47,13 @@ def unit_roundoff(dtype):
 
 
 @contextlib.contextmanager
-def computed_in(dtype):
-    """Bounds for results stored in `dtype` (a NumPy or ml_dtypes dtype name). Yields a list that gets
-    the largest |value| of any stored step beyond the dtype's largest number: there the plain computation
-    overflows, and the bound says nothing."""
+def computed_in(dtype, sums_in_dtype=False):
+    """Bounds for results stored in `dtype` (a NumPy or ml_dtypes dtype name), each step's sums in float32
+    where the dtype is narrower, or with `sums_in_dtype` in the dtype itself (MLX's half precision). Yields
+    a list that gets the largest |value| of any stored step beyond the dtype's largest number: there the
+    plain computation overflows, and the bound says nothing."""
     store = unit_roundoff(dtype)
-    accumulate = min(store, unit_roundoff("float32"))
+    accumulate = store if sums_in_dtype else min(store, unit_roundoff("float32"))
     overflowed = []
     token = _units.set((store, accumulate, dtype, overflowed))
     try:
@@ -258,6 +259,17 @@ def sum(a, axis=-1, keepdims=False):
     return _rounded(portable.sum(value, axis=axis, keepdims=keepdims), total_err + _gamma(value.shape[axis]) * size)
 
 
+def _others(terms):
+    """Each term's row sum without it, never as sum - term: where one term dwarfs the rest (e^460 beside
+    e^389, logits uncertain by hundreds) that difference is 0 and the interval collapsed (found by the
+    fuzzer: JAX's bfloat16 tie of two logits 118 apart, the max's weight bounded to 0.99 where 0.5 is
+    right)."""
+    largest = terms.argmax(axis=-1)[..., None]
+    is_largest = np.arange(terms.shape[-1]) == largest
+    rest = portable.sum(np.where(is_largest, 0.0, terms), keepdims=True)  # every term but the largest
+    return np.where(is_largest, rest, np.take_along_axis(terms, largest, axis=-1) + np.maximum(rest - terms, 0.0))
+
+
 def softmax(scaled, hidden=None, keys=None):
     """The softmax over the last axis (hidden keys get 0, a row with none visible 0 everywhere), bounded
     as a whole: its terms are positive and share one denominator, so with each input within D_l the
@@ -284,16 +296,15 @@ def softmax(scaled, hidden=None, keys=None):
         # each uncertain by hundreds) may still tie the max (found by the fuzzer: 0.5 where exact is 0).
         up = np.where(hidden, 0.0, portable.exp(np.minimum(shifted + d, 700.0)))
         down = np.where(hidden, 0.0, portable.exp(shifted - d))
-        P, Q = portable.sum(up, keepdims=True), portable.sum(down, keepdims=True)
         Z = portable.sum(a, keepdims=True)
         w = np.where(empty, 0.0, a / np.where(empty, 1.0, Z))
         # A softmax through log-sum-exp, exp(s - (max + log Z)), shifts every exponent by the rounding of
         # max + log Z and of s - (max + log Z) (u (|max| + 2 log n)) and by log's own error (EXP_ULPS ULP
         # of log Z <= log n), and nothing normalises after it.
         shift = _accumulate() * (np.abs(np.where(empty, 0.0, top)) + (2 + 2 * EXP_ULPS) * math.log(max(n, 2)))
-        # Written so that an `up` or a sum P beyond float64 gives the limits 1 and 0, never inf / inf.
-        highest = np.where(up > 0, 1.0 / (1.0 + np.maximum(Q - down, 0.0) / up) * np.exp(np.minimum(shift, 700.0)), 0.0)
-        lowest = np.nan_to_num(down / (down + np.maximum(P - up, 0.0)), nan=0.0) * np.exp(-shift)
+        # Written so that an `up` or a sum of them beyond float64 gives the limits 1 and 0, never inf / inf.
+        highest = np.where(up > 0, 1.0 / (1.0 + _others(down) / up) * np.exp(np.minimum(shift, 700.0)), 0.0)
+        lowest = np.nan_to_num(down / (down + _others(up)), nan=0.0) * np.exp(-shift)
         spread = np.maximum(highest - w, w - lowest)
         own = highest * ((4 * EXP_ULPS + 1) * _accumulate() + 2 * _store() + _gamma(n))
         # A weight below the smallest normal number may be any subnormal, or 0 where the kernel flushes

@@ -109,6 +109,13 @@ def problems(module, adapter_name=None):
         f"NOT_APPLICABLE key {key!r} names no dtype, op, case, output or input value of the spec (a typo?)"
         for key in plan.unmatched_not_applicable(spec, module)
     ]
+    found += [
+        f"KNOWN_DIVERGENCES key {key!r} names no op after {plan.GENERATED} (a typo?)"
+        for key in getattr(module, "KNOWN_DIVERGENCES", {})
+        if isinstance(key, str)
+        and key.startswith(plan.GENERATED)
+        and not plan.names_an_op(plan.declared_pattern(adapter_name, key), contract.OPS)
+    ]
 
     try:
         version = module.version()

@@ -104,11 +104,11 @@ def attend(q, k, v, hidden, scale=None, rounding=None, over_queries=False):
 # --- the judgement -----------------------------------------------------------------------------
 
 
-def bound(dtype, compute, *args, **kwargs):
+def bound(dtype, compute, *args, sums_in_dtype=False, **kwargs):
     """E: compute(*args, **kwargs)'s outputs (an array or a dict of them), each replaced by the derived
-    bound on its error in `dtype` (None for what is not floating point). `compute` is the reference's
-    (or built from its steps); its float inputs are taken as given, exactly. Raises Overflow where a
-    step exceeds the dtype's range."""
+    bound on its error in `dtype` (None for what is not floating point), its sums in float32 or, with
+    `sums_in_dtype`, in the dtype. `compute` is the reference's (or built from its steps); its float
+    inputs are taken as given, exactly. Raises Overflow where a step exceeds the dtype's range."""
 
     def given(a):
         floating = isinstance(a, np.ndarray) and (a.dtype.kind == "f" or a.dtype.name == "bfloat16")
@@ -117,7 +117,7 @@ def bound(dtype, compute, *args, **kwargs):
     def err(result):
         return bounds.stored(result).err if isinstance(result, bounds.Bounded) else None
 
-    with bounds.computed_in(np_dtype(dtype)) as overflowed, np.errstate(all="ignore"):
+    with bounds.computed_in(np_dtype(dtype), sums_in_dtype) as overflowed, np.errstate(all="ignore"):
         result = compute(*map(given, args), **{n: given(v) for n, v in kwargs.items()})
         found = {n: err(r) for n, r in result.items()} if isinstance(result, dict) else err(result)
     if overflowed:
@@ -153,7 +153,7 @@ def allowed(dtype, exact, plain, derived, k):
     """What |got - exact| may be, elementwise: k x max|plain - exact| + the derived bound E; 0 where
     exact is 0 and E is 0 (nothing there can round)."""
     exact = np.asarray(exact, dtype=np.float64)
-    derived = np.broadcast_to(np.asarray(derived, dtype=np.float64), exact.shape)
+    derived = np.nan_to_num(np.broadcast_to(np.asarray(derived, dtype=np.float64), exact.shape), nan=np.inf)
     return np.where((exact == 0) & (derived == 0), 0.0, k * baseline(dtype, exact, plain) + derived)
 
 
@@ -202,7 +202,8 @@ class Verdict:
             f"{self.name}{where}: got {self.got!r}, expected {self.expected!r}, |error| {self.error:.3g} "
             f"({self.ulps:.3g} ULP of {self.dtype} at the row's scale) against allowed {self.limit:.3g} "
             f"(the derived bound there {self.derived:.3g}; the plain {plain_dtype(self.dtype)} computation's "
-            f"error there {self.plain_error:.3g})"
+            f"error there {self.plain_error:.3g}"
+            + (", scaled by 2^-29 to stand in for float64's)" if self.dtype in _STAND_IN else ")")
         )
 
 

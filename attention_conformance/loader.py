@@ -374,9 +374,17 @@ def load_divergences(path):
             raise SpecError(f"{at}: the key must be a test id like 'test_scores[torch-float32-sat]'")
         if not isinstance(entry, dict) or not isinstance(entry.get("reason"), str) or not entry["reason"].strip():
             raise SpecError(f"{at}: field 'reason': say why this test is expected to fail")
-        unknown = set(entry) - {"reason", "link", "within"}
+        unknown = set(entry) - {"reason", "link", "within", "sums_in_dtype"}
         if unknown:
-            raise SpecError(f"{at}: field {sorted(unknown)[0]!r}: unknown key (allowed: link, reason, within)")
+            raise SpecError(
+                f"{at}: field {sorted(unknown)[0]!r}: unknown key (allowed: link, reason, sums_in_dtype, within)"
+            )
+        sums_in_dtype = entry.get("sums_in_dtype", False)
+        if sums_in_dtype is not False and not (plan.generated_op(test_id) and sums_in_dtype is True):
+            raise SpecError(
+                f"{at}: field 'sums_in_dtype': true (the framework's sums accumulate in the dtype), and only on a "
+                f"generated case's entry (case fuzz_<op>)"
+            )
         within = entry.get("within")
         if within is not None and not (plan.generated_op(test_id) and values.is_number(within) and within > 1):
             text = " (YAML reads 2.7e8 as text: write 2.7e+8)" if values.is_number_text(within) else ""
@@ -384,18 +392,24 @@ def load_divergences(path):
                 f"{at}: field 'within': a number above 1 (the margin it may reach), and only on a generated "
                 f"case's entry (case fuzz_<op>){text}"
             )
-        out[test_id] = Reason(entry["reason"] + (f" ({entry['link']})" if entry.get("link") else ""), within)
+        text = entry["reason"] + (f" ({entry['link']})" if entry.get("link") else "")
+        out[test_id] = Reason(text, within, sums_in_dtype)
     return out
 
 
 class Reason(str):
-    """A known divergence's reason. `within`, on a generated case's entry: the margin its results may
-    reach (measured), beyond which fuzz still reports them; None: any result, a raise included."""
+    """A known divergence's reason. On a generated case's entry, what fuzz still holds its results to:
+    `within`, the margin they may reach; `sums_in_dtype`, the model with its sums in the dtype itself.
+    Neither: any result, a raise included."""
 
-    def __new__(cls, text, within=None):
+    def __new__(cls, text, within=None, sums_in_dtype=False):
         reason = super().__new__(cls, text)
-        reason.within = within
+        reason.within, reason.sums_in_dtype = within, sums_in_dtype
         return reason
+
+    @property
+    def bounded(self):
+        return self.within is not None or self.sums_in_dtype
 
 
 def divergence_reason(test_id, divergences):

@@ -3,10 +3,11 @@ excuses when it says `within`, never goes stale in a spec run, and a typo in it 
 
 import types
 
+import ml_dtypes
 import numpy as np
 import pytest
 
-from attention_conformance import ADAPTERS_DIR, fuzz, loader, plan
+from attention_conformance import ADAPTERS_DIR, check, fuzz, loader, plan
 from attention_conformance.adapters import reference
 
 SCORES = {"scores": np.array([[0.3, -1.2, 2.0, 0.7], [1.0, 1.0, -0.5, 0.25]])}
@@ -43,11 +44,11 @@ def test_within_excuses_up_to_its_margin_and_no_further(tmp_path):
     entry = '"test_weights[nudged-float32-fuzz_softmax]":\n  reason: measured\n  within: {}\n'
     wide = _fuzzer(_declared(tmp_path, entry.format(round(margin * 2))))
     assert wide.evaluate("softmax", SCORES) is None
-    assert any(r.startswith(f"known divergence within margin {round(margin * 2)}") for r in wide.excused), wide.excused
-    assert wide.declared_worst == (margin, 1, f"softmax/weights, declared {round(margin * 2)}")  # fuzz prints it
+    assert any(r.startswith(f"known divergence within margin {round(margin * 2)}:") for r in wide.excused), wide.excused
+    assert wide.declared_worst == (margin, 1, f"softmax/weights, declared margin {round(margin * 2)}")  # fuzz prints it
     narrow = _fuzzer(_declared(tmp_path, entry.format(round(margin / 2))))
     finding = narrow.evaluate("softmax", SCORES)
-    assert finding and "beyond even the declared divergence's" in finding.messages["weights"], finding
+    assert finding and f"beyond even margin {round(margin / 2)}:" in finding.messages["weights"], finding
 
 
 def test_without_within_it_excuses_any_result():
@@ -84,4 +85,39 @@ def test_a_generated_entry_naming_no_op_is_refused_by_fuzz(tmp_path, monkeypatch
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     assert fuzz.main("typo", examples=1, out=str(tmp_path / "out")) == 2
-    assert "known divergence 'test_weights[typo-*-fuzz_sofmax]' names no op after fuzz_" in capsys.readouterr().err
+    said = "known divergence 'fuzz_sofmax/weights/*' (test id test_weights[typo-*-fuzz_sofmax]) names no op after fuzz_"
+    assert said in capsys.readouterr().err
+    import typo
+
+    assert check.problems(typo) == ["KNOWN_DIVERGENCES key 'fuzz_sofmax/weights' names no op after fuzz_ (a typo?)"]
+
+
+def _bfloat16_sums(scale):
+    """A softmax whose row sum accumulates in bfloat16 (MLX's precise=False), its weights times `scale`."""
+
+    def softmax(scores):
+        terms = np.exp(np.asarray(scores, dtype=np.float64) - np.max(scores, axis=-1, keepdims=True))
+        terms = terms.astype(ml_dtypes.bfloat16)
+        total = np.zeros(terms.shape[:-1] + (1,), dtype=ml_dtypes.bfloat16)
+        for j in range(terms.shape[-1]):
+            total = (total + terms[..., j : j + 1]).astype(ml_dtypes.bfloat16)
+        return (terms.astype(np.float32) / total.astype(np.float32) * scale).astype(ml_dtypes.bfloat16)
+
+    return softmax
+
+
+def test_sums_in_dtype_holds_a_half_precision_accumulator_to_its_own_bound(tmp_path):
+    long_row = {"scores": np.linspace(-0.01, 0.01, 1024).reshape(1, 1024)}  # the sum stalls at 256
+    short_row = {"scores": np.array([[0.3, -1.2, 2.0, 0.7]])}
+    entry = '"test_weights[halfsum-bfloat16-fuzz_softmax]":\n  reason: sums in bfloat16\n  sums_in_dtype: true\n'
+
+    def fuzzer(scale, divergences):
+        adapter = types.SimpleNamespace(DTYPES=("bfloat16",), softmax=_bfloat16_sums(scale))
+        found = fuzz.Fuzzer("halfsum", adapter, "bfloat16", ["softmax"])
+        found.divergences = divergences
+        return found
+
+    assert fuzzer(1.0, {}).evaluate("softmax", long_row)  # beyond the model, whose sums are float32's
+    assert fuzzer(1.0, _declared(tmp_path, entry)).evaluate("softmax", long_row) is None
+    wrong = fuzzer(1.5, _declared(tmp_path, entry)).evaluate("softmax", short_row)  # 50% off, 4 terms
+    assert wrong and "beyond even the model summing in bfloat16" in wrong.messages["weights"], wrong
