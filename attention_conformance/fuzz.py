@@ -387,6 +387,7 @@ class Fuzzer:
             if plan.applies(self.spec, case, exp, dtype, primary)
         }  # the spec's dtype plan, case by case
         self.calls = 0
+        self.judged = 0  # outputs compared with the model: 0 means the run said nothing
         self.excused = {}  # reason -> how many outputs it excused
         self.margin = 0.0  # the last case's worst margin: what a targeted search pushes up
         self.worst = None  # (margin, "op/output", the verdict's words): the closest a passing case came
@@ -534,6 +535,7 @@ class Fuzzer:
                 continue
             verdict = self.judge.judge(output, self.dtype, value, want, plain[output], derived[output], k)
             verdicts[output] = verdict
+            self.judged += 1
             declared = self.declared(op, output)
             if declared and not verdict.within:
                 if declared.sums_in_dtype:
@@ -1007,6 +1009,9 @@ def main(adapter_name, examples=100, seed=0, dtype=None, out=DEFAULT_OUT, ops=No
             else ""
         )
     )
+    if finding is None and not fuzzer.judged:  # said loudly: a run that judged nothing is no evidence
+        print(f"ok: {summary}: no finding, but no output was judged (every one excused, or none drawn)")
+        return 0
     if finding is None:
         closest = "" if fuzzer.worst is None else f"; worst margin {fuzzer.worst[0]:.3g} ({fuzzer.worst[1]})"
         print(f"ok: {summary}: no finding{closest}")

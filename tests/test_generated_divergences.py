@@ -53,7 +53,16 @@ def test_within_excuses_up_to_its_margin_and_no_further(tmp_path):
 
 def test_without_within_it_excuses_any_result():
     fuzzer = _fuzzer({plan.test_id("weights", "nudged", "float32", "fuzz_softmax"): "any result"})
-    assert fuzzer.evaluate("softmax", SCORES) is None
+    assert fuzzer.evaluate("softmax", SCORES) is None and fuzzer.judged == 0  # fuzz then says it judged nothing
+
+
+def test_a_run_that_judged_nothing_says_so(tmp_path, monkeypatch, capsys):
+    (tmp_path / "excused.py").write_text(
+        (ADAPTERS_DIR / "reference.py").read_text() + '\nKNOWN_DIVERGENCES = {"fuzz_softmax": "every softmax"}\n'
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert fuzz.main("excused", examples=5, ops=["softmax"], out=str(tmp_path / "out")) == 0
+    assert "no finding, but no output was judged" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(
