@@ -3,8 +3,8 @@
 mlx.optimizers.SGD for training, and the fused mx.fast.scaled_dot_product_attention ([B, N, T, H]).
 
 Added the way an outside adapter is: the template, this file and one tox environment; its known
-divergences live here, not in spec/known_divergences.yaml. MLX is lazy: nothing is computed until
-an array is read (np.array below), so every function's graph is evaluated once, at its return.
+divergences are data, in spec/known_divergences.yaml. MLX is lazy: nothing is computed until an array
+is read (np.array below), so every function's graph is evaluated once, at its return.
 """
 
 import math
@@ -32,65 +32,6 @@ NOT_APPLICABLE = {
         "mlx.nn has no grouped-query attention layer; grouped heads run through mx.fast.scaled_dot_product_attention"
     ),
 }
-_DOCS = "https://ml-explore.github.io/mlx/build/html/python"
-# Measured with mlx 0.32.4 on the CPU: mx.exp(5.0) in float64 is 3e-6 off (relative 2e-8, float32's
-# size), so every float64 softmax is; the fused kernel's softmax is float32 by design (its docs).
-_FLOAT64 = (
-    f"MLX computes float64 exp with float32 accuracy on the CPU (mx.exp(5.0) is 3e-6 off, measured), and "
-    f"mx.fast.scaled_dot_product_attention's softmax is float32 by design, so float64 results after a softmax "
-    f"carry float32-sized errors (~1e-8) {_DOCS}/_autosummary/mlx.core.fast.scaled_dot_product_attention.html"
-)
-_AFTER_SOFTMAX = {  # the float64 outputs that pass through an exp; projections, scores and blend conform
-    "context": (
-        "batched_cube binary cat_sat_mat_shapes causal_batched_cube causal_cat_sat_mat decode_chunk decode_one_token "
-        "exercise_3_1_binary_square exercise_3_1_seed789 four_heads_causal_batched gpt2_small_heads_causal "
-        "layer_gpt2_small layer_mha_cube_head_size_one layer_mha_small layer_mha_small_causal mask_additive_inf "
-        "mask_layer_cube_head_size_one "
-        "mask_additive_inf_head_size_two "
-        "mask_additive_large mask_additive_min mask_layer_padding_causal mask_padding_causal_bool "
-        "mask_padding_causal_bool_head_size_two one_head padding_partial two_heads_binary two_sentences "
-        "two_sentences_swapped two_sentences_v2_seed789 v1_batched_cube v1_seed123 v2_binary_square v2_seed789"
-    ),
-    "weights": (
-        "batched_cube binary cat_sat_mat_shapes causal_batched_cube causal_cat_sat_mat layer_gpt2_small "
-        "layer_mha_cube_head_size_one layer_mha_small layer_mha_small_causal padding_partial row_softmax_binary "
-        "softmax_long_row "
-        "thermostat thermostat_x8 "
-        "two_sentences"
-    ),
-    # not gqa_grouped_fused_one_token: a softmax over one key is exactly 1 whatever exp computes
-    "heads": (
-        "four_heads_causal_batched fused_batched_cube fused_cat_sat_mat fused_causal_cat_sat_mat "
-        "fused_four_heads_causal_batched fused_gpt2_small_heads_causal gpt2_small_heads_causal gqa_grouped_fused "
-        "gqa_kv_heads_causal gqa_mqa_causal gqa_mqa_fused gqa_two_kv_heads one_head two_heads_binary"
-    ),
-}
-_EMPTY_ROW = (
-    "on a row with every key hidden, where the suite's convention is zero weights and a zero context "
-    "(measured, mlx 0.32.4)"
-)
-_BFLOAT16_SUM = (
-    "mx.softmax's default (precise=False) sums a bfloat16 row in bfloat16, where a sum stops growing at 256: "
-    "1024 equal scores get weights of 4/1024 each, not 1/1024 (measured); precise=True sums in float32 "
-    f"{_DOCS}/_autosummary/mlx.core.softmax.html"
-)
-KNOWN_DIVERGENCES = {
-    **{f"{case}/{output}/float64": _FLOAT64 for output, cases in _AFTER_SOFTMAX.items() for case in cases.split()},
-    "*/stepwise/float64": _FLOAT64,
-    "*/context_v2/float64": _FLOAT64,
-    "gpt2_small_heads_causal/heads/bfloat16": _BFLOAT16_SUM,  # its context, after the out projection, is within
-    "softmax_long_row/weights/bfloat16": _BFLOAT16_SUM,
-    "padding_fully_masked": f"the textbook mx.where(-inf) then mx.softmax computes 0/0 = NaN {_EMPTY_ROW}",
-    "mask_fully_masked_bool/context": (
-        "mx.fast.scaled_dot_product_attention's boolean mask gives uniform weights (the mean of the values) "
-        f"{_EMPTY_ROW}"
-    ),
-    "mask_layer_fully_masked/context": (
-        f"mlx.nn.MultiHeadAttention (the fused kernel inside) gives uniform weights {_EMPTY_ROW} "
-        f"{_DOCS}/nn/_autosummary/mlx.nn.MultiHeadAttention.html"
-    ),
-}
-
 _DTYPES = {"float64": mx.float64, "float32": mx.float32, "float16": mx.float16, "bfloat16": mx.bfloat16}
 
 

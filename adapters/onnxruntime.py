@@ -5,8 +5,9 @@ document's SelfAttention_v1/_v2 modules exported with torch.onnx.export; every g
 onnxruntime's CPU execution provider.
 
 Added the way an outside adapter is: the template, this file and one tox environment; its known
-divergences live here. Graphs are built with the onnx helper API, once per op, dtype and input
-ranks (sizes stay symbolic), and their sessions reused: a session costs milliseconds to create.
+divergences are data, in spec/known_divergences.yaml. Graphs are built with the onnx helper API, once
+per op, dtype and input ranks (sizes stay symbolic), and their sessions reused: a session costs
+milliseconds to create.
 """
 
 import contextlib
@@ -56,47 +57,6 @@ NOT_APPLICABLE = {
     ),
     "layer_defaults": "ONNX has no attention layer, so no constructor defaults",
 }
-_SPEC = "https://onnx.ai/onnx/operators/onnx__Attention.html"
-_EXPORT_SCALE = (
-    "torch.onnx.export writes the module's Python-float scale keys.shape[-1] ** 0.5 as a float32 Constant "
-    "then Casts it to float64 (measured, torch 2.13.0), so a float64 module divides by float32's sqrt(d_k): "
-    "~4e-10 off wherever sqrt(d_k) is not exact in float32 (d_k = 2 here; d_k = 4 conforms) "
-    "https://docs.pytorch.org/docs/stable/onnx_export.html"
-)
-_ATTENTION_F64 = (
-    "onnxruntime's CPU Attention kernel returns float64 results with float32-sized errors "
-    f"(7e-10 to 6e-9, measured, 1.31.1) {_SPEC}"
-)
-KNOWN_DIVERGENCES = {
-    "padding_fully_masked": (
-        "the textbook Where(-inf) then Softmax computes 0/0 = NaN on a row with every key hidden; "
-        "the suite's convention is zeros"
-    ),
-    "decode_flag_chunk/context": (
-        "the Attention operator's is_causal aligns the mask top-left (query i sees keys 0..i) when queries are fewer "
-        f"than keys: its specification calls it the upper-left causal bias; decoding needs bottom-right {_SPEC}"
-    ),
-    "decode_flag_one_token/context": (
-        f"the Attention operator's is_causal aligns top-left: one new token sees only key 0 {_SPEC}"
-    ),
-    **{
-        f"{case}/context/float64": _EXPORT_SCALE
-        for case in (
-            "v1_seed123",
-            "v1_batched_cube",
-            "v2_seed789",
-            "two_sentences_swapped",
-            "two_sentences_v2_seed789",
-            "exercise_3_1_seed789",
-        )
-    },
-    "exercise_3_1_seed789/context_v2/float64": _EXPORT_SCALE,
-    "fused_*/heads/float64": _ATTENTION_F64,
-    "gqa_grouped_fused/heads/float64": _ATTENTION_F64,
-    "gqa_mqa_fused/heads/float64": _ATTENTION_F64,  # found by fuzz (seed 0) once the case ran in float64
-    "mask_*/context/float64": _ATTENTION_F64,
-}
-
 OPSET = 23  # the first with the standard Attention operator
 _ELEM = {
     "float32": TensorProto.FLOAT,
