@@ -35,13 +35,9 @@ def known_divergences(adapter):
     KNOWN_DIVERGENCES (reading those imports that adapter, and so its framework)."""
     import importlib
 
-    from attention_conformance import contract, loader, plan
+    from attention_conformance import contract, divergences, plan
 
     if adapter not in contract.NAMES:
         raise ValueError(f"known_divergences({adapter!r}): not a built-in adapter; one of {', '.join(contract.NAMES)}")
-    found = {
-        plan.declared_key(pattern): reason
-        for pattern, reason in loader.load_divergences(SPEC_DIR / "known_divergences.yaml").items()
-        if plan.adapter_of(pattern) == adapter
-    }
-    return found | dict(getattr(importlib.import_module(contract.module_path(adapter)), "KNOWN_DIVERGENCES", {}))
+    module = importlib.import_module(contract.module_path(adapter))
+    return {plan.declared_key(pattern): reason for pattern, reason in divergences.declared(adapter, module).items()}

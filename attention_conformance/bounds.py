@@ -109,6 +109,10 @@ class Bounded(NDArrayOperatorsMixin):
     shape = property(lambda self: self.value.shape)
     ndim = property(lambda self: self.value.ndim)
 
+    @property
+    def T(self):  # the gradients' transposes: a step with no rule here, so no bound, as for a NumPy call
+        raise Unbounded("bounds: .T is not bounded")
+
     def __getitem__(self, key):
         return Bounded(self.value[key], self.err[key])
 

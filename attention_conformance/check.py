@@ -11,7 +11,7 @@ verdict: numbers are compared by `attention-conformance run`.
 
 import numpy as np
 
-from attention_conformance import contract, loader, plan
+from attention_conformance import contract, divergences, loader, plan
 
 T, D, HEADS = 3, 4, 2  # tokens, width (d_in = d_out, so both weight layouts have one shape), heads
 B = 1
@@ -109,12 +109,10 @@ def problems(module, adapter_name=None):
         f"NOT_APPLICABLE key {key!r} names no dtype, op, case, output or input value of the spec (a typo?)"
         for key in plan.unmatched_not_applicable(spec, module)
     ]
+    keys = {plan.declared_pattern(adapter_name, key): key for key in getattr(module, "KNOWN_DIVERGENCES", {})}
     found += [
-        f"KNOWN_DIVERGENCES key {key!r} names no op after {plan.GENERATED} (a typo?)"
-        for key in getattr(module, "KNOWN_DIVERGENCES", {})
-        if isinstance(key, str)
-        and key.startswith(plan.GENERATED)
-        and not plan.names_an_op(plan.declared_pattern(adapter_name, key), contract.OPS)
+        f"KNOWN_DIVERGENCES key {keys[p]!r} names no op after {plan.GENERATED} (a typo?)"
+        for p in plan.misnamed_generated(keys, contract.OPS)
     ]
 
     try:
@@ -135,11 +133,11 @@ def problems(module, adapter_name=None):
     primary = module.DTYPES[0]
     # Each op in every dtype the adapter declares where the spec runs it there (a half-precision path
     # that raises is found here, not halfway through a run); the first dtype, every op.
-    declared = loader.declared_divergences(adapter_name, module)
+    declared = divergences.declared(adapter_name, module)
     planned = {
         (test.case.op, test.dtype)
         for test in plan.tests(spec, {adapter_name: module})
-        if not test.not_applicable and not loader.divergence_reason(test.id, declared)
+        if not test.not_applicable and not divergences.reason_for(test.id, declared)
     }  # a path the spec runs and the adapter has not declared divergent (JAX float16 layers raise: declared)
 
     def choose(name):  # the first word (or switch value) the adapter has not declared not applicable ("layer=mha")

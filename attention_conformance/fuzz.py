@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attention_conformance import contract, loader, plan
+from attention_conformance import contract, divergences, loader, plan
 
 # The forward ops the fuzzer draws cases for (an adapter's missing or not-applicable ops are left out).
 COVERED = (
@@ -376,7 +376,7 @@ class Fuzzer:
         self.model = judge.model()
         self.spec = loader.load()
         self.report_name = divergences_as or name
-        self.divergences = loader.declared_divergences(self.report_name, adapter)
+        self.divergences = divergences.declared(self.report_name, adapter)
         not_applicable = getattr(adapter, "NOT_APPLICABLE", {})
         self.ops = [op for op in (ops or COVERED) if hasattr(adapter, op) and op not in not_applicable]
         primary = adapter.DTYPES[0]
@@ -406,7 +406,7 @@ class Fuzzer:
         if reason:
             return f"not applicable: {reason}"
         for case_id in [twin.id for twin in twins] + [plan.generated_case(op)]:
-            reason = loader.divergence_reason(
+            reason = divergences.reason_for(
                 plan.test_id(output, self.report_name, self.dtype, case_id), self.divergences
             )
             if reason and not getattr(reason, "bounded", False):
@@ -414,8 +414,8 @@ class Fuzzer:
         return None
 
     def declared(self, op, output):
-        """The generated-case divergence that still bounds this output's results (loader.Reason), or None."""
-        reason = loader.divergence_reason(
+        """The generated-case divergence that still bounds this output's results (divergences.Reason), or None."""
+        reason = divergences.reason_for(
             plan.test_id(output, self.report_name, self.dtype, plan.generated_case(op)), self.divergences
         )
         return reason if getattr(reason, "bounded", False) else None
@@ -542,10 +542,9 @@ class Fuzzer:
                     summing = summing or self.derived(op, kwargs, sums_in_dtype=True)
                     verdict = self.judge.judge(output, self.dtype, value, want, plain[output], summing[output], k)
                 limit = declared.within or 1.0
-                said = (f"margin {limit:g}" if declared.within else "") + (
-                    f"{' of ' if declared.within else ''}the model summing in {self.dtype}"
-                    if declared.sums_in_dtype
-                    else ""
+                said = " of ".join(
+                    [f"margin {limit:g}"] * (declared.within is not None)
+                    + [f"the model summing in {self.dtype}"] * declared.sums_in_dtype
                 )
                 if verdict.margin <= limit:
                     reason = f"known divergence within {said}: {declared}"
@@ -978,7 +977,7 @@ def main(adapter_name, examples=100, seed=0, dtype=None, out=DEFAULT_OUT, ops=No
         )
         return 2
     fuzzer = Fuzzer(adapter_name, adapter, dtype, ops, _base_name(adapter_name))
-    misnamed = [p for p in fuzzer.divergences if plan.generated_op(p) and not plan.names_an_op(p, contract.OPS)]
+    misnamed = plan.misnamed_generated(fuzzer.divergences, contract.OPS)
     if misnamed:
         print(
             f"error: known divergence {plan.declared_key(misnamed[0])!r} (test id {misnamed[0]}) names no op after "

@@ -152,7 +152,7 @@ class Derived:
         def compute(**given):
             try:
                 return bound(self.dtype, getattr(reference, op), **given)
-            except (bounds.Unbounded, Overflow, AttributeError):  # AttributeError: .T and the like, the gradients'
+            except (bounds.Unbounded, Overflow):
                 return {name: None for name in names} if len(names) > 1 else None
 
         return compute

@@ -4,7 +4,6 @@ Every error names the file, the case and the field in one line.
 """
 
 import dataclasses
-import fnmatch
 import functools
 import math
 import re
@@ -71,7 +70,7 @@ class Spec:
     dtypes: dict = field(default_factory=lambda: {"sweep": [], "ops": []})
 
 
-def _read(path):
+def read(path):
     try:
         text = safe_io.read_bounded(path, MAX_SPEC_BYTES, "a spec file").decode("utf-8")
     except safe_io.UnsafeInput as exc:
@@ -253,7 +252,7 @@ def _heads_divide(at, inputs):
 
 def load_file(path):
     path = Path(path)
-    doc = _read(path)
+    doc = read(path)
     unknown = set(doc) - TOP_FIELDS
     if unknown:
         raise SpecError(f"{path}: field {sorted(unknown)[0]!r}: unknown key (allowed: {sorted(TOP_FIELDS)})")
@@ -363,78 +362,6 @@ def golden_references(loaded):
     return sorted(refs)
 
 
-def load_divergences(path):
-    """{test id: reason} from a known-divergences file; every entry must give a reason."""
-    path = Path(path)
-    doc = _read(path)
-    out = {}
-    for test_id, entry in doc.items():
-        at = f"{path}: entry {test_id!r}"
-        if not (isinstance(test_id, str) and test_id.startswith("test_") and "[" in test_id):
-            raise SpecError(f"{at}: the key must be a test id like 'test_scores[torch-float32-sat]'")
-        if not isinstance(entry, dict) or not isinstance(entry.get("reason"), str) or not entry["reason"].strip():
-            raise SpecError(f"{at}: field 'reason': say why this test is expected to fail")
-        unknown = set(entry) - {"reason", "link", "within", "sums_in_dtype"}
-        if unknown:
-            raise SpecError(
-                f"{at}: field {sorted(unknown)[0]!r}: unknown key (allowed: link, reason, sums_in_dtype, within)"
-            )
-        sums_in_dtype = entry.get("sums_in_dtype", False)
-        if sums_in_dtype is not False and not (plan.generated_op(test_id) and sums_in_dtype is True):
-            raise SpecError(
-                f"{at}: field 'sums_in_dtype': true (the framework's sums accumulate in the dtype), and only on a "
-                f"generated case's entry (case fuzz_<op>)"
-            )
-        within = entry.get("within")
-        if within is not None and not (plan.generated_op(test_id) and values.is_number(within) and within > 1):
-            text = " (YAML reads 2.7e8 as text: write 2.7e+8)" if values.is_number_text(within) else ""
-            raise SpecError(
-                f"{at}: field 'within': a number above 1 (the margin it may reach), and only on a generated "
-                f"case's entry (case fuzz_<op>){text}"
-            )
-        text = entry["reason"] + (f" ({entry['link']})" if entry.get("link") else "")
-        out[test_id] = Reason(text, within, sums_in_dtype)
-    return out
-
-
-class Reason(str):
-    """A known divergence's reason. On a generated case's entry, what fuzz still holds its results to:
-    `within`, the margin they may reach; `sums_in_dtype`, the model with its sums in the dtype itself.
-    Neither: any result, a raise included."""
-
-    def __new__(cls, text, within=None, sums_in_dtype=False):
-        reason = super().__new__(cls, text)
-        reason.within, reason.sums_in_dtype = within, sums_in_dtype
-        return reason
-
-    @property
-    def bounded(self):
-        return self.within is not None or self.sums_in_dtype
-
-
-def divergence_reason(test_id, divergences):
-    """The reason a test is a known divergence, or None. A "*" in an entry matches any text."""
-    for pattern, reason in divergences.items():
-        if fnmatch.fnmatchcase(test_id, pattern.replace("[", "[[]").replace("?", "[?]")):
-            return reason
-    return None
-
-
 def load(path=None):
     """The spec; by default the one file spec/attention.yaml."""
     return load_file(path or SPEC_DIR / "attention.yaml")
-
-
-def declared_divergences(name, adapter):
-    """{test-id pattern: reason} an adapter is known to diverge on: spec/known_divergences.yaml's for a
-    built-in adapter, and the module's own KNOWN_DIVERGENCES."""
-    from attention_conformance import contract
-
-    found = {}
-    if name in contract.NAMES:
-        found = {
-            p: r for p, r in load_divergences(SPEC_DIR / "known_divergences.yaml").items() if plan.adapter_of(p) == name
-        }
-    for key, reason in getattr(adapter, "KNOWN_DIVERGENCES", {}).items():
-        found[plan.declared_pattern(name, key)] = reason
-    return found

@@ -32,7 +32,7 @@ import time
 
 import numpy as np
 
-from attention_conformance import judge, loader, machine, plan
+from attention_conformance import divergences, judge, loader, machine, plan
 from attention_conformance.adapters import reference
 from attention_conformance.contract import DTYPES, OPS, np_dtype
 
@@ -218,7 +218,7 @@ def not_applicable(adapter, op, dtype, inputs, output=None):
     return next((reasons[k] for k in plan.keys_of(op, [], _params(inputs), dtype, output) if k in reasons), None)
 
 
-def declared(name, divergences, spec, op, output, dtype, inputs):
+def declared(name, known, spec, op, output, dtype, inputs):
     """(spec case, reason) where a known divergence covers a case of this op, output and dtype that
     is not a convention case (fully masked rows, causal alignment: the sweep has none), with the
     same mask API (and fill, for an additive mask), and not a multi-query case's (one K/V head) for
@@ -240,7 +240,7 @@ def declared(name, divergences, spec, op, output, dtype, inputs):
             and np.shape(inputs["x"])[-2] != 1
         ):
             continue  # said of one token only
-        reason = loader.divergence_reason(plan.test_id(output, name, dtype, case.id), divergences)
+        reason = divergences.reason_for(plan.test_id(output, name, dtype, case.id), known)
         if reason:
             return case.id, reason
     return None
@@ -304,7 +304,7 @@ def margin_at(row, k):
 def run(name, adapter, examples, seed, model, dtypes=None, ops=None, log=None):
     """Every measurement, one dict per (case, dtype, output)."""
     spec = loader.load()
-    divergences = loader.declared_divergences(name, adapter)
+    known = divergences.declared(name, adapter)
     rows = []
     for index in range(examples):
         case = draw_case(seed, index)
@@ -359,7 +359,7 @@ def run(name, adapter, examples, seed, model, dtypes=None, ops=None, log=None):
                     )
                     row["status"] = "within" if row["margin"] <= 1.0 else "beyond"
                 if row["status"] in ("beyond", "raised"):
-                    found = declared(name, divergences, spec, op, output, dtype, case["inputs"])
+                    found = declared(name, known, spec, op, output, dtype, case["inputs"])
                     if found:
                         row |= {"status": "declared", "declared_by": found[0], "declared_reason": found[1]}
                 rows.append(row)

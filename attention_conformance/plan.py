@@ -77,6 +77,11 @@ def names_an_op(pattern, ops):
     return op is not None and any(fnmatch.fnmatchcase(name, op) for name in ops)
 
 
+def misnamed_generated(patterns, ops):
+    """The generated-case divergences among `patterns` whose fuzz_<op> names none of `ops` (a typo)."""
+    return [p for p in patterns if generated_op(p) is not None and not names_an_op(p, ops)]
+
+
 def adapter_of(pattern):
     """The adapter a test id, or a known-divergence pattern with "*" in it, is about."""
     return pattern[pattern.index("[") + 1 :].split("-")[0] if "[" in pattern else None

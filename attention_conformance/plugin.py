@@ -22,6 +22,7 @@ from attention_conformance import (
     SPEC_DIR,
     calls,
     contract,
+    divergences,
     golden,
     loader,
     machine,
@@ -127,7 +128,7 @@ def pytest_configure(config):
         state.goldens = golden.Goldens(config.getoption("golden_dir"))
         for ref in loader.golden_references(state.spec):  # every golden read and hash-checked before any test
             state.goldens.tensor(ref)
-        state.divergences = loader.load_divergences(config.getoption("known_divergences"))
+        state.divergences = divergences.load(config.getoption("known_divergences"))
     except (loader.SpecError, golden.GoldenError) as exc:
         raise pytest.UsageError(str(exc)) from None
     # From here each adapter's last report gives way to a start marker, so a run that dies (importing a
@@ -257,7 +258,7 @@ def pytest_collection_modifyitems(items):
     # Before -k/-m deselect anything: was the spec-driven module part of this run at all?
     state.conformance_collected = any(item.path == CONFORMANCE_TESTS for item in items)
     for item in items:
-        reason = state.divergence_of[item.name] = loader.divergence_reason(item.name, state.divergences)
+        reason = state.divergence_of[item.name] = divergences.reason_for(item.name, state.divergences)
         if reason is not None:
             item.add_marker(pytest.mark.xfail(reason=f"known divergence: {reason}", strict=True))
 
@@ -401,7 +402,7 @@ def pytest_sessionfinish(session, exitstatus):
         for p in state.divergences
         if plan.adapter_of(p) in state.loaded
         and not plan.names_an_op(p, contract.OPS)  # fuzz's alone: no spec test to match
-        and not any(loader.divergence_reason(t, {p: p}) for t in state.expected)
+        and not any(divergences.reason_for(t, {p: p}) for t in state.expected)
     )
     if complete and stale:
         reporter.write_line(

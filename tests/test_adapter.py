@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from attention_conformance import contract, loader
+from attention_conformance import contract, divergences, loader
 from attention_conformance.verify import verify_all
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -125,7 +125,7 @@ def test_wrong_adapter_is_caught(mutant, goldens, record_mutant, known_divergenc
     results = {
         t: r
         for t, r in verify_all(spec, name, module, goldens, dtypes).items()
-        if not loader.divergence_reason(t.replace(f"[{name}-", f"[{base}-"), known_divergences)
+        if not divergences.reason_for(t.replace(f"[{name}-", f"[{base}-"), known_divergences)
     }
     record_mutant(name, module.EXPECTED, results)
     caught = {t: msg for t, (outcome, msg) in results.items() if outcome in ("failed", "error")}

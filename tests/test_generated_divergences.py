@@ -7,7 +7,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from attention_conformance import ADAPTERS_DIR, check, fuzz, loader, plan
+from attention_conformance import ADAPTERS_DIR, check, divergences, fuzz, loader, plan
 from attention_conformance.adapters import reference
 
 SCORES = {"scores": np.array([[0.3, -1.2, 2.0, 0.7], [1.0, 1.0, -0.5, 0.25]])}
@@ -20,17 +20,17 @@ def _softmax(scores):
     return weights
 
 
-def _fuzzer(divergences):
+def _fuzzer(declared):
     adapter = types.SimpleNamespace(DTYPES=("float32",), softmax=_softmax)
     fuzzer = fuzz.Fuzzer("nudged", adapter, "float32", ["softmax"])
-    fuzzer.divergences = divergences
+    fuzzer.divergences = declared
     return fuzzer
 
 
 def _declared(tmp_path, text):
     path = tmp_path / "known_divergences.yaml"
     path.write_text(text)
-    return loader.load_divergences(path)
+    return divergences.load(path)
 
 
 def test_an_undeclared_nudge_is_a_finding():
@@ -120,10 +120,10 @@ def test_sums_in_dtype_holds_a_half_precision_accumulator_to_its_own_bound(tmp_p
     short_row = {"scores": np.array([[0.3, -1.2, 2.0, 0.7]])}
     entry = '"test_weights[halfsum-bfloat16-fuzz_softmax]":\n  reason: sums in bfloat16\n  sums_in_dtype: true\n'
 
-    def fuzzer(scale, divergences):
+    def fuzzer(scale, declared):
         adapter = types.SimpleNamespace(DTYPES=("bfloat16",), softmax=_bfloat16_sums(scale))
         found = fuzz.Fuzzer("halfsum", adapter, "bfloat16", ["softmax"])
-        found.divergences = divergences
+        found.divergences = declared
         return found
 
     assert fuzzer(1.0, {}).evaluate("softmax", long_row)  # beyond the model, whose sums are float32's

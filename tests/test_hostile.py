@@ -14,7 +14,7 @@ import pytest
 from golden_files import resign
 from test_spec import VALID
 
-from attention_conformance import CONFORMANCE_TESTS, cli, contract, golden, loader
+from attention_conformance import CONFORMANCE_TESTS, cli, contract, divergences, golden, loader
 from attention_conformance.adapters import reference
 from attention_conformance.benchmark import alias_bomb
 from attention_conformance.compare import Nonconformance
@@ -107,7 +107,7 @@ def test_alias_bomb_is_refused_by_the_command_and_by_pytest(tmp_path):
 def test_alias_bomb_in_known_divergences_is_refused(tmp_path):
     path = tmp_path / "divergences.yaml"
     path.write_text(f'"test_scores[torch-float32-sat]":\n  reason: {alias_bomb()}\n')
-    outcome, cpu_seconds, peak = _bounded(lambda: loader.load_divergences(path))
+    outcome, cpu_seconds, peak = _bounded(lambda: divergences.load(path))
     assert isinstance(outcome, loader.SpecError) and str(outcome).startswith(str(path)), outcome
     assert peak < 20 and cpu_seconds < HANG_GUARD_CPU_S, (peak, cpu_seconds)
 
