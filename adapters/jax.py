@@ -16,7 +16,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from attention_conformance import ports
+from attention_conformance import cache, ports
+
+# XLA executables kept in the suite's cache (attention_conformance.cache), so a rerun loads what an earlier
+# run compiled; a user's own JAX_COMPILATION_CACHE_DIR wins. Not numeric: pin_numerics does not record it.
+if cache.directory() is not None and not jax.config.jax_compilation_cache_dir:
+    jax.config.update("jax_compilation_cache_dir", str(cache.directory() / "xla"))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)  # the spec's compiles are small and many
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
 
 DTYPES = ("float32", "float64", "float16", "bfloat16")
 NOT_APPLICABLE = {
@@ -32,6 +39,15 @@ NOT_APPLICABLE = {
 
 def version():
     return f"jax {jax.__version__}"
+
+
+def pin_numerics():
+    jax.config.update("jax_default_matmul_precision", "highest")
+    jax.config.update("jax_enable_x64", True)  # else float64 arrays silently become float32
+    return {
+        "jax.default_matmul_precision": jax.config.jax_default_matmul_precision,
+        "jax.enable_x64": jax.config.jax_enable_x64,
+    }
 
 
 def devices():

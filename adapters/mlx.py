@@ -3,7 +3,7 @@
 mlx.optimizers.SGD for training, and the fused mx.fast.scaled_dot_product_attention ([B, N, T, H]).
 
 Added the way an outside adapter is: the template, this file and one tox environment; its known
-divergences are data, in spec/known_divergences.yaml. MLX is lazy: nothing is computed until an array
+divergences are data, in spec/divergences/<adapter>.yaml. MLX is lazy: nothing is computed until an array
 is read (np.array below), so every function's graph is evaluated once, at its return.
 """
 

@@ -5,7 +5,7 @@ document's SelfAttention_v1/_v2 modules exported with torch.onnx.export; every g
 onnxruntime's CPU execution provider.
 
 Added the way an outside adapter is: the template, this file and one tox environment; its known
-divergences are data, in spec/known_divergences.yaml. Graphs are built with the onnx helper API, once
+divergences are data, in spec/divergences/<adapter>.yaml. Graphs are built with the onnx helper API, once
 per op, dtype and input ranks (sizes stay symbolic), and their sessions reused: a session costs
 milliseconds to create.
 """
@@ -16,7 +16,6 @@ import hashlib
 import importlib.metadata
 import inspect
 import io
-import os
 import warnings
 
 import numpy as np
@@ -24,7 +23,7 @@ import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper
 
-from attention_conformance import oracle_cache
+from attention_conformance import cache
 
 DTYPES = ("float32", "float64", "float16")
 _NO_TRAINING = (
@@ -210,23 +209,19 @@ def attention(x, w_query, w_key, w_value):
 
 @functools.cache
 def _exported(form, dtype, shapes):
-    """The export of _export's module, kept on disk beside the oracle cache (as JAX's compiled
+    """The export of _export's module, kept in the suite's cache (as JAX's compiled
     programs are): an export is a build step, and its graph depends only on the key and the versions."""
     versions = [
         importlib.metadata.version(p) for p in ("torch", "onnx", "onnxscript")
     ]  # without importing torch (1.7 s)
     key = hashlib.sha256(repr((form, dtype, shapes, versions, inspect.getsource(_export))).encode()).hexdigest()[:32]
-    folder = oracle_cache.directory()
-    path = folder / "onnx-export" / f"{key}.onnx" if folder is not None else None
+    path = cache.entry("onnx-export", f"{key}.onnx")
     if path is not None and path.exists():
         model = onnx.ModelProto.FromString(path.read_bytes())
     else:
         model = _export(form, dtype, shapes)
         if path is not None:  # written whole, then renamed: a reader never sees half a model
-            path.parent.mkdir(parents=True, exist_ok=True)
-            partial = path.with_suffix(f".{os.getpid()}.partial")
-            partial.write_bytes(model.SerializeToString())
-            partial.replace(path)
+            cache.write(path, lambda f: f.write(model.SerializeToString()))
     names = {"v1": ("W_query", "W_key", "W_value"), "v2": ("W_query.weight", "W_key.weight", "W_value.weight")}[form]
     held = {i.name for i in model.graph.initializer}
     if not held.issuperset(names):  # a weight no initializer holds would silently keep its random value

@@ -4,7 +4,7 @@ Shape letters: T query tokens, S key tokens (T == S in self-attention), B batch,
 D d_in, H d_out (= d_k). Leading batch axes are optional everywhere.
 Golden expected values are computed by this file, so it must stay the plainest possible
 statement of the math: no framework, no fused path, no shortcut. Every product, sum and
-exponential goes through attention_conformance.portable (`mm`, `fsum`, `exp` below), so its
+exponential goes through attention_conformance.deterministic (`mm`, `fsum`, `exp` below), so its
 answers are the same bytes on every CPU, BLAS kernel and thread count. Two things are there for
 speed alone, each giving the bytes the plain statement gives (tests/test_oracle_cache.py): masked
 heads computed in blocks of queries (_masked_head), and an answer computed once given again
@@ -21,7 +21,7 @@ import inspect
 
 import numpy as np
 
-from attention_conformance import bounds, portable, ports
+from attention_conformance import bounds, deterministic, ports
 
 DTYPES = ("float64",)
 NOT_APPLICABLE = {
@@ -52,18 +52,18 @@ def _f64(*arrays):
     return [bounds.stored(a) if isinstance(a, bounds.Bounded) else np.asarray(a, dtype=np.float64) for a in arrays]
 
 
-exp = portable.exp
+exp = deterministic.exp
 
 
 # Every product and sum goes through these two, and every softmax checks _bounded: given bounds.Bounded
 # arrays (judge.bound), the same steps also carry how far a correct computation in another summation
 # order or dtype may land.
 def mm(a, b):
-    return bounds.matmul(a, b) if _bounded(a, b) else portable.matmul(a, b)
+    return bounds.matmul(a, b) if _bounded(a, b) else deterministic.matmul(a, b)
 
 
 def fsum(a, axis=-1, keepdims=False):
-    return (bounds.sum if _bounded(a) else portable.sum)(a, axis=axis, keepdims=keepdims)
+    return (bounds.sum if _bounded(a) else deterministic.sum)(a, axis=axis, keepdims=keepdims)
 
 
 def _bounded(*arrays):
@@ -205,7 +205,7 @@ def _masked_head(q, k, v, hidden):
     rows, each only up to its last visible key. On GPT-2's causal shape that is half the work, in
     pieces that fit the CPU's cache, and, for finite inputs (the spec's), every number is the one the
     whole computation gives (a NaN in v would reach a fully hidden block there, not here): the
-    products' slices are per row and per column (portable.matmul skips a's all-zero last columns),
+    products' slices are per row and per column (deterministic.matmul skips a's all-zero last columns),
     and the softmax's sum pairs the same terms, the hidden keys' zeros included."""
     T, S = q.shape[-2], k.shape[-2]
     hidden = np.broadcast_to(hidden, np.broadcast_shapes(np.shape(hidden), q.shape[:-2] + (T, S)))
@@ -351,7 +351,7 @@ def grouped_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causa
     n // (N / num_kv_heads) (each K/V head repeated N / num_kv_heads times in place: repeat-interleave,
     as torch's repeat_interleave and Llama's repeat_kv). num_kv_heads = 1 is multi-query attention.
     A head's columns of the whole projection are the numbers projecting that head alone would give:
-    each output column is computed from its own weight column only (portable.matmul included)."""
+    each output column is computed from its own weight column only (deterministic.matmul included)."""
     x, w_query, w_key, w_value = _f64(x, w_query, w_key, w_value)
     H = w_query.shape[-1] // num_heads
     group = num_heads // num_kv_heads

@@ -23,6 +23,11 @@ def version():
     return f"tensorflow {tf.__version__}, keras {keras.__version__}"
 
 
+def pin_numerics():
+    tf.config.experimental.enable_tensor_float_32_execution(False)  # a GPU's float32 must be a CPU's
+    return {"tensorflow.tensor_float_32_execution": tf.config.experimental.tensor_float_32_execution_enabled()}
+
+
 def devices():
     return ["cpu"] + ["gpu"] * bool(tf.config.list_physical_devices("GPU"))
 

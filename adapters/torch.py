@@ -24,6 +24,22 @@ def version():
     return f"torch {torch.__version__}"
 
 
+def pin_numerics():
+    # On an AMX CPU, "medium" runs float32 matmuls of size >= 32 in bfloat16 (relative error ~2e-3, far
+    # beyond float32's tolerance); TF32 only matters on a GPU, whose float32 must be a CPU's.
+    torch.set_float32_matmul_precision("highest")
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    return {
+        "torch.float32_matmul_precision": torch.get_float32_matmul_precision(),
+        "torch.cuda.matmul.allow_tf32": torch.backends.cuda.matmul.allow_tf32,
+        "torch.cudnn.allow_tf32": torch.backends.cudnn.allow_tf32,
+        # Not switches set here, but what picks torch's CPU kernels: recorded beside them.
+        "torch.cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "torch.num_threads": torch.get_num_threads(),
+    }
+
+
 def devices():
     return ["cpu"] + ["gpu"] * torch.cuda.is_available()
 

@@ -14,7 +14,7 @@ Numerical Algorithms, ch. 2-3), every term kept, not only the first order:
   a constant (a scale 1/sqrt(H))    rounded to the dtype: u_store of it
   the softmax                       as a whole (softmax() says how): its terms share a denominator
   a step's result stored            u_store x |result|, where the next step (or the caller) takes it
-  the oracle's own products         K 2**-58 of the row's and column's largest magnitudes (portable.py)
+  the oracle's own products         K 2**-58 of the row's and column's largest magnitudes (deterministic.py)
 
 u_store is the dtype's unit roundoff. Within a step (a product, the scale, the softmax, the blend)
 sums and elementwise math run at u = u_accumulate: the dtype's own in float32 and float64, float32's
@@ -34,7 +34,7 @@ import ml_dtypes
 import numpy as np
 from numpy.lib.mixins import NDArrayOperatorsMixin
 
-from attention_conformance import portable
+from attention_conformance import deterministic
 
 # Within 1 ULP for Sleef (torch), 1-2 for Eigen (TensorFlow, XLA) and MLAS's softmax (ONNX Runtime),
 # as their sources state; 4 ULP leaves room for a vectorised exp none of them documents.
@@ -230,7 +230,7 @@ _FUNCTIONS |= {np.shape: lambda a: a.shape, np.ndim: lambda a: a.ndim}
 
 
 def matmul(a, b):
-    if np.ndim(b) == 1:  # matmul's rules for vectors, as portable.matmul's
+    if np.ndim(b) == 1:  # matmul's rules for vectors, as deterministic.matmul's
         return matmul(a, b[:, None])[..., 0]
     if np.ndim(a) == 1:
         return matmul(a[None, :], b)[..., 0, :]
@@ -245,11 +245,11 @@ def matmul(a, b):
     # turns BLAS's last bits into 10% of it: there the magnitudes are the oracle's too (tox -e portability
     # found 18 float64 bounds differing under another SIMD path).
     blas = 1 + 2 * _gamma64(K)
-    product = portable.matmul if _store() <= 2.0**-53 else (lambda p, q: (p @ q) * blas)
+    product = deterministic.matmul if _store() <= 2.0**-53 else (lambda p, q: (p @ q) * blas)
     size = product(np.abs(va), np.abs(vb))
     err = product(ea, np.abs(vb)) + product(np.abs(va), eb) + product(ea, eb)
     # The oracle is exact to within K 2**-58 of its row's largest |a| times its column's largest |b|
-    # (portable.matmul): an entry far below both is known less well than float64 holds it, found by
+    # (deterministic.matmul): an entry far below both is known less well than float64 holds it, found by
     # tests/test_false_alarms.py (one visible key among values 2**18 larger).
     oracle = (
         K
@@ -257,16 +257,18 @@ def matmul(a, b):
         * np.abs(va).max(axis=-1, keepdims=True, initial=0.0)
         * np.abs(vb).max(axis=-2, keepdims=True, initial=0.0)
     )
-    product = _rounded(portable.matmul(va, vb), err + _gamma(K) * size + oracle)
+    product = _rounded(deterministic.matmul(va, vb), err + _gamma(K) * size + oracle)
     product.terms = K
     return product
 
 
 def sum(a, axis=-1, keepdims=False):
     value, err = _parts(a)
-    size = portable.sum(np.abs(value), axis=axis, keepdims=keepdims)
-    total_err = portable.sum(err, axis=axis, keepdims=keepdims)
-    return _rounded(portable.sum(value, axis=axis, keepdims=keepdims), total_err + _gamma(value.shape[axis]) * size)
+    size = deterministic.sum(np.abs(value), axis=axis, keepdims=keepdims)
+    total_err = deterministic.sum(err, axis=axis, keepdims=keepdims)
+    return _rounded(
+        deterministic.sum(value, axis=axis, keepdims=keepdims), total_err + _gamma(value.shape[axis]) * size
+    )
 
 
 def _others(terms):
@@ -276,7 +278,7 @@ def _others(terms):
     right)."""
     largest = terms.argmax(axis=-1)[..., None]
     is_largest = np.arange(terms.shape[-1]) == largest
-    rest = portable.sum(np.where(is_largest, 0.0, terms), keepdims=True)  # every term but the largest
+    rest = deterministic.sum(np.where(is_largest, 0.0, terms), keepdims=True)  # every term but the largest
     return np.where(is_largest, rest, np.take_along_axis(terms, largest, axis=-1) + np.maximum(rest - terms, 0.0))
 
 
@@ -296,7 +298,7 @@ def softmax(scaled, hidden=None, keys=None):
         top = filled.max(axis=-1, keepdims=True)
         empty = np.isneginf(top)
         shifted = filled - np.where(empty, 0.0, top)
-        a = np.where(hidden, 0.0, portable.exp(shifted))
+        a = np.where(hidden, 0.0, deterministic.exp(shifted))
         n = value.shape[-1] if keys is None else keys
         # Subtracting the max rounds, in the dtype itself where the softmax is written elementwise
         # (jax.nn.softmax in bfloat16: s - max of 56.8 rounds by 0.06, e^0.06 is 6% of a weight; found by
@@ -304,19 +306,19 @@ def softmax(scaled, hidden=None, keys=None):
         d = np.where(hidden, 0.0, err + _store() * np.abs(shifted))
         # exp(s - max + d), not a e^d: a term whose a underflows (a gap of 800 between bfloat16 logits of 1e5,
         # each uncertain by hundreds) may still tie the max (found by the fuzzer: 0.5 where exact is 0).
-        up = np.where(hidden, 0.0, portable.exp(np.minimum(shifted + d, 700.0)))
-        down = np.where(hidden, 0.0, portable.exp(shifted - d))
-        Z = portable.sum(a, keepdims=True)
+        up = np.where(hidden, 0.0, deterministic.exp(np.minimum(shifted + d, 700.0)))
+        down = np.where(hidden, 0.0, deterministic.exp(shifted - d))
+        Z = deterministic.sum(a, keepdims=True)
         w = np.where(empty, 0.0, a / np.where(empty, 1.0, Z))
         # A softmax through log-sum-exp, exp(s - (max + log Z)), shifts every exponent by the rounding of
         # max + log Z and of s - (max + log Z) (u (|max| + 2 log n)) and by log's own error (EXP_ULPS ULP
         # of log Z <= log n), and nothing normalises after it.
         shift = _accumulate() * (np.abs(np.where(empty, 0.0, top)) + (2 + 2 * EXP_ULPS) * math.log(max(n, 2)))
         # Written so that an `up` or a sum of them beyond float64 gives the limits 1 and 0, never inf / inf.
-        # portable.exp, not np.exp: NumPy's exp differs in its last bit between SIMD paths, and in float64
+        # deterministic.exp, not np.exp: NumPy's exp differs in its last bit between SIMD paths, and in float64
         # that bit is 1% of the spread below (tox -e portability).
-        highest = np.where(up > 0, 1.0 / (1.0 + _others(down) / up) * portable.exp(np.minimum(shift, 700.0)), 0.0)
-        lowest = np.nan_to_num(down / (down + _others(up)), nan=0.0) * portable.exp(-shift)
+        highest = np.where(up > 0, 1.0 / (1.0 + _others(down) / up) * deterministic.exp(np.minimum(shift, 700.0)), 0.0)
+        lowest = np.nan_to_num(down / (down + _others(up)), nan=0.0) * deterministic.exp(-shift)
         spread = np.maximum(highest - w, w - lowest)
         own = highest * ((4 * EXP_ULPS + 1) * _accumulate() + 2 * _store() + _gamma(n))
         # A weight below the smallest normal number may be any subnormal, or 0 where the kernel flushes

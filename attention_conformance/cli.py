@@ -15,6 +15,10 @@
     attention-conformance fuzz --adapter NAME [--seed S]     generated cases judged by the tolerance model
     attention-conformance explain FILE.npz                   your own tensors: is the difference a bug
                                                              or rounding? (NumPy only)
+    attention-conformance examples DIR                       example files for explain, of the kinds
+                                                             issue trackers ask about
+    attention-conformance sweep --adapter NAME               measure the tolerance model over random
+                                                             shapes on one framework (spec/model.yaml)
 
 NAME is a built-in adapter, an entry point name, or any importable module. Results go to stdout;
 problems, and a failing verdict, to stderr, one line each. Exit codes: 0 ok, 1 failures or errors
@@ -26,17 +30,11 @@ import importlib
 import os
 import sys
 
-from attention_conformance import (
-    ADAPTERS_DIR,
-    CONFORMANCE_TESTS,
-    SPEC_DIR,
-    contract,
-    golden,
-    loader,
-    numerics,
-    plan,
-    reports,
-)
+from attention_conformance import dtypes
+from attention_conformance.cases import golden, loader
+from attention_conformance.contract import ops, registry
+from attention_conformance.paths import ADAPTERS_DIR, SPEC_DIR
+from attention_conformance.run import launch, reports
 
 
 def validate(path, golden_dir):
@@ -54,15 +52,15 @@ def validate(path, golden_dir):
 
 def check(name):
     """Import the module, check its signatures, call every function once on tiny inputs."""
-    from attention_conformance import check
+    from attention_conformance.tools import preflight
 
     try:
-        module = importlib.import_module(contract.module_path(name))
+        module = importlib.import_module(registry.module_path(name))
     except Exception as exc:  # noqa: BLE001 - whatever stops the import is the author's first problem
-        print(f"{name}: does not import: {type(exc).__name__}: {exc}{contract.import_hint(name, exc)}", file=sys.stderr)
+        print(f"{name}: does not import: {type(exc).__name__}: {exc}{registry.import_hint(name, exc)}", file=sys.stderr)
         return 1
-    numerics.pin()  # as `run` does: JAX computes float64 only with x64 switched on
-    problems = check.problems(module, name)
+    registry.pin(module)  # as `run` does: JAX computes float64 only with x64 switched on
+    problems = preflight.problems(module, name)
     for problem in problems:
         print(f"{name}: {problem}", file=sys.stderr)
     if not problems:
@@ -71,60 +69,16 @@ def check(name):
             f"keys, shapes and dtypes on tiny inputs; `attention-conformance run --adapter {name}` checks the numbers"
         )
     declared = getattr(module, "NOT_APPLICABLE", {})
-    skipped = [op for op in contract.OPS if op in declared or not hasattr(module, op)]
+    skipped = [op for op in ops.OPS if op in declared or not hasattr(module, op)]
     if skipped:  # so that a forgotten stub is seen before a run reports its cases not applicable
         print(f"{name}: not called (declared not applicable, or optional and left out): {', '.join(skipped)}")
     return 1 if problems else 0
 
 
-def run(adapters, pytest_args, plugins=()):
-    """pytest on the packaged conformance tests, isolated from the caller's pytest configuration
-    (-c devnull): warnings are errors and known divergences strict wherever it runs."""
-    import pytest
-
-    # A test id as the run prints it (attention_conformance/conformance.py::test_...), or as a report keys it
-    # (test_...[...]), names a test of the installed file.
-    # An option's value stays as written: --deselect matches node ids as printed.
-    def as_node(arg, previous):
-        if previous in _TAKES_A_VALUE:
-            return None
-        if arg.startswith(plan.NODE_PATH + "::"):
-            return str(CONFORMANCE_TESTS) + arg[len(plan.NODE_PATH) :]
-        return f"{CONFORMANCE_TESTS}::{arg}" if plan.parse(arg) else None
-
-    nodes = [as_node(a, p) for a, p in zip(pytest_args, [None] + list(pytest_args))]
-    given = [node or arg for node, arg in zip(nodes, pytest_args)]
-    # Two plugins that do nothing for the spec cost a framework's run 2.5 s (measured with torch,
-    # attention-conformance benchmark): hypothesis's imports hypothesis at the summary (1.7 s, its modules
-    # assertion-rewritten); log capture attaches a handler to each of torch's ~45 non-propagating loggers
-    # in every test phase (0.8 s). A framework's log lines still reach stderr (its own handler, or
-    # Python's last resort), which pytest captures per test; --log-* options are not taken.
-    args = [
-        "-c",
-        os.devnull,
-        "--rootdir",
-        os.getcwd(),
-        "-p",
-        "attention_conformance.plugin",
-        "-p",
-        "no:cacheprovider",
-        "-p",
-        "no:hypothesispytest",
-        "-p",
-        "no:logging",
-        "-W",
-        "error",
-    ] + ([] if any(nodes) else [str(CONFORMANCE_TESTS)])
-    return int(pytest.main(args + [f"--adapter={name}" for name in adapters] + given, plugins=list(plugins)))
-
-
-_TAKES_A_VALUE = {"--deselect", "-k", "-m", "--junitxml", "--junit-xml", "-o", "--override-ini"}
-
-
 def explain_keys():
-    from attention_conformance import explain
+    from attention_conformance.tools import explain_file
 
-    return explain.USAGE
+    return explain_file.USAGE
 
 
 def main(argv=None):
@@ -196,9 +150,9 @@ def main(argv=None):
     ).add_argument(
         "adapter",
         nargs="?",
-        choices=contract.NAMES,
+        choices=registry.NAMES,
         metavar="NAME",
-        help=f"a built-in adapter: {', '.join(contract.NAMES)}",
+        help=f"a built-in adapter: {', '.join(registry.NAMES)}",
     )
     bench_parser = commands.add_parser(
         "benchmark",
@@ -254,24 +208,44 @@ def main(argv=None):
     fuzz_parser.add_argument(
         "--seed", type=int, default=0, metavar="S", help="the same seed draws the same cases (default 0)"
     )
-    fuzz_parser.add_argument("--dtype", choices=contract.DTYPES, help="default: the adapter's first dtype")
+    fuzz_parser.add_argument("--dtype", choices=dtypes.DTYPES, help="default: the adapter's first dtype")
     fuzz_parser.add_argument(
         "--op", action="append", metavar="OP", help="only this forward op (repeatable; default: every one covered)"
     )
     fuzz_parser.add_argument(
         "--out", default="fuzz-findings", metavar="DIR", help="where a finding goes (default ./fuzz-findings)"
     )
+    commands.add_parser(
+        "examples", help="write example files for explain, of the kinds issue trackers ask about"
+    ).add_argument("directory", metavar="DIR", help="a directory (made if absent, its parent must exist)")
+    sweep_parser = commands.add_parser(
+        "sweep",
+        help="measure the tolerance model over random shapes on one framework, in its environment",
+        description="Every op the sweep covers, on shapes drawn from the seed alone, in every dtype the adapter "
+        "declares: the share of the derived bound used and the k needed (docs/tolerance-model.md). Exit 1 on an "
+        "output beyond the model that no known divergence declares.",
+    )
+    sweep_parser.add_argument("--adapter", required=True, metavar="NAME")
+    sweep_parser.add_argument("--examples", type=int, default=150, metavar="N", help="cases to draw (default 150)")
+    sweep_parser.add_argument("--seed", type=int, default=0, metavar="S")
+    sweep_parser.add_argument("--json", metavar="PATH", help="write every measurement and the summary here")
+    sweep_parser.add_argument(
+        "--model", metavar="PATH", help="the model file to judge against (default spec/model.yaml)"
+    )
+    sweep_parser.add_argument("--dtype", action="append", choices=dtypes.DTYPES, help="only this dtype (repeatable)")
+    sweep_parser.add_argument("--op", action="append", metavar="OP", help="only this op (repeatable)")
+    sweep_parser.add_argument("--verbose", action="store_true", help="a line per measurement")
     args, rest = parser.parse_known_args(argv)
     if rest and args.command not in ("run", "portability"):
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
-    if args.command in ("run", "check", "portability", "fuzz", "benchmark") and os.getcwd() not in sys.path:
+    if args.command in ("run", "check", "portability", "fuzz", "benchmark", "sweep") and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # as `python -m` would: an adapter beside you imports by its name
     if args.command == "run":
-        return run(args.adapter, rest)
+        return launch.run(args.adapter, rest)
     if args.command == "fuzz":
-        from attention_conformance import fuzz
+        from attention_conformance.tools.fuzz import command
 
-        return fuzz.main(args.adapter, args.examples, args.seed, args.dtype, args.out, args.op)
+        return command.main(args.adapter, args.examples, args.seed, args.dtype, args.out, args.op)
     if args.command == "check":
         return check(args.module)
     if args.command == "validate":
@@ -280,7 +254,7 @@ def main(argv=None):
         print((ADAPTERS_DIR / f"{args.adapter or '_template'}.py").read_text(), end="")
         return 0
     if args.command == "summary":
-        from attention_conformance import summary
+        from attention_conformance.publish import summary
 
         given = [os.path.realpath(d) for d in args.reports or []]
         if len(set(given)) < len(given):
@@ -289,19 +263,31 @@ def main(argv=None):
         if args.html is not None and not args.html.strip():
             parser.error("summary: --html needs a path (a file, or a folder to write index.html in)")
         return summary.main(args.reports or [reports.DEFAULT_DIR], args.adapter, args.out, args.html)
+    if args.command == "examples":
+        from attention_conformance.tools import examples
+
+        return examples.main(args.directory)
+    if args.command == "sweep":
+        from attention_conformance.tools import sweep, sweep_cases
+
+        if args.op and not set(args.op) <= set(sweep_cases.SWEEP_OPS):
+            parser.error(f"sweep: --op takes {', '.join(sweep_cases.SWEEP_OPS)}")
+        return sweep.main(
+            args.adapter, args.examples, args.seed, args.json, args.model, args.dtype, args.op, args.verbose
+        )
     if args.command == "explain":
-        from attention_conformance import explain
+        from attention_conformance.tools import explain
 
         return explain.main(args.file)
     if args.command == "portability":
-        from attention_conformance import portability
+        from attention_conformance.tools import emulation
 
-        return portability.main(args.adapter, args.envs, rest)
+        return emulation.main(args.adapter, args.envs, rest)
     if args.command == "publish":
-        from attention_conformance import publish
+        from attention_conformance.publish import tables
 
-        return publish.main(args.reports)
-    from attention_conformance import benchmark
+        return tables.main(args.reports)
+    from attention_conformance.tools import benchmark
 
     return benchmark.main(args.adapter, args.envs, args.scratch, args.tox_ini)
 

@@ -1,7 +1,7 @@
 """The spec as tests: one test function per output the contract names, generated here, parametrized
 by the plugin from the plan, with ids `test_<output>[<adapter>-<dtype>-<case>]`."""
 
-from attention_conformance.contract import OUTPUTS
+from attention_conformance.contract.ops import OUTPUTS
 
 
 def _test_of(output):

@@ -17,21 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from attention_conformance import (
-    CONFORMANCE_TESTS,
-    SPEC_DIR,
-    calls,
-    contract,
-    divergences,
-    golden,
-    loader,
-    machine,
-    numerics,
-    plan,
-    reports,
-    verify,
-)
-from attention_conformance.compare import Nonconformance
+from attention_conformance import machine
+from attention_conformance.cases import divergences, golden, loader, plan
+from attention_conformance.contract import ids, ops, registry
+from attention_conformance.margin import Nonconformance
+from attention_conformance.paths import CONFORMANCE_TESTS, SPEC_DIR
+from attention_conformance.run import calls, reports, verify
 
 
 def pytest_addoption(parser):
@@ -41,7 +32,7 @@ def pytest_addoption(parser):
         action="append",
         default=[],
         metavar="NAME",
-        help=f"adapter to run the spec against: one of {', '.join(contract.NAMES)}, an entry point name or a "
+        help=f"adapter to run the spec against: one of {', '.join(registry.NAMES)}, an entry point name or a "
         "dotted module path (repeatable); without it this plugin does nothing",
     )
     group.addoption(
@@ -59,13 +50,11 @@ def pytest_addoption(parser):
     group.addoption("--spec", default=str(SPEC_DIR / "attention.yaml"), metavar="FILE", help="the spec to run")
     group.addoption(
         "--known-divergences",
-        default=str(SPEC_DIR / "known_divergences.yaml"),
-        metavar="FILE",
-        help="tests expected to fail, with reasons (run as strict xfail)",
+        default=str(divergences.FOLDER),
+        metavar="PATH",
+        help="tests expected to fail, with reasons (run as strict xfail): a folder of <adapter>.yaml "
+        "(default: the built-in adapters', spec/divergences/) or one file",
     )
-
-
-DECLARED_BY_ADAPTER = " (declared by the adapter)"
 
 
 class ConformanceTest:
@@ -128,7 +117,7 @@ def pytest_configure(config):
         state.goldens = golden.Goldens(config.getoption("golden_dir"))
         for ref in loader.golden_references(state.spec):  # every golden read and hash-checked before any test
             state.goldens.tensor(ref)
-        state.divergences = divergences.load(config.getoption("known_divergences"))
+        divergences.read(config.getoption("known_divergences"))  # every entry checked before an adapter loads
     except (loader.SpecError, golden.GoldenError) as exc:
         raise pytest.UsageError(str(exc)) from None
     # From here each adapter's last report gives way to a start marker, so a run that dies (importing a
@@ -157,8 +146,8 @@ class _Refused(Exception):
 def _load(config, names):
     for name in names:
         try:
-            state.loaded[name] = contract.load(name)
-        except contract.AdapterError as exc:
+            state.loaded[name] = registry.load(name)
+        except registry.AdapterError as exc:
             raise _Refused(name, str(exc)) from None
         unmatched = plan.unmatched_not_applicable(state.spec, state.loaded[name])
         if unmatched:
@@ -168,9 +157,8 @@ def _load(config, names):
                 "op, case, output or input value of this spec (renamed, or a typo?)",
             )
     for name, module in state.loaded.items():  # an adapter's own, held to the same strict rules as the file's
-        for key, reason in getattr(module, "KNOWN_DIVERGENCES", {}).items():
-            state.divergences[plan.declared_pattern(name, key)] = reason + DECLARED_BY_ADAPTER
-    state.numerics = numerics.pin()
+        state.divergences |= divergences.declared(name, module, config.getoption("known_divergences"))
+    state.numerics = {k: v for module in state.loaded.values() for k, v in registry.pin(module).items()}
     state.versions = {name: _ask(name, module, "version", str) for name, module in state.loaded.items()}
     state.devices = {
         name: _ask(name, module, "devices", (list, tuple)) if hasattr(module, "devices") else ["cpu"]
@@ -215,7 +203,7 @@ def pytest_report_header(config):
     ]
     lines.append(
         "numeric switches: "
-        + (", ".join(f"{k}={v}" for k, v in state.numerics.items()) or "none (no framework imported)")
+        + (", ".join(f"{k}={v}" for k, v in state.numerics.items()) or "none (the adapter defines no pin_numerics)")
     )
     lines.append(f"machine: {machine.one_line()}")
     return lines
@@ -247,7 +235,7 @@ def pytest_pycollect_makemodule(module_path, parent):
     pytest would write '::test_context[...]', an empty file part, outside the rootdir): readable,
     the same in junit, and accepted back by `attention-conformance run` (cli.py) and by pytest in a checkout."""
     if module_path == CONFORMANCE_TESTS:
-        return pytest.Module.from_parent(parent, path=module_path, nodeid=plan.NODE_PATH)
+        return pytest.Module.from_parent(parent, path=module_path, nodeid=ids.NODE_PATH)
     return None
 
 
@@ -302,7 +290,7 @@ def pytest_runtest_logreport(report):
         outcome = "diverged" if hasattr(report, "wasxfail") else "not applicable"
     else:
         outcome = report.outcome
-    state.results.setdefault(plan.parse(name)[1], {})[name] = {
+    state.results.setdefault(ids.parse(name)[1], {})[name] = {
         "outcome": outcome,
         "margin": getattr(report, "margin", None),
         "ulp": getattr(report, "ulp", None),
@@ -336,14 +324,9 @@ def pytest_runtest_makereport(item, call):
         report.reason = divergence
         if call.when == "call" and call.excinfo is None and report.failed:  # a strict xfail that passed
             report.stale_divergence = True
-            where = (
-                "the adapter's KNOWN_DIVERGENCES"
-                if divergence.endswith(DECLARED_BY_ADAPTER)
-                else item.config.getoption("known_divergences")
-            )
             report.longrepr = (
-                f"declared divergence now conforms: remove it from {where} "
-                f"(it said: {divergence.removesuffix(DECLARED_BY_ADAPTER)})"
+                f"declared divergence now conforms: remove it from {divergence.source} "
+                f"(it said: {divergence.removesuffix(divergences.BY_ADAPTER)})"
             )
     return report
 
@@ -400,8 +383,8 @@ def pytest_sessionfinish(session, exitstatus):
     stale = sorted(
         p
         for p in state.divergences
-        if plan.adapter_of(p) in state.loaded
-        and not plan.names_an_op(p, contract.OPS)  # fuzz's alone: no spec test to match
+        if ids.adapter_of(p) in state.loaded
+        and not ids.names_an_op(p, ops.OPS)  # fuzz's alone: no spec test to match
         and not any(divergences.reason_for(t, {p: p}) for t in state.expected)
     )
     if complete and stale:

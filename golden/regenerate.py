@@ -21,9 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
-from attention_conformance import golden, loader, verify
 from attention_conformance.adapters import reference
-from attention_conformance.compare import Nonconformance
+from attention_conformance.cases import golden, loader
+from attention_conformance.margin import Nonconformance
+from attention_conformance.run import verify
 
 DOC000_X = [  # 000_607594879886645b.txt, "X = torch.tensor([...])"
     [0.43, 0.15, 0.89],  # The
@@ -229,7 +230,7 @@ def drift(built, directory):
                 )
             else:
                 # Bit for bit: inputs are data, and the oracle's results are the same bytes on
-                # every machine (attention_conformance/portable.py).
+                # every machine (attention_conformance/deterministic.py).
                 err = np.abs(old[tensor].astype(np.float64) - new[tensor])
                 if err.size and not np.array_equal(old[tensor], new[tensor]):
                     i = np.unravel_index(np.argmax(err), err.shape)

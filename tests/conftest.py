@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from golden_files import copy_goldens
 
-from attention_conformance import plugin, reports
+from attention_conformance import plugin
+from attention_conformance.run import reports
 
 MUTANTS = sorted(p.stem for p in (Path(__file__).parent / "mutants").glob("*__*.py"))  # <adapter>__<bug>.py
 _ran = {}

@@ -13,7 +13,7 @@ hidden (a causal mask is part of it), and no row hides every key.
 
 import numpy as np
 
-from attention_conformance.contract import np_dtype
+from attention_conformance.dtypes import np_dtype
 
 
 def _accumulate(dtype):

@@ -3,7 +3,7 @@
 import json
 import shutil
 
-from attention_conformance import golden
+from attention_conformance.cases import golden
 
 
 def copy_goldens(target):

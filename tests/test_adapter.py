@@ -9,8 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from attention_conformance import contract, divergences, loader
-from attention_conformance.verify import verify_all
+from attention_conformance import plugin
+from attention_conformance.cases import divergences, loader
+from attention_conformance.contract import ops, registry
+from attention_conformance.paths import ADAPTERS_DIR
+from attention_conformance.run.verify import verify_all
 
 ROOT = Path(__file__).resolve().parent.parent
 # Modules a built-in adapter imports (derived from the adapter files, so a new framework is covered
@@ -21,8 +24,8 @@ FRAMEWORKS = tuple(
     sorted(
         {
             line.split()[1].split(".")[0]
-            for name in contract.NAMES
-            for line in map(str.strip, (contract.ADAPTERS_DIR / f"{name}.py").read_text().splitlines())
+            for name in registry.NAMES
+            for line in map(str.strip, (ADAPTERS_DIR / f"{name}.py").read_text().splitlines())
             if line.startswith(("import ", "from "))
             and line.split()[1].split(".")[0]
             not in {*sys.stdlib_module_names, "numpy", "ml_dtypes", "attention_conformance"}
@@ -39,11 +42,11 @@ def test_importing_the_suite_imports_no_framework(requested_adapter):
     """Import the harness in a fresh process, then load the adapter: only then may a framework appear."""
     code = (
         "import json, sys\n"
-        "import attention_conformance.cli, attention_conformance.plugin, attention_conformance.verify\n"
-        "from attention_conformance import contract\n"
+        "import attention_conformance.cli, attention_conformance.plugin, attention_conformance.run.verify\n"
+        "from attention_conformance.contract import registry\n"
         f"frameworks = {FRAMEWORKS!r}\n"
         "before = [m for m in frameworks if m in sys.modules]\n"
-        f"contract.load({requested_adapter!r})\n"
+        f"registry.load({requested_adapter!r})\n"
         "after = [m for m in frameworks if m in sys.modules]\n"
         "print(json.dumps([before, after]))\n"
     )
@@ -58,9 +61,9 @@ def test_importing_the_suite_imports_no_framework(requested_adapter):
 
 def test_the_adapter_passes_its_self_check(requested_adapter):
     """What `attention-conformance check` asks of an outsider's adapter, every built-in one meets."""
-    from attention_conformance import check
+    from attention_conformance.tools import preflight
 
-    assert check.problems(contract.load(requested_adapter)) == []
+    assert preflight.problems(registry.load(requested_adapter)) == []
 
 
 def test_registry_is_what_tox_runs():
@@ -77,17 +80,17 @@ def test_registry_is_what_tox_runs():
 
     main_job = tox["tox"]["labels"].split("=", 1)[1]
     selfcheck = tox[
-        "testenv:{" + ",".join(contract.NAMES) + "}-selfcheck"
+        "testenv:{" + ",".join(registry.NAMES) + "}-selfcheck"
     ]  # KeyError: the section's adapters are not the registry
-    selfchecks = sorted(f"{name}-selfcheck" for name in contract.NAMES)
-    assert names(tox["tox"]["env_list"]) == sorted(contract.NAMES + tuple(selfchecks)), "tox env_list"
-    assert names(main_job) == sorted(contract.NAMES), "tox label conformance (the main job): no self-checks"
-    assert names(tox["testenv:summary"]["depends"]) == sorted(contract.NAMES + tuple(selfchecks)), "summary's depends"
-    assert names(tox["testenv:benchmark"]["depends"]) == sorted(contract.NAMES), "benchmark's depends"
-    assert names(tox["testenv:portability"]["depends"]) == sorted(contract.NAMES), "portability's depends"
+    selfchecks = sorted(f"{name}-selfcheck" for name in registry.NAMES)
+    assert names(tox["tox"]["env_list"]) == sorted(registry.NAMES + tuple(selfchecks)), "tox env_list"
+    assert names(main_job) == sorted(registry.NAMES), "tox label conformance (the main job): no self-checks"
+    assert names(tox["testenv:summary"]["depends"]) == sorted(registry.NAMES + tuple(selfchecks)), "summary's depends"
+    assert names(tox["testenv:benchmark"]["depends"]) == sorted(registry.NAMES), "benchmark's depends"
+    assert names(tox["testenv:portability"]["depends"]) == sorted(registry.NAMES), "portability's depends"
     assert "portability" in tox["tox"]["env_list"], "portability is part of the tests (tox -p auto)"
     summary = tox["testenv:summary"]["commands"].split()
-    assert sorted(summary[i + 1] for i, word in enumerate(summary) if word == "--adapter") == sorted(contract.NAMES), (
+    assert sorted(summary[i + 1] for i, word in enumerate(summary) if word == "--adapter") == sorted(registry.NAMES), (
         "the summary names every built-in adapter, so one that did not report is MISSING"
     )
     ran = re.findall(
@@ -95,7 +98,7 @@ def test_registry_is_what_tox_runs():
         selfcheck["commands"].replace("{/}", "/"),
         re.M,
     )
-    assert sorted(ran) == [(n, n, n) for n in sorted(contract.NAMES)], (
+    assert sorted(ran) == [(n, n, n) for n in sorted(registry.NAMES)], (
         "each <adapter>-selfcheck runs tests/test_adapter.py in its own framework's environment"
     )
     assert "browser" in tox["tox"]["env_list"], "the page's browser test is part of the tests (tox -p auto)"
@@ -111,15 +114,15 @@ def test_registry_is_what_tox_runs():
 
 def test_wrong_adapter_is_caught(mutant, goldens, record_mutant, known_divergences):
     name = mutant
-    module = contract.load(f"tests.mutants.{name}")
+    module = registry.load(f"tests.mutants.{name}")
     base = name.split("__")[0]
     # A mutant inherits its base adapter's known divergences: failing there catches nothing.
     # The bugs here are dtype-blind, so a mutant runs in its adapter's first dtype unless it names others.
     dtypes = getattr(module, "RUN_IN", module.DTYPES[:1])
     # Only the cases of ops the mutant replaces: every other case would run the real adapter's own
     # function object (`from <adapter> import *`), already run by the conformance job.
-    real = contract.load(base)
-    replaced = {op for op in contract.OPS if getattr(module, op, None) is not getattr(real, op, None)}
+    real = registry.load(base)
+    replaced = {op for op in ops.OPS if getattr(module, op, None) is not getattr(real, op, None)}
     spec = loader.load()
     spec = dataclasses.replace(spec, cases={k: c for k, c in spec.cases.items() if c.op in replaced})
     results = {
@@ -146,10 +149,11 @@ def test_two_runs_give_bit_identical_results(deterministic_adapter):
     """
     code = (
         "import hashlib, numpy as np\n"
-        "from attention_conformance import contract, golden, loader, plan\n"
-        "from attention_conformance.calls import outputs\n"
+        "from attention_conformance.cases import golden, loader, plan\n"
+        "from attention_conformance.contract import registry\n"
+        "from attention_conformance.run.calls import outputs\n"
         f"name = {deterministic_adapter!r}\n"
-        "adapter, loaded, goldens = contract.load(name), loader.load(), golden.Goldens()\n"
+        "adapter, loaded, goldens = registry.load(name), loader.load(), golden.Goldens()\n"
         "digest = hashlib.sha256()\n"
         "calls = dict.fromkeys("
         "(t.case.id, t.dtype) for t in plan.tests(loaded, {name: adapter}) if not t.not_applicable)\n"
@@ -172,11 +176,10 @@ def test_two_runs_give_bit_identical_results(deterministic_adapter):
 
 def test_torch_float32_matmul_pin_is_load_bearing(torch_adapter):
     """torch.set_float32_matmul_precision("medium") runs float32 matmuls of size >= 32 in bfloat16
-    on CPUs with AMX: far outside float32 accuracy. The suite pins "highest" (attention_conformance/numerics.py)."""
+    on CPUs with AMX: far outside float32 accuracy. The torch adapter's pin_numerics (the suite calls it)
+    pins "highest"."""
     import numpy as np
     import torch
-
-    from attention_conformance import numerics
 
     rng = np.random.default_rng(0)
     a, b = (rng.uniform(-1, 1, (64, 64)).astype(np.float32) for _ in range(2))
@@ -190,7 +193,7 @@ def test_torch_float32_matmul_pin_is_load_bearing(torch_adapter):
         try:
             return float((np.abs((torch.from_numpy(a) @ torch.from_numpy(b)).numpy() - exact) / budget).max())
         finally:
-            numerics.pin()
+            plugin.state.loaded[torch_adapter].pin_numerics()
 
     assert torch.get_float32_matmul_precision() == "highest"
     assert worst("highest") <= 1
@@ -227,11 +230,11 @@ def test_adding_a_framework_names_every_file_that_lists_the_frameworks():
         f
         for f in files
         if not f.startswith(("adapters/", "docs/", "README", "CONTRIBUTING", "golden/", "spec/documents"))
-        and all(re.search(rf"\b{n}\b", (ROOT / f).read_text(errors="ignore")) for n in contract.NAMES)
+        and all(re.search(rf"\b{n}\b", (ROOT / f).read_text(errors="ignore")) for n in registry.NAMES)
     }
     concrete = {f.replace("<name>", "*") for f in listed}
     assert naming_all <= {f for f in concrete if "*" not in f}, sorted(naming_all)
-    for name in contract.NAMES:
+    for name in registry.NAMES:
         assert (ROOT / "adapters" / f"{name}.py").exists()
         assert list((ROOT / "tests" / "mutants").glob(f"{name}__*.py")), (
             f"{name} has no wrong variant in tests/mutants/"

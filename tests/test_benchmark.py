@@ -8,7 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from attention_conformance import benchmark, calls, contract, golden, loader, publish, verify
+from attention_conformance.cases import golden, loader
+from attention_conformance.contract import registry
+from attention_conformance.publish import speed, tables
+from attention_conformance.run import calls, verify
+from attention_conformance.tools import benchmark, measure
 
 ROOT = Path(__file__).resolve().parent.parent  # the checkout: its docs/speed.md
 
@@ -41,9 +45,9 @@ def _row(name, **figures):
             {"op": "multi_head_attention", "dtype": "float16", "s": 4.0, "calls": 4},
             {"op": "sgd_step", "dtype": "float32", "s": 2.0, "calls": 2},
         ],
-        "scaling": [{"T": t, "textbook_s": 0.1, "fused_s": None} for t in benchmark.SCALING_T],
+        "scaling": [{"T": t, "textbook_s": 0.1, "fused_s": None} for t in speed.SCALING_T],
     } | figures
-    row["ratios"] = {key: row[key] / target for key, target in benchmark.TARGETS.items() if key in row}
+    row["ratios"] = {key: row[key] / target for key, target in speed.TARGETS.items() if key in row}
     return row
 
 
@@ -62,7 +66,7 @@ def _doc(rows):
 
 
 def test_a_figure_over_its_target_is_marked_and_named_in_the_targets_line():
-    text = benchmark.tables(_doc([_row("torch"), _row("jax", overhead_ms_per_test=30.0, overhead_share=0.5)]))
+    text = speed.tables(_doc([_row("torch"), _row("jax", overhead_ms_per_test=30.0, overhead_share=0.5)]))
     jax = next(line for line in text.splitlines() if line.startswith("| jax | 500 (507)"))
     assert "50.0 MISS" in jax and "30.0 MISS" in jax
     torch = next(line for line in text.splitlines() if line.startswith("| torch | 500 (507)"))
@@ -89,7 +93,7 @@ def test_findings_say_what_was_measured_about_the_frameworks_time():
             inside=[{"op": "attention_module", "dtype": "float32", "s": 5.0, "calls": 10}],
         ),
     ]
-    found = {(f["framework"], f["op"], f["dtype"]): f["note"] for f in benchmark.findings(rows, {"half": []})}
+    found = {(f["framework"], f["op"], f["dtype"]): f["note"] for f in speed.findings(rows, {"half": []})}
     assert (
         "float16 matmul takes 70x its float32's on this CPU (no native half precision)"
         in found["torch", "multi_head_attention", "float16"]
@@ -105,8 +109,8 @@ def test_the_largest_working_set_is_gpt2_small_from_its_shapes():
     spec, goldens = loader.load(), golden.Goldens()
     # x (1, 1024, 768) and four 768 x 768 weights; q, k, v; 12 heads of 1024 x 1024 scores and weights;
     # context and output: 32,243,712 float64 numbers.
-    assert benchmark.working_set(spec.cases["gpt2_small_heads_causal"], goldens) == 8 * 32_243_712
-    largest = max(spec.cases.values(), key=lambda c: benchmark.working_set(c, goldens))
+    assert measure.working_set(spec.cases["gpt2_small_heads_causal"], goldens) == 8 * 32_243_712
+    largest = max(spec.cases.values(), key=lambda c: measure.working_set(c, goldens))
     assert "gpt2" in largest.id
 
 
@@ -119,7 +123,7 @@ def test_time_inside_the_adapter_counts_its_calls_and_never_the_oracles(monkeypa
     results = verify.verify_all(
         dataclasses.replace(spec, cases={case.id: case}),
         "reference",
-        contract.load("reference"),
+        registry.load("reference"),
         golden.Goldens(),
         ["float64"],
     )
@@ -152,8 +156,8 @@ def _shape_of(text):
 
 def test_the_speed_pages_tables_are_in_the_format_the_benchmark_writes():
     """Regenerate with `attention-conformance publish` after `tox -e benchmark` (tests/test_docs.py: not stale)."""
-    written = _shape_of(benchmark.tables(_doc([_row("torch")])))
-    block = publish.block("benchmark", ROOT)
+    written = _shape_of(speed.tables(_doc([_row("torch")])))
+    block = tables.block("benchmark", ROOT)
     assert _shape_of(block) == written
     assert re.match(r"Measured on .+, \d+ threads.*, \d{4}-\d\d-\d\d, caches warm", block)
 
@@ -173,4 +177,4 @@ def test_the_benchmark_refuses_in_one_line_and_writes_nothing_it_did_not_measure
     ):
         (tmp_path / "reports" / "benchmark.json").write_text(text)
         with pytest.raises(SystemExit, match=said):
-            publish.benchmark_data(tmp_path / "reports")
+            tables.benchmark_data(tmp_path / "reports")

@@ -8,49 +8,50 @@ from pathlib import Path
 
 import pytest
 
-from attention_conformance import contract, publish
+from attention_conformance.contract import registry
+from attention_conformance.publish import tables
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _data(name):
-    return json.loads((ROOT / publish.RESULTS / f"{name}.json").read_text())
+    return json.loads((ROOT / tables.RESULTS / f"{name}.json").read_text())
 
 
-@pytest.mark.parametrize("name", sorted(publish.BLOCKS))
+@pytest.mark.parametrize("name", sorted(tables.BLOCKS))
 def test_a_committed_table_is_what_its_data_renders_to(name):
-    assert publish.block(name, ROOT) == publish.RENDER[name](_data(name)), (
-        f"{publish.BLOCKS[name][0]}: the {name} table was edited by hand, or its data changed: "
+    assert tables.block(name, ROOT) == tables.RENDER[name](_data(name)), (
+        f"{tables.BLOCKS[name][0]}: the {name} table was edited by hand, or its data changed: "
         "run `attention-conformance publish`"
     )
 
 
 def test_the_summary_table_was_made_from_this_spec_and_every_framework():
     data = _data("summary")
-    assert data["spec_sha256"] == publish.spec_sha256(), (
+    assert data["spec_sha256"] == tables.spec_sha256(), (
         "spec/attention.yaml changed since the README's summary table was made: run `tox -m conformance -p auto`, "
         "then `attention-conformance publish`"
     )
-    assert data["adapters"] == list(contract.NAMES) == [row[0] for row in data["rows"]], "the framework list changed"
+    assert data["adapters"] == list(registry.NAMES) == [row[0] for row in data["rows"]], "the framework list changed"
     assert all(row[-1].startswith("conforms") for row in data["rows"])
 
 
 def test_the_benchmark_tables_measured_every_framework():
-    assert sorted(r["adapter"] for r in _data("benchmark")["frameworks"]) == sorted(contract.NAMES), (
+    assert sorted(r["adapter"] for r in _data("benchmark")["frameworks"]) == sorted(registry.NAMES), (
         "a framework was added or removed since docs/speed.md's tables: `tox -e benchmark`, "
         "then `attention-conformance publish`"
     )
 
 
 def test_publishing_replaces_only_the_blocks_and_writes_nothing_without_markers(tmp_path):
-    for name, (path, begin, end) in publish.BLOCKS.items():
+    for name, (path, begin, end) in tables.BLOCKS.items():
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).write_text(f"before\n{begin}\nold\n{end}\nafter\n")
-        publish.put(name, "new table", tmp_path)
+        tables.put(name, "new table", tmp_path)
         assert (tmp_path / path).read_text() == f"before\n{begin}\nnew table\n{end}\nafter\n"
         (tmp_path / path).write_text("no markers\n")
         with pytest.raises(SystemExit, match=f"no {name} markers"):
-            publish.put(name, "new table", tmp_path)
+            tables.put(name, "new table", tmp_path)
         assert (tmp_path / path).read_text() == "no markers\n"
 
 
@@ -59,4 +60,4 @@ def test_publishing_refuses_an_incomplete_run_in_one_line(tmp_path):
     with pytest.raises(
         SystemExit, match=r"^error: .*not a complete, conforming run of every built-in adapter \(\w+: MISSING"
     ):
-        publish.summary_data(tmp_path / "reports")
+        tables.summary_data(tmp_path / "reports")

@@ -12,8 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attention_conformance import explain, explain_examples, judge
-from attention_conformance.explain_examples import _attention
+from attention_conformance.dtypes import np_dtype
+from attention_conformance.run import tolerance_model
+from attention_conformance.tools import examples, explain, explain_file
+from attention_conformance.tools.examples import _attention
 
 COMMAND = str(Path(sys.executable).parent / "attention-conformance")
 
@@ -32,9 +34,9 @@ def qkv():
     return tuple(rng.standard_normal(shape).astype(np.float32) for shape in ((2, 3, 6, 8), (2, 3, 9, 8), (2, 3, 9, 8)))
 
 
-@pytest.mark.parametrize("name", sorted(explain_examples.EXAMPLES))
+@pytest.mark.parametrize("name", sorted(examples.EXAMPLES))
 def test_each_example_gets_its_verdict_from_the_installed_command_run_elsewhere(tmp_path, name):
-    explain_examples.write(tmp_path)
+    examples.write(tmp_path)
     done = subprocess.run(
         [COMMAND, "explain", f"{name}.npz"],
         cwd=tmp_path,
@@ -42,7 +44,7 @@ def test_each_example_gets_its_verdict_from_the_installed_command_run_elsewhere(
         text=True,
         env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
     )
-    code, difference = explain_examples.EXAMPLES[name]
+    code, difference = examples.EXAMPLES[name]
     assert done.returncode == code, done.stdout + done.stderr
     verdict = (done.stderr if code else done.stdout).strip().splitlines()[-1]
     assert verdict.startswith("verdict: " + ("beyond" if code else "within")), verdict
@@ -52,9 +54,9 @@ def test_each_example_gets_its_verdict_from_the_installed_command_run_elsewhere(
         assert named[0].startswith(f"matches a known difference: {difference}"), named
 
 
-@pytest.mark.parametrize("dtype", judge.DTYPES)
+@pytest.mark.parametrize("dtype", tolerance_model.DTYPES)
 def test_the_answer_computed_in_the_dtype_is_within_and_one_element_off_is_beyond_and_located(tmp_path, dtype, qkv):
-    q, k, v = (t.astype(explain.np_dtype(dtype)) for t in qkv)
+    q, k, v = (t.astype(np_dtype(dtype)) for t in qkv)
     out = _attention(q, k, v, dtype, accumulate="float32" if dtype in ("float16", "bfloat16") else None)
     stored = (
         dict(q=q.astype(np.float32), k=k.astype(np.float32), v=v.astype(np.float32))
@@ -210,7 +212,7 @@ def test_explain_imports_no_framework(tmp_path, qkv):
 def test_the_readme_walks_through_every_example():
     readme = (Path(__file__).resolve().parent.parent / "docs" / "tolerances.md").read_text()
     section = readme.split("## Is my difference a bug?", 1)[1].split("\n## ", 1)[0]
-    for name in explain_examples.EXAMPLES:
+    for name in examples.EXAMPLES:
         assert f"{name}.npz" in section, f"docs/tolerances.md's 'Is my difference a bug?' does not mention {name}.npz"
 
 
@@ -312,23 +314,23 @@ def test_a_row_at_float16s_largest_number_still_has_a_finite_allowance(tmp_path)
 )
 def test_more_bad_input_is_refused_in_one_line(tmp_path, arrays, says):
     np.savez(tmp_path / "bad.npz", **arrays)
-    with pytest.raises(explain.BadInput, match=None) as refused:
+    with pytest.raises(explain_file.BadInput, match=None) as refused:
         explain.explain(tmp_path / "bad.npz", out=lambda line: None, err=lambda line: None)
     assert says in str(refused.value) and "\n" not in str(refused.value), str(refused.value)
 
 
 def test_an_npy_file_and_a_huge_problem_are_refused(tmp_path, monkeypatch):
     np.save(tmp_path / "one.npy", np.ones((2, 2)))
-    with pytest.raises(explain.BadInput, match="np.save's .npy"):
-        explain.load(tmp_path / "one.npy")
-    monkeypatch.setattr(explain, "MAX_SCORES", 8)
+    with pytest.raises(explain_file.BadInput, match="np.save's .npy"):
+        explain_file.load(tmp_path / "one.npy")
+    monkeypatch.setattr(explain_file, "MAX_SCORES", 8)
     np.savez(tmp_path / "big.npz", q=np.ones((3, 4)), k=np.ones((3, 4)), v=np.ones((3, 4)), out=np.ones((3, 4)))
-    with pytest.raises(explain.BadInput, match="9 scores"):
+    with pytest.raises(explain_file.BadInput, match="9 scores"):
         explain.explain(tmp_path / "big.npz", out=lambda line: None, err=lambda line: None)
 
 
 def test_a_bfloat16_result_saved_without_its_dtype_gets_a_hint(tmp_path, qkv):
-    q, k, v = (t.astype(explain.np_dtype("bfloat16")).astype(np.float32) for t in qkv)
+    q, k, v = (t.astype(np_dtype("bfloat16")).astype(np.float32) for t in qkv)
     out = _attention(q, k, v, "bfloat16", "float32").astype(np.float32)
     code, text = _explain(tmp_path, q=q, k=k, v=v, out=out)
     assert code == 1 and "save it with dtype='bfloat16'" in text, text
@@ -343,14 +345,14 @@ def test_a_float16_problem_whose_stored_scores_overflow_is_refused_in_one_line(t
     scaled = q.astype(np.float32) @ k.astype(np.float32).T / np.sqrt(8)  # a kernel that never stores q k^T
     w = np.exp(scaled - scaled.max(-1, keepdims=True))
     out = (w / w.sum(-1, keepdims=True) @ v.astype(np.float32)).astype(np.float16)
-    with pytest.raises(explain.BadInput, match="beyond float16's largest number .* cannot judge"):
+    with pytest.raises(explain_file.BadInput, match="beyond float16's largest number .* cannot judge"):
         _explain(tmp_path, q=q, k=k, v=v, out=out)
 
 
 def test_weights_on_a_hidden_key_are_named_as_such(tmp_path, qkv):
     q, k, v = (t[0, 0, :6, :] for t in qkv)
-    hidden = judge.hidden_keys(6, 6, causal=True)
-    exact = judge.attend(q.astype(np.float64), k.astype(np.float64), v.astype(np.float64), hidden)
+    hidden = tolerance_model.hidden_keys(6, 6, causal=True)
+    exact = tolerance_model.attend(q.astype(np.float64), k.astype(np.float64), v.astype(np.float64), hidden)
     clipped = np.where(hidden, 1.6e-28, exact["weights"]).astype(np.float32)  # Paddle's softmax clips at -64
     code, text = _explain(
         tmp_path, q=q, k=k, v=v, causal=np.array(True), weights=clipped, out=exact["out"].astype(np.float32)

@@ -1,5 +1,5 @@
 """An adversarial search for false alarms: inputs on which a correct implementation breaks the tolerance
-model (judge.py). Hypothesis draws the inputs where correct code is hardest to tell from rounding
+model (tolerance_model.py). Hypothesis draws the inputs where correct code is hardest to tell from rounding
 (cancellation: zero, constant and rank-one weights, rows that sum to nearly zero; wide dynamic range;
 rows of up to 4096 keys; one visible key; decoding; random and padding masks; logits from 0.01 to
 thousands) and, through `target`, breeds from those that came nearest the allowance. Every variant of
@@ -16,14 +16,14 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings, target
 from hypothesis import strategies as st
 
-from attention_conformance import judge
 from attention_conformance.adapters import reference
-from attention_conformance.contract import np_dtype
+from attention_conformance.dtypes import np_dtype
+from attention_conformance.run import tolerance_model
 
 ELEMENTS = 1 << 21  # T x S x H at most: the oracle, the plain computation and the bound stay near a second
 _worst = {}  # (variant, dtype) -> (margin, where)
 _rules = {}  # (dtype, rule) -> [examples, examples where a correct variant is flagged, mistakes, mistakes caught]
-MODEL = judge.model()
+MODEL = tolerance_model.model()
 # PyTorch's SDPA tests (test/test_transformers.py): atol and rtol from the float64 and same-dtype
 # references' difference, never below these floors (forward: fudge factor 1).
 SDPA_ATOL = {"float64": 1e-5, "float32": 1e-5, "float16": 1e-3, "bfloat16": 1e-3}
@@ -48,17 +48,17 @@ def _mistakes(x, w, hidden, T, dtype):
     the queries, keys and values swapped."""
     q = reference.project(x[x.shape[0] - T :], w[0])
     k, v = reference.project(x, w[1]), reference.project(x, w[2])
-    found = [judge.attend(q, k, v, hidden, scale=1.0 / w[0].shape[-1])["out"]]
+    found = [tolerance_model.attend(q, k, v, hidden, scale=1.0 / w[0].shape[-1])["out"]]
     if T == hidden.shape[1] and not (hidden.all(axis=0)).any():
-        found.append(judge.attend(q, k, v, hidden, over_queries=True)["out"])
+        found.append(tolerance_model.attend(q, k, v, hidden, over_queries=True)["out"])
     if k.shape == v.shape:
-        found.append(judge.attend(q, v, k, hidden)["out"])
+        found.append(tolerance_model.attend(q, v, k, hidden)["out"])
     return [_rounded(m, dtype) for m in found]
 
 
 def _tally(dtype, variants_out, exact, plain, derived, mistakes):
     rules = _other_rules(dtype, exact, plain) | {
-        "ours: k x B + E": judge.allowed(dtype, exact, plain, derived, MODEL[dtype])
+        "ours: k x B + E": tolerance_model.allowed(dtype, exact, plain, derived, MODEL[dtype])
     }
     for rule, allowed in rules.items():
         counts = _rules.setdefault((dtype, rule), [0, 0, 0, 0])
@@ -127,12 +127,14 @@ def _judged(dtype, x, w, hidden):
 
     def attention(x, w_query, w_key, w_value, rounding=None):
         q = reference.project(x[..., x.shape[-2] - T :, :], w_query)
-        return judge.attend(q, reference.project(x, w_key), reference.project(x, w_value), hidden, rounding=rounding)
+        return tolerance_model.attend(
+            q, reference.project(x, w_key), reference.project(x, w_value), hidden, rounding=rounding
+        )
 
     exact = attention(x, *w)
-    with reference.rounding_to(np_dtype(judge.plain_dtype(dtype))):
-        plain = attention(x, *w, rounding=judge.plain_dtype(dtype))
-    return x, w, exact, plain, judge.bound(dtype, attention, x, *w)
+    with reference.rounding_to(np_dtype(tolerance_model.plain_dtype(dtype))):
+        plain = attention(x, *w, rounding=tolerance_model.plain_dtype(dtype))
+    return x, w, exact, plain, tolerance_model.bound(dtype, attention, x, *w)
 
 
 def _rounded(a, dtype):
@@ -147,7 +149,7 @@ def _search(dtype):
         with np.errstate(all="ignore"):  # a half-precision overflow is assumed away below
             try:
                 x, w, exact, plain, derived = _judged(dtype, *problem)
-            except judge.Overflow:
+            except tolerance_model.Overflow:
                 assume(False)  # the plain computation overflows: outside the model
         assume(all(np.isfinite(plain[n]).all() and np.isfinite(exact[n]).all() for n in exact))  # no overflow
         T = hidden.shape[0]
@@ -160,7 +162,9 @@ def _search(dtype):
                 got = attention(x[x.shape[0] - T :], x, *w, hidden, dtype)
             seen.append(got)
             for output, value in got.items():
-                v = judge.judge(output, dtype, value, exact[output], plain[output], derived[output], MODEL[dtype])
+                v = tolerance_model.judge(
+                    output, dtype, value, exact[output], plain[output], derived[output], MODEL[dtype]
+                )
                 worst = max(worst, v.margin)
                 if v.margin > _worst.get((name, dtype), (-1.0,))[0]:
                     _worst[name, dtype] = (v.margin, f"{output}, T={T} S={hidden.shape[1]} H={w[0].shape[-1]}")
@@ -175,7 +179,7 @@ def _search(dtype):
     search()
 
 
-@pytest.mark.parametrize("dtype", judge.DTYPES)
+@pytest.mark.parametrize("dtype", tolerance_model.DTYPES)
 def test_no_correct_variant_is_a_false_alarm(dtype, capsys):
     _search(dtype)
     with capsys.disabled():

@@ -29,10 +29,13 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from test_hostile import Garbage, alias_bomb
 
-from attention_conformance import SPEC_DIR, calls, cli, golden, loader, safe_io
+from attention_conformance import cli, safe_io
 from attention_conformance.adapters import reference
-from attention_conformance.compare import Nonconformance
-from attention_conformance.verify import verify
+from attention_conformance.cases import golden, loader
+from attention_conformance.margin import Nonconformance
+from attention_conformance.paths import SPEC_DIR
+from attention_conformance.run import calls
+from attention_conformance.run.verify import verify
 
 SPEC_TEXT = (SPEC_DIR / "attention.yaml").read_text()
 SPEC_DATA = safe_io.load_yaml(SPEC_TEXT)

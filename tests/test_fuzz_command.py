@@ -2,6 +2,7 @@
 wrong adapters of tests/mutants whose mistake is in a forward op the fuzzer covers are found within
 it (at least 90% of them), each finding a spec case that loads and a reproducer that runs alone."""
 
+import math
 import shutil
 import subprocess
 import sys
@@ -13,7 +14,10 @@ pytest.importorskip("hypothesis")
 
 from conftest import MUTANTS
 
-from attention_conformance import cli, contract, fuzz, loader
+from attention_conformance import cli
+from attention_conformance.cases import loader
+from attention_conformance.contract import ops, registry
+from attention_conformance.tools.fuzz import cases, search
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = 0
@@ -24,7 +28,7 @@ BUDGET = {"first": 100, "other": 40}
 MUTANT_EXAMPLES = 60  # cases per wrong adapter, on the ops it changes
 KILL_RATE = 90.0
 # Findings within the budget against a real adapter, reported and awaiting a spec case and a known
-# divergence (spec/known_divergences.yaml, with its measured reason): still found, or this list is stale.
+# divergence (spec/divergences/<adapter>.yaml, with its measured reason): still found, or this list is stale.
 # (adapter, dtype) -> a finding within the budget awaiting its case and known divergence. ONNX Runtime's
 # float64 self_attention_v1 waited here until fuzz could take a generated-case divergence (fuzz_<op>).
 PENDING = {}
@@ -35,17 +39,44 @@ def _forward_mutants(adapter):
     return [f"tests.mutants.{m}" for m in MUTANTS if m.split("__")[0] == adapter]
 
 
+def fuzz_kill_rate(adapter_name, mutants, examples, seed):
+    """{mutant: (caught?, ops fuzzed, calls)} for wrong adapters whose changed ops the fuzzer covers,
+    each fuzzed on those ops only (the other ops are the real adapter's own functions)."""
+    real = registry.load(adapter_name)
+    results = {}
+    for mutant in mutants:
+        module = registry.load(mutant)
+        replaced = [op for op in ops.OPS if getattr(module, op, None) is not getattr(real, op, None)]
+        covered = [op for op in replaced if op in cases.COVERED]
+        if not covered or getattr(module, "EXPECTED", "caught") != "caught":
+            continue
+        dtypes = getattr(module, "RUN_IN", module.DTYPES[:1])
+        caught, calls = False, 0
+        for dtype in dtypes:
+            fuzzer = search.Fuzzer(mutant, module, dtype, covered, adapter_name)
+            caught = fuzzer.run(examples, seed, shrink=0) is not None
+            calls += fuzzer.calls
+            if caught:
+                break
+        results[mutant] = (caught, covered, calls)
+    return results
+
+
+def percent(results):
+    return 100.0 * sum(c for c, _, _ in results.values()) / len(results) if results else math.nan
+
+
 @pytest.fixture
 def kills(requested_adapter):
     """{mutant: (caught, ops, calls)} for the adapter's wrong variants the fuzzer covers, once a session."""
     if requested_adapter not in _kills:
-        results = fuzz.kill_rate(requested_adapter, _forward_mutants(requested_adapter), MUTANT_EXAMPLES, SEED)
+        results = fuzz_kill_rate(requested_adapter, _forward_mutants(requested_adapter), MUTANT_EXAMPLES, SEED)
         _kills[requested_adapter] = results
     return _kills[requested_adapter]
 
 
 def test_the_adapter_passes_its_fuzz_budget(requested_adapter, tmp_path, capsys):
-    adapter = contract.load(requested_adapter)
+    adapter = registry.load(requested_adapter)
     for i, dtype in enumerate(adapter.DTYPES):
         examples = BUDGET["first"] if i == 0 else BUDGET["other"]
         code = cli.main(
@@ -96,10 +127,10 @@ def test_the_fuzzer_finds_most_forward_op_mistakes(requested_adapter, kills, cap
     with capsys.disabled():
         print(
             f"\nfuzz kill rate {requested_adapter} (seed {SEED}, {MUTANT_EXAMPLES} cases each): "
-            f"{len(caught)}/{len(results)} = {fuzz.percent(results):.0f}% of the forward-op wrong adapters; {spec_text}"
+            f"{len(caught)}/{len(results)} = {percent(results):.0f}% of the forward-op wrong adapters; {spec_text}"
             + (f"; missed: {', '.join(missed)}" if missed else "")
         )
-    assert fuzz.percent(results) >= KILL_RATE, f"the fuzzer missed {missed}"
+    assert percent(results) >= KILL_RATE, f"the fuzzer missed {missed}"
 
 
 def _found(kills):
@@ -183,7 +214,7 @@ def test_every_findings_reproducer_runs_and_exits_1(requested_adapter, kills, tm
     problems = []
     for mutant in caught:
         out = tmp_path / mutant.split(".")[-1]
-        module = contract.load(mutant)
+        module = registry.load(mutant)
         found = [
             d for d in getattr(module, "RUN_IN", module.DTYPES[:1]) if _fuzz(mutant, kills[mutant][1], out, d) == 1
         ]

@@ -7,8 +7,12 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from attention_conformance import ADAPTERS_DIR, check, divergences, fuzz, loader, plan
 from attention_conformance.adapters import reference
+from attention_conformance.cases import divergences, loader
+from attention_conformance.contract import ids
+from attention_conformance.paths import ADAPTERS_DIR
+from attention_conformance.tools import preflight
+from attention_conformance.tools.fuzz import command, search
 
 SCORES = {"scores": np.array([[0.3, -1.2, 2.0, 0.7], [1.0, 1.0, -0.5, 0.25]])}
 NUDGE = 2e-5  # added to one weight: some hundreds of float32 allowances, far below a mistake's size
@@ -22,7 +26,7 @@ def _softmax(scores):
 
 def _fuzzer(declared):
     adapter = types.SimpleNamespace(DTYPES=("float32",), softmax=_softmax)
-    fuzzer = fuzz.Fuzzer("nudged", adapter, "float32", ["softmax"])
+    fuzzer = search.Fuzzer("nudged", adapter, "float32", ["softmax"])
     fuzzer.divergences = declared
     return fuzzer
 
@@ -52,7 +56,7 @@ def test_within_excuses_up_to_its_margin_and_no_further(tmp_path):
 
 
 def test_without_within_it_excuses_any_result():
-    fuzzer = _fuzzer({plan.test_id("weights", "nudged", "float32", "fuzz_softmax"): "any result"})
+    fuzzer = _fuzzer({ids.test_id("weights", "nudged", "float32", "fuzz_softmax"): "any result"})
     assert fuzzer.evaluate("softmax", SCORES) is None and fuzzer.judged == 0  # fuzz then says it judged nothing
 
 
@@ -61,7 +65,7 @@ def test_a_run_that_judged_nothing_says_so(tmp_path, monkeypatch, capsys):
         (ADAPTERS_DIR / "reference.py").read_text() + '\nKNOWN_DIVERGENCES = {"fuzz_softmax": "every softmax"}\n'
     )
     monkeypatch.syspath_prepend(str(tmp_path))
-    assert fuzz.main("excused", examples=5, ops=["softmax"], out=str(tmp_path / "out")) == 0
+    assert command.main("excused", examples=5, chosen=["softmax"], out=str(tmp_path / "out")) == 0
     assert "no finding, but no output was judged" in capsys.readouterr().out
 
 
@@ -93,12 +97,12 @@ def test_a_generated_entry_naming_no_op_is_refused_by_fuzz(tmp_path, monkeypatch
         (ADAPTERS_DIR / "reference.py").read_text() + '\nKNOWN_DIVERGENCES = {"fuzz_sofmax/weights": "a typo"}\n'
     )
     monkeypatch.syspath_prepend(str(tmp_path))
-    assert fuzz.main("typo", examples=1, out=str(tmp_path / "out")) == 2
+    assert command.main("typo", examples=1, out=str(tmp_path / "out")) == 2
     said = "known divergence 'fuzz_sofmax/weights/*' (test id test_weights[typo-*-fuzz_sofmax]) names no op after fuzz_"
     assert said in capsys.readouterr().err
     import typo
 
-    assert check.problems(typo) == ["KNOWN_DIVERGENCES key 'fuzz_sofmax/weights' names no op after fuzz_ (a typo?)"]
+    assert preflight.problems(typo) == ["KNOWN_DIVERGENCES key 'fuzz_sofmax/weights' names no op after fuzz_ (a typo?)"]
 
 
 def _bfloat16_sums(scale):
@@ -122,7 +126,7 @@ def test_sums_in_dtype_holds_a_half_precision_accumulator_to_its_own_bound(tmp_p
 
     def fuzzer(scale, declared):
         adapter = types.SimpleNamespace(DTYPES=("bfloat16",), softmax=_bfloat16_sums(scale))
-        found = fuzz.Fuzzer("halfsum", adapter, "bfloat16", ["softmax"])
+        found = search.Fuzzer("halfsum", adapter, "bfloat16", ["softmax"])
         found.divergences = declared
         return found
 

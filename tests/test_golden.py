@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from golden_files import resign
 
-from attention_conformance import CONFORMANCE_TESTS, golden
+from attention_conformance.cases import golden
+from attention_conformance.paths import CONFORMANCE_TESTS
 
 ROOT = Path(__file__).resolve().parent.parent
 

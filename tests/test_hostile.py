@@ -14,11 +14,14 @@ import pytest
 from golden_files import resign
 from test_spec import VALID
 
-from attention_conformance import CONFORMANCE_TESTS, cli, contract, divergences, golden, loader
+from attention_conformance import cli
 from attention_conformance.adapters import reference
-from attention_conformance.benchmark import alias_bomb
-from attention_conformance.compare import Nonconformance
-from attention_conformance.verify import verify
+from attention_conformance.cases import divergences, golden, loader
+from attention_conformance.contract import ops
+from attention_conformance.margin import Nonconformance
+from attention_conformance.paths import CONFORMANCE_TESTS
+from attention_conformance.run.verify import verify
+from attention_conformance.tools.benchmark import alias_bomb
 
 ROOT = Path(__file__).resolve().parent.parent
 # A hang guard only: the bombs below are refused in 1 ms of CPU (measured, Xeon 2.8 GHz, AVX-512).
@@ -315,9 +318,9 @@ class Garbage:
         self.value = value
 
     def __getattr__(self, op):
-        if op not in contract.OPS:  # NOT_APPLICABLE and the like: not defined, as in a module without them
+        if op not in ops.OPS:  # NOT_APPLICABLE and the like: not defined, as in a module without them
             raise AttributeError(op)
-        outputs = contract.OPS[op][1]
+        outputs = ops.OPS[op][1]
         return lambda **_: self.value if len(outputs) == 1 else {name: self.value for name in outputs}
 
 

@@ -1,6 +1,6 @@
-"""The tolerance model for any input (spec/model.yaml, attention_conformance.judge) can fail.
+"""The tolerance model for any input (spec/model.yaml, attention_conformance.run.tolerance_model) can fail.
 
-spec/model.yaml's constants are measured by attention_conformance.model_sweep over every framework
+spec/model.yaml's constants are measured by attention_conformance.tools.sweep over every framework
 (docs/tolerance-model.md); these tests hold them to the other side: the exact answer rounded to
 each dtype is within the model, and the mistakes an attention implementation makes (the wrong
 scale, an inverted mask, top-left causal alignment, softmax over the queries, keys and values
@@ -12,17 +12,18 @@ import math
 import numpy as np
 import pytest
 
-from attention_conformance import judge, model_sweep
 from attention_conformance.adapters import reference
-from attention_conformance.contract import np_dtype
+from attention_conformance.dtypes import np_dtype
+from attention_conformance.run import tolerance_model
+from attention_conformance.tools import sweep, sweep_cases
 
-MODEL = judge.model()
+MODEL = tolerance_model.model()
 SEEDS = (0, 1, 2)
 FAR = 10.0  # a mistake must use more than ten times its budget (bfloat16's wrong scale: 15.7x at seeds 0..5)
 
 
 def test_model_file_names_every_dtype_with_a_number():
-    assert set(MODEL) == set(judge.DTYPES)
+    assert set(MODEL) == set(tolerance_model.DTYPES)
     for dtype, k in MODEL.items():
         assert math.isfinite(k) and k >= 0, dtype
 
@@ -46,11 +47,13 @@ def _random_mask(seed, T, S):
 
 def _margins(dtype, got, q, k, v, hidden):
     """{output: margin} of `got` ({"weights", "out"}) against the model for these inputs."""
-    exact = judge.attend(q, k, v, hidden)
-    plain = judge.attend(q, k, v, hidden, rounding=judge.plain_dtype(dtype))
-    derived = judge.bound(dtype, judge.attend, q, k, v, hidden)
+    exact = tolerance_model.attend(q, k, v, hidden)
+    plain = tolerance_model.attend(q, k, v, hidden, rounding=tolerance_model.plain_dtype(dtype))
+    derived = tolerance_model.bound(dtype, tolerance_model.attend, q, k, v, hidden)
     return {
-        name: judge.judge(name, dtype, got[name], exact[name], plain[name], derived[name], MODEL[dtype]).margin
+        name: tolerance_model.judge(
+            name, dtype, got[name], exact[name], plain[name], derived[name], MODEL[dtype]
+        ).margin
         for name in ("weights", "out")
     }
 
@@ -68,12 +71,16 @@ def _query_axis_softmax(q, k, v, hidden):
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-@pytest.mark.parametrize("dtype", judge.DTYPES)
+@pytest.mark.parametrize("dtype", tolerance_model.DTYPES)
 def test_the_exact_answer_rounded_to_the_dtype_is_within(dtype, seed):
     T, S = 16, 16
     q, k, v = _inputs(dtype, seed, T, S)
-    for hidden in (np.zeros((T, S), dtype=bool), _random_mask(seed, T, S), judge.hidden_keys(T, S, causal=True)):
-        right = _rounded(judge.attend(q, k, v, hidden), dtype)
+    for hidden in (
+        np.zeros((T, S), dtype=bool),
+        _random_mask(seed, T, S),
+        tolerance_model.hidden_keys(T, S, causal=True),
+    ):
+        right = _rounded(tolerance_model.attend(q, k, v, hidden), dtype)
         assert max(_margins(dtype, right, q, k, v, hidden).values()) <= 1.0
 
 
@@ -82,31 +89,36 @@ def _mistakes(seed, dtype):
     T, S = 16, 16
     q, k, v = _inputs(dtype, seed, T, S)
     none, mask = np.zeros((T, S), dtype=bool), _random_mask(seed, T, S)
-    yield "scale 1/H instead of 1/sqrt(H)", (q, k, v), none, judge.attend(q, k, v, none, scale=1.0 / q.shape[-1])
-    yield "mask polarity inverted", (q, k, v), mask, judge.attend(q, k, v, ~mask)
+    yield (
+        "scale 1/H instead of 1/sqrt(H)",
+        (q, k, v),
+        none,
+        tolerance_model.attend(q, k, v, none, scale=1.0 / q.shape[-1]),
+    )
+    yield "mask polarity inverted", (q, k, v), mask, tolerance_model.attend(q, k, v, ~mask)
     yield "softmax over the query axis", (q, k, v), none, _query_axis_softmax(q, k, v, none)
-    yield "keys and values swapped", (q, k, v), mask, judge.attend(q, v, k, mask)
+    yield "keys and values swapped", (q, k, v), mask, tolerance_model.attend(q, v, k, mask)
     T = 6  # fewer queries than keys: decoding a chunk against a cache of S keys
     q, k, v = _inputs(dtype, seed, T, S)
-    bottom_right = judge.hidden_keys(T, S, causal=True)
+    bottom_right = tolerance_model.hidden_keys(T, S, causal=True)
     top_left = np.arange(S)[None, :] > np.arange(T)[:, None]
-    yield "top-left causal alignment (T < S)", (q, k, v), bottom_right, judge.attend(q, k, v, top_left)
+    yield "top-left causal alignment (T < S)", (q, k, v), bottom_right, tolerance_model.attend(q, k, v, top_left)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-@pytest.mark.parametrize("dtype", judge.DTYPES)
+@pytest.mark.parametrize("dtype", tolerance_model.DTYPES)
 def test_mistakes_are_far_beyond(dtype, seed):
     for name, (q, k, v), hidden, wrong in _mistakes(seed, dtype):
         margins = _margins(dtype, _rounded(wrong, dtype), q, k, v, hidden)
         assert min(margins.values()) > FAR, f"{dtype} {name}: margins {margins}"
 
 
-@pytest.mark.parametrize("dtype", judge.DTYPES)
+@pytest.mark.parametrize("dtype", tolerance_model.DTYPES)
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
 def test_a_nan_or_inf_in_the_output_is_beyond(dtype, bad):
     q, k, v = _inputs(dtype, 0, 8, 8)
-    hidden = judge.hidden_keys(8, 8, causal=True)
-    got = _rounded(judge.attend(q, k, v, hidden), dtype)
+    hidden = tolerance_model.hidden_keys(8, 8, causal=True)
+    got = _rounded(tolerance_model.attend(q, k, v, hidden), dtype)
     got["out"][3, 2] = bad
     got["weights"][1, 5] = bad  # a hidden key's weight (key 5 is after query 1): exactly 0 expected
     margins = _margins(dtype, got, q, k, v, hidden)
@@ -114,33 +126,33 @@ def test_a_nan_or_inf_in_the_output_is_beyond(dtype, bad):
 
 
 def test_the_sweeps_oracle_is_the_references():
-    """model_sweep's exact computation (judge.attend on the reference's projections) gives the
+    """model_sweep's exact computation (tolerance_model.attend on the reference's projections) gives the
     numbers adapters/reference.py does, on the sweep's own small cases of every op."""
     seen = set()
     for index in range(200):
-        case = model_sweep.draw_case(0, index)
+        case = sweep_cases.draw_case(0, index)
         s = case["shape"]
         if case["op"] in seen or max(s["B"], 1) * s["N"] * s["T"] * s["S"] * s["H"] > 20000:
             continue
         seen.add(case["op"])
-        expected = model_sweep.oracle(case["op"], case["inputs"])
+        expected = sweep_cases.oracle(case["op"], case["inputs"])
         got = getattr(reference, case["op"])(**case["inputs"])
         got = got if isinstance(got, dict) else {next(iter(expected)): got}
         for name, value in expected.items():
             np.testing.assert_allclose(got[name], value, rtol=1e-13, atol=1e-15, err_msg=f"{case['op']} {name} {s}")
-    assert seen == set(model_sweep.SWEEP_OPS)
+    assert seen == set(sweep_cases.SWEEP_OPS)
 
 
 def test_the_sweeps_cases_depend_on_the_seed_alone_and_stay_in_range():
     for index in range(40):
-        a, b = model_sweep.draw_case(3, index), model_sweep.draw_case(3, index)
+        a, b = sweep_cases.draw_case(3, index), sweep_cases.draw_case(3, index)
         assert a["op"] == b["op"] and a["shape"] == b["shape"]
         for name, value in a["inputs"].items():
             np.testing.assert_array_equal(value, b["inputs"][name])
         s = a["shape"]
-        assert 1 <= s["S"] <= model_sweep.MAX_T and 1 <= s["H"] <= model_sweep.MAX_H
-        assert 1 <= s["N"] <= model_sweep.MAX_HEADS and s["N"] % s["K"] == 0
-        assert max(s["B"], 1) * s["N"] * s["S"] * s["S"] <= model_sweep.CELLS
+        assert 1 <= s["S"] <= sweep_cases.MAX_T and 1 <= s["H"] <= sweep_cases.MAX_H
+        assert 1 <= s["N"] <= sweep_cases.MAX_HEADS and s["N"] % s["K"] == 0
+        assert max(s["B"], 1) * s["N"] * s["S"] * s["S"] <= sweep_cases.CELLS
         if "mask" in a["inputs"]:
             assert not a["inputs"]["mask"].all(axis=-1).any()  # never a fully hidden row: that is a convention
 
@@ -148,11 +160,11 @@ def test_the_sweeps_cases_depend_on_the_seed_alone_and_stay_in_range():
 def test_a_front_gives_the_judges_margin_at_any_model():
     q, k, v = _inputs("float32", 5, 12, 12)
     hidden = _random_mask(5, 12, 12)
-    exact = judge.attend(q, k, v, hidden)["out"]
-    plain = judge.attend(q, k, v, hidden, rounding="float32")["out"]
-    derived = judge.bound("float32", judge.attend, q, k, v, hidden)["out"]
+    exact = tolerance_model.attend(q, k, v, hidden)["out"]
+    plain = tolerance_model.attend(q, k, v, hidden, rounding="float32")["out"]
+    derived = tolerance_model.bound("float32", tolerance_model.attend, q, k, v, hidden)["out"]
     got = exact + np.random.default_rng(1).standard_normal(exact.shape) * 3e-6
-    row = model_sweep.measure("float32", got, exact, plain, derived, MODEL["float32"])
+    row = sweep.measure("float32", got, exact, plain, derived, MODEL["float32"])
     for k_ in (0.0, 1.0, 3.0, 20.0):
-        want = judge.judge("out", "float32", got, exact, plain, derived, k_).margin
-        assert model_sweep.margin_at(row, k_) == pytest.approx(want, rel=1e-12)
+        want = tolerance_model.judge("out", "float32", got, exact, plain, derived, k_).margin
+        assert sweep.margin_at(row, k_) == pytest.approx(want, rel=1e-12)

@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 from test_spec import MALFORMED, VALID
 
-from attention_conformance import CONFORMANCE_TESTS, cli, loader
+from attention_conformance import cli
+from attention_conformance.cases import loader
+from attention_conformance.paths import CONFORMANCE_TESTS
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -4,7 +4,7 @@ The tensors: causal attention from an adapter outside this checkout whose softma
 -64, as PaddlePaddle's does (FRAMEWORK-FACTS: softmax([0, -inf]) = [1, 1.6e-28]), so every key after a
 query gets 1.6e-28 instead of 0; and, beside it, the same adapter unchanged. The rule all three apply:
 a probability given to a hidden key must be exactly zero (the exact answer is 0 and no rounding can
-reach it: judge.allowed, fields.upper_triangle_zero).
+reach it: tolerance_model.allowed, fields.upper_triangle_zero).
 """
 
 import os
@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attention_conformance import ADAPTERS_DIR, golden, inputs, loader
+from attention_conformance.cases import golden, inputs, loader
+from attention_conformance.paths import ADAPTERS_DIR
 
 COMMAND = str(Path(sys.executable).parent / "attention-conformance")
 EXACT_ZERO = "e = np.where(hidden, 0.0, exp(filled - np.where(empty, 0.0, row_max)))"
@@ -75,8 +76,8 @@ def test_run_judges_the_reference_by_the_models_allowance(share):
     model's allowance everywhere passes, one off by twice it fails, and the failure names the model."""
     import types
 
-    from attention_conformance import calls, judge, verify
     from attention_conformance.adapters import reference
+    from attention_conformance.run import calls, tolerance_model, verify
 
     spec, goldens = loader.load(), golden.Goldens()
     case = spec.cases[CASE]
@@ -85,8 +86,8 @@ def test_run_judges_the_reference_by_the_models_allowance(share):
     exact = reference.causal_attention(**as64)
     with reference.rounding_to(np.float32):
         plain = np.float32(reference.causal_attention(**as64)["context"])
-    derived = judge.bound("float32", reference.causal_attention, **as64)["context"]
-    allowance = judge.allowed("float32", exact["context"], plain, derived, judge.model()["float32"])
+    derived = tolerance_model.bound("float32", reference.causal_attention, **as64)["context"]
+    allowance = tolerance_model.allowed("float32", exact["context"], plain, derived, tolerance_model.model()["float32"])
     signs = np.where(np.arange(allowance.size) % 2, 1, -1).reshape(allowance.shape)
     moved = exact["context"] + share * allowance * signs
     off = types.SimpleNamespace(

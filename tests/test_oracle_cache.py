@@ -10,8 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attention_conformance import calls, contract, golden, loader, oracle_cache
+from attention_conformance import dtypes
 from attention_conformance.adapters import reference
+from attention_conformance.cases import golden, loader
+from attention_conformance.run import calls, oracle_cache
 
 CASE = "cat"  # the first document's attention over "The cat sat on the mat"
 
@@ -67,11 +69,11 @@ def test_the_key_covers_inputs_dtype_rounding_and_the_oracle(tmp_path):
 
 
 def test_the_key_covers_the_arithmetic_the_oracle_computes_with(tmp_path, monkeypatch):
-    from attention_conformance import portable
+    from attention_conformance import deterministic
 
-    arithmetic = tmp_path / "portable.py"
-    arithmetic.write_bytes(Path(portable.__file__).read_bytes())
-    monkeypatch.setattr(portable, "__file__", str(arithmetic))
+    arithmetic = tmp_path / "deterministic.py"
+    arithmetic.write_bytes(Path(deterministic.__file__).read_bytes())
+    monkeypatch.setattr(deterministic, "__file__", str(arithmetic))
     oracle = tmp_path / "oracle.py"
     oracle.write_text("# v1\n")
     before = oracle_cache.key("attention", {"n": 2}, None, oracle)
@@ -124,7 +126,7 @@ def test_half_precision_baselines_are_cached_apart_from_the_exact_answer(cache):
     case = spec.cases["v1_seed123"]  # checks the context, where rounding every step shows
     calls.forget()
     exact = calls.outputs("reference", reference, case, "float64", goldens, input_dtype="float16", oracle=True)
-    with reference.rounding_to(contract.np_dtype("float16")):
+    with reference.rounding_to(dtypes.np_dtype("float16")):
         plain = calls.outputs(
             "reference", reference, case, "float64", goldens, input_dtype="float16", rounding="float16", oracle=True
         )

@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from attention_conformance import ADAPTERS_DIR, contract
+from attention_conformance.contract import ops, registry
+from attention_conformance.paths import ADAPTERS_DIR
 
 COMMAND = str(Path(sys.executable).parent / "attention-conformance")  # the console script pip installed
 
@@ -54,7 +55,7 @@ def test_the_unfilled_template_fails_the_self_check_naming_every_function(tmp_pa
     done = _run(["check", "as_copied"], tmp_path)
     assert done.returncode == 1
     named = {line.split(": ", 1)[1].split("(")[0] for line in done.stderr.splitlines()}
-    required = set(contract.CONTRACT) - contract.OPTIONAL  # the template shows optional ops as comments
+    required = set(ops.CONTRACT) - ops.OPTIONAL  # the template shows optional ops as comments
     assert named == required, sorted(required ^ named)
     assert (
         "as_copied: softmax(scores) with row inputs raises NotImplementedError (in float32, on tiny inputs)"
@@ -230,7 +231,7 @@ def test_reports_from_two_machines_merge_into_one_matrix(tmp_path):
     empty = _run(["summary", "--reports", "machine_a", "--html", ""], tmp_path)
     assert empty.returncode == 2 and "--html needs a path" in empty.stderr
     assert asked.stderr.strip().splitlines()[-1].startswith("FAILED: torch: MISSING: no report"), asked.stderr
-    from attention_conformance import reports
+    from attention_conformance.run import reports
 
     reports.hold(tmp_path / "machine_c", ["crashed_adapter"])  # what a run that died mid-way leaves behind
     unfinished = _run(["summary", "--reports", "machine_a", "--reports", "machine_c"], tmp_path)
@@ -264,12 +265,12 @@ def test_the_ci_workflow_runs_every_built_in_adapter_and_merges_them():
         (Path(__file__).resolve().parent.parent / ".github" / "workflows" / "conformance.yml").read_text()
     )
     frameworks = workflow["jobs"]["framework"]["strategy"]["matrix"]["adapter"]
-    assert sorted(frameworks) == sorted(contract.NAMES)
+    assert sorted(frameworks) == sorted(registry.NAMES)
     merge = next(
         step for step in workflow["jobs"]["matrix"]["steps"] if "attention-conformance summary" in step.get("run", "")
     )
     assert workflow["jobs"]["matrix"]["needs"] == "framework"
-    assert sorted(merge["env"]["ADAPTERS"].split()) == sorted(contract.NAMES), "the merge names every built-in adapter"
+    assert sorted(merge["env"]["ADAPTERS"].split()) == sorted(registry.NAMES), "the merge names every built-in adapter"
     out = merge["run"].split("--out ")[1].split()[0]
     uploaded = [
         step["with"]["path"]
@@ -320,7 +321,7 @@ def test_the_wheel_carries_the_data_and_no_generic_top_level_name(tmp_path):
     assert {n.split("/")[0] for n in names} == {"attention_conformance", wheel.name.split("-py3")[0] + ".dist-info"}
     for needed in (
         "spec/attention.yaml",
-        "spec/known_divergences.yaml",
+        "spec/divergences/torch.yaml",
         "spec/documents/000_607594879886645b.txt",
         "golden/MANIFEST.json",
         "golden/doc000_seed123.json",
@@ -329,7 +330,8 @@ def test_the_wheel_carries_the_data_and_no_generic_top_level_name(tmp_path):
         "adapters/tfjs_node/server.js",
         "conformance.py",
         "plugin.py",
-        "page.html",
+        "publish/page.html",
+        "spec/divergences/README.md",
     ):
         assert f"attention_conformance/{needed}" in names, needed
     # Installed from the wheel (not editable), run from elsewhere: the path an outsider takes.

@@ -12,8 +12,10 @@ import types
 import numpy as np
 import pytest
 
-from attention_conformance import calls, contract, golden, loader, plan, verify
 from attention_conformance.adapters import reference
+from attention_conformance.cases import golden, loader, plan
+from attention_conformance.contract import ops
+from attention_conformance.run import calls, verify
 
 SPEC = loader.load()
 TRANSFORMS = ("transpose", "swap", "negate", "zero")
@@ -58,7 +60,7 @@ def _changed(value, output, transform, others):
 def _mutant(op, output, transform):
     """The reference with `op`'s `output` changed; (module, whether it ever changed anything)."""
     real = getattr(reference, op)
-    names = contract.OPS[op][1]
+    names = ops.OPS[op][1]
     changed = []
 
     def wrong(**kwargs):
@@ -71,7 +73,7 @@ def _mutant(op, output, transform):
         return {**outputs, output: new} if len(names) > 1 else new
 
     wrong.__signature__ = inspect.signature(real)
-    module = types.SimpleNamespace(**{n: getattr(reference, n) for n in contract.CONTRACT if hasattr(reference, n)})
+    module = types.SimpleNamespace(**{n: getattr(reference, n) for n in ops.CONTRACT if hasattr(reference, n)})
     module.DTYPES, module.NOT_APPLICABLE = reference.DTYPES, reference.NOT_APPLICABLE
     setattr(module, op, wrong)
     return module, changed
@@ -94,13 +96,13 @@ def _outcomes(op, module):
     return found
 
 
-OPS_WITH_CASES = sorted({c.op for c in SPEC.cases.values()} & set(contract.OPS))
+OPS_WITH_CASES = sorted({c.op for c in SPEC.cases.values()} & set(ops.OPS))
 
 
 @pytest.mark.parametrize("op", OPS_WITH_CASES)
 def test_every_output_change_fails_a_test(op):
     survivors = []
-    for output in contract.OPS[op][1]:
+    for output in ops.OPS[op][1]:
         for transform in TRANSFORMS:
             module, changed = _mutant(op, output, transform)
             outcomes = _outcomes(op, module)

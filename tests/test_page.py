@@ -1,4 +1,4 @@
-"""The conformance page (index.html, attention_conformance/page.py) in a real browser: Debian's chromium,
+"""The conformance page (index.html, attention_conformance/publish/page.py) in a real browser: Debian's chromium,
 driven through Debian's chromium-driver by selenium, opening the file from file:// as a user would.
 
 Two pages: one made here from two adapters run outside the checkout (the reference, and a copy that fails
@@ -23,7 +23,10 @@ from pathlib import Path
 
 import pytest
 
-from attention_conformance import ADAPTERS_DIR, contract, matrix, plan, reports
+from attention_conformance.contract import ids, registry
+from attention_conformance.paths import ADAPTERS_DIR
+from attention_conformance.publish import matrix
+from attention_conformance.run import reports
 
 COMMAND = str(Path(sys.executable).parent / "attention-conformance")
 INSTALL = "apt-get install chromium chromium-driver"  # Debian's packages; as root, or with sudo
@@ -188,7 +191,7 @@ def test_the_page_agrees_with_its_reports_and_its_filters_narrow_it(browser, dem
         "tr.cells[tr.cells.length - 1].className])"
     )
     assert marked == [["page_good", "status-ok"], ["page_wrong", "status-bad"]], marked
-    failing = {plan.parse(t)[3] for t, r in found["page_wrong"]["tests"].items() if r["outcome"] in ("failed", "error")}
+    failing = {ids.parse(t)[3] for t, r in found["page_wrong"]["tests"].items() if r["outcome"] in ("failed", "error")}
     assert {"thermostat", "thermostat_x8", "row_scale_binary"} <= failing
 
     _select(browser, "outcome", "failed")
@@ -278,16 +281,16 @@ def test_the_main_jobs_page_agrees_with_its_reports(browser):
         pytest.fail(
             f"no {page}: run the main job first (`tox -m conformance -p auto`; `tox -p auto` runs it before this)"
         )
-    found = {name: r for name, r in reports.runs(folder).items() if name in contract.NAMES}  # what tox's summary asks
+    found = {name: r for name, r in reports.runs(folder).items() if name in registry.NAMES}  # what tox's summary asks
     stale = [
         name for name, r in found.items() if (folder / reports.file_name(name)).stat().st_mtime > page.stat().st_mtime
     ]
     assert not stale, f"{page} is older than the reports of {', '.join(stale)}: rerun `tox -e summary`"
     assert page.stat().st_size <= 2 * 1024 * 1024, f"{page} is {page.stat().st_size} bytes; the page must stay <= 2 MB"
     _load(browser, page)
-    _agrees_with_reports(browser, [folder], contract.NAMES)
+    _agrees_with_reports(browser, [folder], registry.NAMES)
     diverged = [
-        (plan.parse(t)[3], f"{plan.parse(t)[1]} {plan.parse(t)[2]}")
+        (ids.parse(t)[3], f"{ids.parse(t)[1]} {ids.parse(t)[2]}")
         for name, r in found.items()
         for t, result in r["tests"].items()
         if result["outcome"] == "diverged" and "https://" in (result["reason"] or "")

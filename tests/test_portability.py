@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from attention_conformance import portability
+from attention_conformance.tools import emulation
 
 ADAPTER = '''"""The reference, but wrong on one thread: a result that depends on the machine."""
 import os
@@ -32,7 +32,7 @@ def test_compare_names_changed_outcomes_margins_near_the_edge_and_what_each_sett
         "1 thread": _report({"a": 0.1, "b": 0.75}, {}),
         "AVX2": _report({"a": 0.2, "b": 1.3}, {"b": "failed"}),
     }
-    result = portability.compare(runs)
+    result = emulation.compare(runs)
     assert result["tests"] == 2
     assert result["changed"] == [("b", {"as-is": "passed", "1 thread": "passed", "AVX2": "failed"})]
     assert [t for t, _ in result["watch"]] == ["b"]
@@ -42,7 +42,7 @@ def test_compare_names_changed_outcomes_margins_near_the_edge_and_what_each_sett
 def test_a_result_that_depends_on_the_thread_count_fails_the_run(tmp_path, monkeypatch, capsys):
     (tmp_path / "thread_dependent.py").write_text(ADAPTER)
     monkeypatch.chdir(tmp_path)
-    assert portability.main(adapter="thread_dependent", pytest_args=["-k", "sat"]) == 1
+    assert emulation.main(adapter="thread_dependent", pytest_args=["-k", "sat"]) == 1
     out = capsys.readouterr().out
     assert "OUTCOME CHANGED test_context[thread_dependent-float64-" in out, out
     assert "1 thread failed" in out and "as-is passed" in out, out
@@ -55,19 +55,19 @@ def test_the_same_adapter_without_its_dependence_passes(tmp_path, monkeypatch, c
         ADAPTER.replace('os.environ.get("OPENBLAS_NUM_THREADS") == "1"', "False")
     )
     monkeypatch.chdir(tmp_path)
-    assert portability.main(adapter="thread_independent", pytest_args=["-k", "sat"]) == 0, capsys.readouterr().out
+    assert emulation.main(adapter="thread_independent", pytest_args=["-k", "sat"]) == 0, capsys.readouterr().out
 
 
-@pytest.mark.parametrize("label", sorted(portability.SETTINGS))
+@pytest.mark.parametrize("label", sorted(emulation.SETTINGS))
 def test_each_setting_is_recorded_by_the_run_it_changes(label):
     """Every switch a setting sets is one machine.py records, so a report says which were set."""
     from attention_conformance import machine
 
-    assert set(portability.SETTINGS[label]) <= set(machine.SWITCHES)
+    assert set(emulation.SETTINGS[label]) <= set(machine.SWITCHES)
 
 
 def test_its_record_is_not_mistaken_for_a_run_report(tmp_path):
-    from attention_conformance import reports
+    from attention_conformance.run import reports
 
     (tmp_path / "portability.json").write_text(json.dumps({"machine": {}, "results": []}))
     assert reports.runs(tmp_path) == {}
@@ -75,27 +75,27 @@ def test_its_record_is_not_mistaken_for_a_run_report(tmp_path):
 
 def test_an_adapter_that_does_not_import_fails_once(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    assert portability.main(adapter="no_such_adapter_module") == 1
+    assert emulation.main(adapter="no_such_adapter_module") == 1
     out = capsys.readouterr().out
     assert out.count("RUN FAILED") == 1 and "RUN FAILED as-is" in out, out
 
 
 def test_without_an_adapter_or_a_tox_folder_it_is_a_usage_error(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    assert portability.main() == 2
+    assert emulation.main() == 2
     assert "use --adapter NAME" in capsys.readouterr().err
     assert not (tmp_path / "reports").exists()
 
 
 def test_an_oracle_that_differs_between_caches_is_named(tmp_path):
-    from attention_conformance import oracle_cache
+    from attention_conformance.run import oracle_cache
 
     a, b = tmp_path / "a", tmp_path / "b"
     oracle_cache._write(a / "oracle" / "k1.npz", {"context": np.array([1.0, 2.0])})
     oracle_cache._write(b / "oracle" / "k1.npz", {"context": np.array([1.0, 2.0])})
-    assert portability.oracle_drift(a, b) == (1, [])
+    assert emulation.oracle_drift(a, b) == (1, [])
     oracle_cache._write(b / "oracle" / "k1.npz", {"context": np.array([1.0, np.nextafter(2.0, 3.0)])})
-    assert portability.oracle_drift(a, b) == (1, ["k1"])
+    assert emulation.oracle_drift(a, b) == (1, ["k1"])
 
 
 def test_tox_passes_every_switch_the_machine_record_names():
@@ -112,5 +112,5 @@ def test_tox_passes_every_switch_the_machine_record_names():
     assert set(machine.SWITCHES) - passed == set()
     assert (
         "!tensorflow: ONEDNN_MAX_CPU_ISA" in tox["testenv"]["pass_env"]
-        and "ONEDNN_MAX_CPU_ISA" in portability.SUBSTITUTES["tensorflow"]
+        and "ONEDNN_MAX_CPU_ISA" in emulation.SUBSTITUTES["tensorflow"]
     )

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from attention_conformance.adapters import reference
-from attention_conformance.golden import Goldens
+from attention_conformance.cases.golden import Goldens
 
 EPS = 1e-6  # central differences: truncation ~EPS^2, rounding ~1e-16 / EPS; both near 1e-10 here
 

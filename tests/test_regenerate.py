@@ -1,5 +1,5 @@
 """golden/regenerate.py: --check names drift, refuses bad data, never half-writes. That it writes the
-committed bytes on every machine is tests/test_portable.py's."""
+committed bytes on every machine is tests/test_deterministic.py's."""
 
 import importlib.util
 import json
@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attention_conformance import golden
+from attention_conformance.cases import golden
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "golden" / "regenerate.py"

@@ -5,7 +5,9 @@ import re
 import pytest
 import yaml
 
-from attention_conformance import DOCS_DIR, SPEC_DIR, contract, loader
+from attention_conformance.cases import loader
+from attention_conformance.contract import ops, registry
+from attention_conformance.paths import DOCS_DIR, SPEC_DIR
 
 VALID = """\
 documents: {"000": 000_607594879886645b.txt}
@@ -212,7 +214,7 @@ def test_every_erratum_is_listed_in_the_readme():
 
 
 def test_the_readme_contract_table_is_the_contract():
-    """One row per op, with exactly the parameters of contract.OPS, and every output of a multi-output op named."""
+    """One row per op, with exactly the parameters of ops.OPS, and every output of a multi-output op named."""
     page = SPEC_DIR.parent / "docs" / "contract.md"
     readme = page.read_text() if page.exists() else None
     if readme is None:
@@ -221,8 +223,8 @@ def test_the_readme_contract_table_is_the_contract():
     rows = dict(re.findall(r"^\| `(\w+\([^`]*\))` \| ([^|]*)\|", table, re.M))
     expected = {
         f"{op}({', '.join(params)})": outputs
-        for op, params in contract.CONTRACT.items()
-        for outputs in [contract.OPS[op][1] if op in contract.OPS else ()]
+        for op, params in ops.CONTRACT.items()
+        for outputs in [ops.OPS[op][1] if op in ops.OPS else ()]
     }
     assert set(rows) == set(expected), sorted(set(rows) ^ set(expected))
     unnamed = [
@@ -264,38 +266,38 @@ def test_every_porting_and_gpt2_shaped_layer_case_runs_through_gpt2s_layer_too()
 
 
 def test_every_parameter_is_described_for_the_self_check():
-    """The self-check builds its tiny inputs from contract.PARAMETERS: a parameter missing there would make
+    """The self-check builds its tiny inputs from ops.PARAMETERS: a parameter missing there would make
     every adapter's self-check fail on the suite's omission."""
-    params = {p for params, _ in contract.OPS.values() for p in params}
-    assert params - set(contract.PARAMETERS) == set(), "parameters without a kind in contract.PARAMETERS"
-    assert set(contract.CHOICES) <= set(contract.PARAMETERS)
+    params = {p for params, _ in ops.OPS.values() for p in params}
+    assert params - set(ops.PARAMETERS) == set(), "parameters without a kind in ops.PARAMETERS"
+    assert set(ops.CHOICES) <= set(ops.PARAMETERS)
 
 
 def test_the_contract_states_the_forms_the_spec_feeds_each_op():
-    """contract.FORMS says, per op, whether token tensors come as one row, [T, D] or [B, T, D]: exactly
+    """ops.FORMS says, per op, whether token tensors come as one row, [T, D] or [B, T, D]: exactly
     the forms the spec's cases use, so an adapter written to the table takes every case's inputs."""
-    from attention_conformance import golden, inputs
+    from attention_conformance.cases import golden, inputs
 
     rank = {"tokens": 2, "square": 2, "mask": 2}  # a kind's rank unbatched; a row has one axis fewer, a batch one more
     goldens, fed = golden.Goldens(), {}
     for case in loader.load().cases.values():
         for name, value in case.inputs.items():
-            kind = contract.PARAMETERS[name]
+            kind = ops.PARAMETERS[name]
             if kind in rank:
                 ndim = inputs.resolve(value, "float32", goldens).ndim
                 fed.setdefault(case.op, set()).add({1: "row", 2: "unbatched", 3: "batched"}[ndim - rank[kind] + 2])
-    assert {op: set(forms) for op, forms in contract.FORMS.items()} == fed
+    assert {op: set(forms) for op, forms in ops.FORMS.items()} == fed
 
 
 def test_a_new_parameter_unknown_to_the_contract_is_the_suites_fault_not_the_adapters(monkeypatch):
-    from attention_conformance import check
     from attention_conformance.adapters import reference
+    from attention_conformance.tools import preflight
 
-    monkeypatch.setitem(contract.OPS, "tempered_softmax", (("scores", "temperature"), ("weights",)))
+    monkeypatch.setitem(ops.OPS, "tempered_softmax", (("scores", "temperature"), ("weights",)))
     monkeypatch.setattr(
         reference, "tempered_softmax", lambda scores, temperature: reference.softmax(scores), raising=False
     )
-    problems = check.problems(reference)
+    problems = preflight.problems(reference)
     assert any("does not describe parameter(s) temperature" in p and "not in your adapter" in p for p in problems), (
         problems
     )
@@ -312,7 +314,7 @@ def test_not_applicable_keys_are_validated_like_known_divergence_keys():
         "checkpoint=keras",
         "causal=true",
     ]
-    assert [k for k in ok if contract.not_applicable_key_problem(k)] == []
+    assert [k for k in ok if registry.not_applicable_key_problem(k)] == []
     wrong = {
         "attention_module/wieghts": "has no output 'wieghts'",
         "layer=bert": "layer takes mha, ",
@@ -321,7 +323,7 @@ def test_not_applicable_keys_are_validated_like_known_divergence_keys():
         "float16/context": "write the dtype alone",
     }
     for key, fragment in wrong.items():
-        assert fragment in (contract.not_applicable_key_problem(key) or ""), key
+        assert fragment in (registry.not_applicable_key_problem(key) or ""), key
 
 
 def test_the_readme_states_each_ops_forms_as_the_contract_does():
@@ -339,4 +341,4 @@ def test_the_readme_states_each_ops_forms_as_the_contract_does():
         if line.startswith("- "):
             forms = next(f for w, f in words.items() if line[2:].startswith(w))
             stated |= {op: forms for op in re.findall(r"`(\w+)`", line.split(":", 1)[1])}
-    assert stated == {op: set(forms) for op, forms in contract.FORMS.items()}
+    assert stated == {op: set(forms) for op, forms in ops.FORMS.items()}

@@ -4,7 +4,7 @@ import inspect
 
 import numpy as np
 
-from attention_conformance.contract import CONTRACT
+from attention_conformance.contract.ops import CONTRACT
 
 
 def _nudge(value):

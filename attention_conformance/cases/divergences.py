@@ -1,0 +1,99 @@
+"""Known divergences: what an adapter is expected to do differently, keyed by test-id pattern, each with its
+reason; spec/divergences/<adapter>.yaml holds a built-in adapter's, an adapter's KNOWN_DIVERGENCES its own,
+and `declared` is the one merge of the two that every command reads.
+A pattern whose case is fuzz_<op> names fuzz's generated cases of that op alone (ids.generated_case)."""
+
+import fnmatch
+from pathlib import Path
+
+from attention_conformance.cases import loader, yaml_values
+from attention_conformance.contract import ids
+from attention_conformance.paths import SPEC_DIR
+
+FOLDER = SPEC_DIR / "divergences"  # <adapter>.yaml for each built-in adapter
+BY_ADAPTER = " (declared by the adapter)"  # after the reason of an adapter's own KNOWN_DIVERGENCES entry
+
+
+def load(path, adapter=None):
+    """{test id: reason} from a known-divergences file; every entry must give a reason. An adapter's own
+    file (<adapter>.yaml in a folder) holds that adapter's entries only."""
+    path = Path(path)
+    doc = loader.read(path)
+    out = {}
+    for test_id, entry in doc.items():
+        at = f"{path}: entry {test_id!r}"
+        if not (isinstance(test_id, str) and test_id.startswith("test_") and "[" in test_id):
+            raise loader.SpecError(f"{at}: the key must be a test id like 'test_scores[torch-float32-sat]'")
+        if adapter is not None and ids.adapter_of(test_id) != adapter:
+            raise loader.SpecError(
+                f"{at}: names adapter {ids.adapter_of(test_id)!r}; {path.name} holds {adapter!r}'s entries only"
+            )
+        if not isinstance(entry, dict) or not isinstance(entry.get("reason"), str) or not entry["reason"].strip():
+            raise loader.SpecError(f"{at}: field 'reason': say why this test is expected to fail")
+        unknown = set(entry) - {"reason", "link", "within", "sums_in_dtype"}
+        if unknown:
+            raise loader.SpecError(
+                f"{at}: field {sorted(unknown)[0]!r}: unknown key (allowed: link, reason, sums_in_dtype, within)"
+            )
+        sums_in_dtype = entry.get("sums_in_dtype", False)
+        if sums_in_dtype is not False and not (ids.generated_op(test_id) and sums_in_dtype is True):
+            raise loader.SpecError(
+                f"{at}: field 'sums_in_dtype': true (the framework's sums accumulate in the dtype), and only on a "
+                f"generated case's entry (case fuzz_<op>)"
+            )
+        within = entry.get("within")
+        if within is not None and not (ids.generated_op(test_id) and yaml_values.is_number(within) and within > 1):
+            text = " (YAML reads 2.7e8 as text: write 2.7e+8)" if yaml_values.is_number_text(within) else ""
+            raise loader.SpecError(
+                f"{at}: field 'within': a number above 1 (the margin it may reach), and only on a generated "
+                f"case's entry (case fuzz_<op>){text}"
+            )
+        text = entry["reason"] + (f" ({entry['link']})" if entry.get("link") else "")
+        out[test_id] = Reason(text, within, sums_in_dtype, source=str(path))
+    return out
+
+
+class Reason(str):
+    """A known divergence's reason. On a generated case's entry, what fuzz still holds its results to:
+    `within`, the margin they may reach; `sums_in_dtype`, the model with its sums in the dtype itself.
+    Neither: any result, a raise included."""
+
+    def __new__(cls, text, within=None, sums_in_dtype=False, source=None):
+        reason = super().__new__(cls, text)
+        reason.within, reason.sums_in_dtype, reason.source = within, sums_in_dtype, source
+        return reason
+
+    @property
+    def bounded(self):
+        return self.within is not None or self.sums_in_dtype
+
+
+def reason_for(test_id, declared):
+    """The reason a test is a known divergence, or None. A "*" in an entry matches any text."""
+    for pattern, reason in declared.items():
+        if fnmatch.fnmatchcase(test_id, pattern.replace("[", "[[]").replace("?", "[?]")):
+            return reason
+    return None
+
+
+def read(source=None):
+    """{test-id pattern: Reason} of a known-divergences file, or of every <adapter>.yaml in a folder
+    (default: the built-in adapters', spec/divergences/): each entry checked, so a run refuses a bad one first."""
+    source = Path(source or FOLDER)
+    if source.is_dir():
+        return {p: r for path in sorted(source.glob("*.yaml")) for p, r in load(path, path.stem).items()}
+    return load(source)
+
+
+def declared(name, adapter, source=None):
+    """{test-id pattern: Reason} the adapter `name` is known to diverge on: the entries for it in `source`
+    (a file; or a folder's <name>.yaml, default spec/divergences/), then the module's own KNOWN_DIVERGENCES."""
+    source = Path(source or FOLDER)
+    if source.is_dir():
+        own = source / f"{name}.yaml"
+        found = load(own, name) if own.is_file() else {}
+    else:
+        found = {p: r for p, r in load(source).items() if ids.adapter_of(p) == name}
+    for key, reason in getattr(adapter, "KNOWN_DIVERGENCES", {}).items():
+        found[ids.declared_pattern(name, key)] = Reason(reason + BY_ADAPTER, source="the adapter's KNOWN_DIVERGENCES")
+    return found

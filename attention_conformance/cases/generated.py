@@ -1,0 +1,107 @@
+"""A generated case (fuzz's, the model sweep's) against the spec: the spec cases it stands with, and the
+NOT_APPLICABLE key or known divergence that covers it. One rule for every tool that generates cases:
+a key or divergence naming a spec case covers the generated cases that case stands for (same op, same
+deciding features: words and switches, a decoding offset or not, a fully masked row or not, ...); a
+divergence naming fuzz_<op> covers every generated case of the op."""
+
+import math
+
+import numpy as np
+
+from attention_conformance.cases import divergences, plan
+from attention_conformance.contract import ids
+
+
+def features(op, inputs):
+    """What decides whether a spec case's NOT_APPLICABLE key or known divergence covers a generated
+    case of the same op: its words and switches, whether it decodes at an offset, whether a row is
+    fully masked, whether it is multi-query."""
+    features = {}
+    for name, value in inputs.items():
+        if name == "fill" and inputs.get("api") != "additive":
+            continue  # a boolean mask has no fill: the word is not read
+        if isinstance(value, (bool, str)) and "#" not in str(value):
+            features[name] = value
+        elif name == "start":
+            features["offset"] = value > 0
+        elif name in ("mask", "padding") and isinstance(value, (list, np.ndarray)):
+            features["fully_masked"] = bool(np.asarray(value, dtype=bool).all(axis=-1).any())
+        elif name == "num_kv_heads":  # one K/V head shared by several query heads; one head alone is plain attention
+            features["multi_query"] = value == 1 and inputs.get("num_heads", 1) > 1
+        elif name == "x" and len(shape(value)) >= 2:
+            features["one_token"] = shape(value)[-2] == 1
+    if "scores" in inputs and shape(inputs["scores"]):  # a bfloat16 sum stops growing at 2**8 terms
+        features["long_row"] = shape(inputs["scores"])[-1] >= 256
+    if len(shape(inputs.get("x"))) >= 2:  # one query row in all (B = T = N = 1): XLA:CPU's bfloat16 dot fails
+        features["one_query"] = math.prod(shape(inputs["x"])[:-1]) * inputs.get("num_heads", 1) == 1
+    if "num_heads" in inputs and len(shape(inputs.get("x"))) >= 2:  # T = N = E: Keras's layer is wrong there
+        T, E = shape(inputs["x"])[-2:]
+        features["cube_heads"] = T == inputs["num_heads"] == E > 1  # one of each: no axis to swap
+    return features
+
+
+def shape(value):
+    """A drawn or spec tensor's shape: {uniform or fill, shape} or the values themselves."""
+    if isinstance(value, dict):
+        return tuple(value.get("shape", ()))
+    return np.shape(value) if isinstance(value, (list, np.ndarray)) else ()
+
+
+# The features that tell an op's spec cases apart where an adapter's NOT_APPLICABLE key or known
+# divergence names one of them; an op not listed: every spec case of the op stands for every generated one.
+DECIDING = {
+    "attention_module": ("layer", "cube_heads"),
+    "decode_attention": ("offset",),
+    "causal_flag": ("offset",),
+    "softmax": ("long_row",),
+    "masked_attention": ("fully_masked",),
+    "fused_attention": ("one_query",),
+    "mask_conventions": ("api", "fill", "fully_masked", "one_query"),
+    "layer_mask": ("fully_masked", "cube_heads", "one_query"),
+    "layer_key_padding": ("fully_masked", "cube_heads"),
+    **{
+        op: ("multi_query", "one_token")
+        for op in ("grouped_attention", "grouped_fused_attention", "grouped_attention_layer")
+    },
+}
+
+
+# A spec case on one token (one query) speaks for such generated cases only; the others for those too.
+_NARROWING = ("one_token", "one_query")
+
+
+def twins(spec, op, inputs):
+    """The spec cases a generated case of `op` stands with: same op, same deciding features. Where no
+    spec case has them all, the last are let go one by one (a generated averaged-weights cube stands
+    with the averaged-weights cases, the spec having no such cube)."""
+    deciding = DECIDING.get(op, ())
+    mine = features(op, inputs)
+    cases = [(c, features(op, c.inputs)) for c in spec.cases.values() if c.op == op]
+
+    def same(theirs, f):
+        return theirs.get(f) == mine.get(f) or (f in _NARROWING and not theirs.get(f))
+
+    for n in range(len(deciding), -1, -1):
+        twins = [c for c, theirs in cases if all(same(theirs, f) for f in deciding[:n])]
+        if twins:
+            return twins
+    return []
+
+
+def not_applicable(adapter, stands_with, op, inputs, dtype, output):
+    """The adapter's NOT_APPLICABLE reason covering this output of a generated case, or None: its keys
+    are read as for the spec cases it stands with (their ids), its op, dtype and input values."""
+    reasons = getattr(adapter, "NOT_APPLICABLE", {})
+    keys = plan.keys_of(op, [twin.id for twin in stands_with], inputs, dtype, output)
+    return next((reasons[k] for k in keys if k in reasons), None)
+
+
+def divergence(name, declared, stands_with, op, dtype, output):
+    """(case id, reason) of the known divergence that excuses this output of a generated case, or None: one
+    declared for a spec case it stands with, or for fuzz_<op>. A bounded one (`within`, `sums_in_dtype`)
+    excuses nothing: it still holds the results, to its own bound."""
+    for case_id in [twin.id for twin in stands_with] + [ids.generated_case(op)]:
+        reason = divergences.reason_for(ids.test_id(output, name, dtype, case_id), declared)
+        if reason and not getattr(reason, "bounded", False):
+            return case_id, reason
+    return None

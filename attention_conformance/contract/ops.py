@@ -1,0 +1,178 @@
+"""The adapter contract's op table: what each op takes and returns, its choices and its forms.
+
+An adapter is a module exposing every op below with exactly these parameter names, NumPy arrays
+in and out, and its dtypes as DTYPES (dtypes.py); registry.py finds, imports and checks one.
+"""
+
+from attention_conformance import ports
+
+# op -> (parameter names, output names). A single output is returned bare, several as a dict.
+# The first group mirrors the rows of the PyTorch-to-TF mapping table in 004_616018589080e108.txt;
+# then the pipeline, the two module forms, masks (True = hidden), dropout, heads, and training
+# (gradients of L = sum(context * g), one SGD step), and the frameworks' own attention layers.
+_X_W = ("x", "w_query", "w_key", "w_value")
+_BIASES = ("b_query", "b_key", "b_value", "b_out")
+OPS = {
+    "create_parameter": (("d_in", "d_out", "seed"), ("parameter", "trainable")),
+    "project": (("x", "w"), ("projection",)),
+    "transposed_matmul": (("q", "k"), ("scores",)),
+    "scale": (("scores", "d_k"), ("scaled",)),
+    "softmax": (("scores",), ("weights",)),
+    "blend": (("weights", "v"), ("context",)),
+    "dot_columns": (("x", "w"), ("by_hand",)),
+    "attention": (_X_W, ("query", "key", "value", "scores", "d_k", "weights", "context")),
+    "self_attention_v1": (_X_W, ("context", "context_no_grad")),
+    "self_attention_v2": (_X_W, ("context",)),
+    "exercise_3_1": (_X_W, ("context", "context_v2")),
+    "parameters": (("d_in", "d_out", "form"), ("count", "trainable")),
+    "causal_attention": (_X_W, ("weights", "context")),
+    "masked_attention": (_X_W + ("mask",), ("weights", "context")),
+    "dropout": (("weights", "p", "seed"), ("dropout_eval", "dropout_train")),
+    "multi_head_attention": (_X_W + ("w_out", "num_heads", "causal"), ("heads", "context")),
+    "fused_attention": (_X_W + ("num_heads", "causal"), ("heads",)),
+    "attention_layer": (_X_W, ("context",)),
+    "draw": (("distribution", "n", "seed"), ("sample",)),
+    "initial_weights": (("d_in", "d_out", "form", "seed"), ("w_query", "w_key", "w_value")),
+    "knobs_removed": (("x",), ("part6", "part6_scaled", "part7_identity", "part7_identity_unscaled")),
+    "gradients": (_X_W + ("g", "form"), ("grad_w_query", "grad_w_key", "grad_w_value", "grad_x")),
+    "sgd_step": (_X_W + ("g", "lr"), ("w_query", "w_key", "w_value")),
+    # The framework's attention layer (`layer`: "mha", "mha_averaged", "mha_seq_first" or "gpt2")
+    # loaded with weights saved in `checkpoint`'s layout (attention_conformance.ports); round_trip is
+    # the layer's own weights read back into the reference form, ports.flat order.
+    "attention_module": (
+        _X_W + ("w_out",) + _BIASES + ("num_heads", "causal", "layer", "checkpoint"),
+        ("context", "weights", "round_trip"),
+    ),
+    # That layer as its constructor leaves it: bias on the projections, attention dropout, whether the
+    # weights it returns are averaged over heads, and its default-initialised W_query (reference form).
+    "layer_defaults": (("d_in", "num_heads", "seed"), ("bias", "dropout", "averaged_weights", "w_query")),
+    # Decoding: queries start..T-1 over keys 0..T-1, query p seeing keys 0..p. context: the textbook
+    # with the offset mask; stepwise: one token at a time with a KV cache. causal_flag: the
+    # framework's built-in causal flag on that block, however it aligns.
+    "decode_attention": (_X_W + ("start",), ("context", "stepwise")),
+    "causal_flag": (_X_W + ("start",), ("context",)),
+    # Grouped-query attention: w_key and w_value have num_kv_heads heads; query head n uses K/V head
+    # n // (num_heads / num_kv_heads) (repeat-interleave). The textbook path, then the fused kernel.
+    "grouped_attention": (_X_W + ("num_heads", "num_kv_heads", "causal"), ("heads",)),
+    "grouped_fused_attention": (_X_W + ("num_heads", "num_kv_heads", "causal"), ("heads",)),
+    # The suite's mask (True = hidden, [B, T, S]) handed to the framework's attention op in that op's
+    # own convention: `api` "bool" (its boolean mask, whatever True means there) or "additive" (a
+    # float mask added to the scores, `fill` "neg_inf", "large_negative" (-1e9) or "dtype_min").
+    "mask_conventions": (_X_W + ("mask", "api", "fill"), ("context",)),
+    # The same mask handed to the framework's attention layer (attention_module's, weights in the
+    # reference form) in that layer's own convention.
+    "layer_mask": (_X_W + ("w_out",) + _BIASES + ("num_heads", "mask"), ("context",)),
+    # Padding as that layer takes it: `padding` [B, S], True = a padded key (hidden from every query),
+    # through the layer's own key-padding argument, and `causal` through its own causal switch.
+    "layer_key_padding": (_X_W + ("w_out",) + _BIASES + ("num_heads", "padding", "causal"), ("context",)),
+    # The framework's grouped-query attention layer holding w_query, w_key and w_value as its kernels,
+    # no biases and an identity output projection, so that what it returns is the heads.
+    "grouped_attention_layer": (_X_W + ("num_heads", "num_kv_heads", "causal"), ("heads",)),
+}
+LAYERS = ("mha", "mha_averaged", "mha_seq_first", "gpt2")  # attention_module's `layer`
+# The words a parameter takes (the loader refuses any other in a spec; NOT_APPLICABLE may name one
+# as "param=value").
+CHOICES = {
+    "form": ("v1", "v2"),
+    "distribution": ("uniform", "normal"),
+    "layer": LAYERS,
+    "checkpoint": ports.LAYOUTS,
+    "api": ("bool", "additive"),
+    "fill": ("neg_inf", "large_negative", "dtype_min"),
+}
+# What each parameter is. Tensors: "tokens" [.., T, D]; "square" [.., T, S] (scores, weights);
+# "mask" bool [.., T, S], True = hidden; "padding" bool [B, S], True = a padded key; "weight"
+# [D, D] (x @ W layout); "bias" [D]. Scalars: "width" (a size), "heads", "seed", "probability",
+# "count", "rate", "offset" (a token index), "switch" (true/false), "choice" (one of CHOICES).
+# The `check` command builds its tiny inputs from this table, so every parameter of OPS must be here
+# (tests/test_spec.py), never a name the `check` command happens to know.
+PARAMETERS = {
+    "x": "tokens",
+    "q": "tokens",
+    "k": "tokens",
+    "v": "tokens",
+    "g": "tokens",
+    "scores": "square",
+    "weights": "square",
+    "mask": "mask",
+    "padding": "padding",
+    "w": "weight",
+    "w_query": "weight",
+    "w_key": "weight",
+    "w_value": "weight",
+    "w_out": "weight",
+    "b_query": "bias",
+    "b_key": "bias",
+    "b_value": "bias",
+    "b_out": "bias",
+    "d_k": "width",
+    "d_in": "width",
+    "d_out": "width",
+    "num_heads": "heads",
+    "num_kv_heads": "heads",
+    "seed": "seed",
+    "p": "probability",
+    "n": "count",
+    "lr": "rate",
+    "start": "offset",
+    "causal": "switch",
+    **{name: "choice" for name in CHOICES},
+}
+# How each op's token tensors come, as the spec feeds them (tests/test_spec.py checks it case by
+# case): "row" (one token, x [D]; one row of scores [S]), "unbatched" ([T, D], scores [T, S]) or
+# "batched" ([B, T, D], masks [B, T, S]). An op with two forms must take both. Ops without token
+# tensors are not listed.
+_BOTH = ("unbatched", "batched")
+FORMS = {
+    "project": ("row", "unbatched"),
+    "transposed_matmul": _BOTH,
+    "scale": ("unbatched",),
+    "softmax": ("row", "unbatched"),
+    "blend": ("unbatched",),
+    "dot_columns": ("row",),
+    "attention": _BOTH,
+    "self_attention_v1": _BOTH,
+    "self_attention_v2": _BOTH,
+    "exercise_3_1": ("unbatched",),
+    "causal_attention": _BOTH,
+    "masked_attention": ("unbatched",),
+    "dropout": ("unbatched",),
+    "multi_head_attention": _BOTH,
+    "fused_attention": _BOTH,
+    "attention_layer": ("unbatched",),
+    "knobs_removed": ("unbatched",),
+    "gradients": _BOTH,
+    "sgd_step": _BOTH,
+    **{
+        op: ("batched",)
+        for op in (
+            "attention_module",
+            "decode_attention",
+            "causal_flag",
+            "grouped_attention",
+            "grouped_fused_attention",
+            "mask_conventions",
+            "layer_mask",
+            "layer_key_padding",
+            "grouped_attention_layer",
+        )
+    },
+}
+# Ops an adapter may leave out: its cases are then not applicable, said so in the summary. A new op
+# is a contract change for every adapter outside this repository; optional ones do not break them.
+OPTIONAL = frozenset(
+    {
+        "attention_module",
+        "layer_defaults",
+        "decode_attention",
+        "causal_flag",
+        "grouped_attention",
+        "grouped_fused_attention",
+        "mask_conventions",
+        "layer_mask",
+        "layer_key_padding",
+        "grouped_attention_layer",
+    }
+)
+CONTRACT = {"version": ()} | {op: params for op, (params, _) in OPS.items()}  # every function an adapter defines
+OUTPUTS = tuple(sorted({out for _, outs in OPS.values() for out in outs}))

@@ -1,0 +1,139 @@
+"""The adapter registry: which adapters exist (the files in adapters/, an installed package's entry
+point, any importable module), importing one, and every way a module breaks the contract (ops.py).
+Importing this module imports no framework."""
+
+import importlib
+import inspect
+
+from attention_conformance.contract import ids
+from attention_conformance.contract.ops import CHOICES, CONTRACT, OPS, OPTIONAL, PARAMETERS
+from attention_conformance.dtypes import DTYPES
+from attention_conformance.paths import ADAPTERS_DIR
+
+NAMES = tuple(sorted(p.stem for p in ADAPTERS_DIR.glob("*.py") if not p.stem.startswith("_")))
+ENTRY_POINT_GROUP = "attention_conformance.adapters"
+
+
+class AdapterError(Exception):
+    pass
+
+
+def module_path(name):
+    """The module to import for an adapter name: a built-in adapter, an installed package's entry
+    point in the group attention_conformance.adapters, or the name itself as a dotted module path."""
+    if name in NAMES:
+        return f"attention_conformance.adapters.{name}"
+    from importlib.metadata import entry_points
+
+    for entry in entry_points(group=ENTRY_POINT_GROUP, name=name):
+        return entry.value
+    return name
+
+
+def contract_problems(module):
+    """Every way `module` breaks the contract, one readable line each."""
+    problems = []
+    dtypes = getattr(module, "DTYPES", None)
+    if not (isinstance(dtypes, tuple) and dtypes and all(d in DTYPES for d in dtypes)):
+        problems.append(f"DTYPES must be a non-empty tuple of dtype names from {DTYPES}, e.g. ('float32',)")
+    not_applicable = getattr(module, "NOT_APPLICABLE", {})
+    if not (
+        isinstance(not_applicable, dict)
+        and all(isinstance(k, str) and isinstance(v, str) and v.strip() for k, v in not_applicable.items())
+    ):
+        problems.append("NOT_APPLICABLE must map a key to the reason it cannot run, e.g. {'float64': 'float32 only'}")
+    else:
+        problems += [
+            f"NOT_APPLICABLE key {key!r}: {problem}"
+            for key in not_applicable
+            for problem in [not_applicable_key_problem(key)]
+            if problem
+        ]
+    declared = getattr(module, "KNOWN_DIVERGENCES", {})
+    if not (
+        isinstance(declared, dict)
+        and all(
+            isinstance(k, str) and ids.DECLARED.fullmatch(k) and isinstance(v, str) and v.strip()
+            for k, v in declared.items()
+        )
+    ):
+        problems.append(
+            "KNOWN_DIVERGENCES must map 'case[/output[/dtype]]' (\"*\" for any text) to the reason, with a link where "
+            "one exists, e.g. {'padding_fully_masked': 'the -inf mask gives NaN on a fully masked row (https://...)'}"
+        )
+    hook = getattr(module, "pin_numerics", None)
+    if hook is not None and not (callable(hook) and not inspect.signature(hook).parameters):
+        problems.append("pin_numerics must be a function of no arguments returning {switch: value}")
+    for fn_name, params in CONTRACT.items():
+        fn = getattr(module, fn_name, None)
+        if fn is None and fn_name in OPTIONAL:
+            continue
+        if not callable(fn):
+            problems.append(f"missing function {fn_name}({', '.join(params)})")
+            continue
+        got = tuple(inspect.signature(fn).parameters)
+        if got != params:
+            problems.append(f"{fn_name}({', '.join(got)}) should be {fn_name}({', '.join(params)})")
+    return problems
+
+
+def not_applicable_key_problem(key):
+    """What is wrong with a NOT_APPLICABLE key, or None. Keys: a dtype, an op or a case id;
+    "op/output" or "case/output"; "param=value" for a word, switch or count a case passes."""
+    match = ids.NOT_APPLICABLE_KEY.fullmatch(key)
+    written = key.partition("=")
+    if not match and written[1] and written[2] != written[2].lower():
+        return f"write the value as the spec does, in lower case: {written[0]}={written[2].lower()}"
+    if not match:
+        return (
+            "must be a dtype, an op or a case id, 'op/output' or 'case/output' (e.g. 'attention_module/weights'), "
+            "or 'param=value' (e.g. 'layer=mha')"
+        )
+    name, output, param = match.group(1), match.group(3), match.group(4)
+    if name in OPS and output is not None and output not in OPS[name][1]:
+        return f"{name}() has no output {output!r}: its outputs are {', '.join(OPS[name][1])}"
+    if name in DTYPES and output is not None:
+        return "a dtype covers every output; write the dtype alone"
+    if param is not None:
+        if param not in PARAMETERS:
+            return f"{param!r} is not a parameter of any op"
+        value = match.group(5)
+        if param in CHOICES and value not in CHOICES[param]:
+            return f"{param} takes {', '.join(CHOICES[param])}, not {value!r}"
+    return None
+
+
+def import_hint(name, exc):
+    """What to try when the adapter `name` did not import because no such module exists; else ""."""
+    if not (isinstance(exc, ModuleNotFoundError) and exc.name in (name, name.removesuffix(".py"))):
+        return ""
+    if name.endswith(".py"):  # a file name where a module name belongs
+        return f" (give the module's name, {name.removesuffix('.py')!r}, from the directory that holds it)"
+    import difflib
+    from pathlib import Path
+
+    beside = [path.stem for path in Path.cwd().glob("*.py")]  # the user's own adapter, misspelled
+    near = difflib.get_close_matches(name, [*NAMES, *beside], n=1)
+    return f" (did you mean {near[0]!r}?)" if near and near[0] != name else f" (built-in adapters: {', '.join(NAMES)})"
+
+
+def load(name):
+    """Import one adapter, check its contract and pin its framework's numeric switches (pin)."""
+    try:
+        module = importlib.import_module(module_path(name))
+    except Exception as exc:  # a requested framework that does not import is a failure, never a skip
+        raise AdapterError(
+            f"adapter {name!r} was requested but does not import: {type(exc).__name__}: {exc}{import_hint(name, exc)}"
+        ) from exc
+    problems = contract_problems(module)
+    if problems:
+        raise AdapterError(f"adapter {name!r} breaks the contract: " + "; ".join(problems))
+    pin(module)
+    return module
+
+
+def pin(module):
+    """The adapter's numeric switches pinned by its own pin_numerics() (docs/contract.md), as now set:
+    {switch: value}; {} for an adapter that pins none. Repeatable: a switch someone changed is set again."""
+    hook = getattr(module, "pin_numerics", None)
+    return dict(hook()) if callable(hook) else {}

@@ -1,0 +1,245 @@
+"""The per-framework summary table, the wrong-adapter kill rate, the matrix and the page, from the reports.
+
+    attention-conformance summary [--reports DIR ...] [--adapter NAME ...] [--out DIR] [--html PATH]
+        exit 1 unless every adapter the folders hold ran completely and conformed, every adapter
+        named with --adapter reported, and every wrong adapter a run defined was run and caught
+
+The table summarises what the folders hold. An adapter asked for with --adapter that has no
+report, or whose run the folder shows as unfinished (it died, or its framework did not import),
+is MISSING, never passing. The last line printed is the verdict and, on failure, why.
+"""
+
+import sys
+from pathlib import Path
+
+from attention_conformance import machine
+from attention_conformance.cases import loader
+from attention_conformance.contract import ids
+from attention_conformance.publish import matrix, page
+from attention_conformance.run import reports
+
+
+def _failing(results):
+    return sorted(t for t, r in results.items() if r["outcome"] in ("failed", "error", "stale divergence"))
+
+
+def row(name, report, convention_cases=(), missing=None):
+    """(table cells, what is wrong for the verdict line or None); `missing` says why there is no finished report."""
+    if report is None:
+        status = f"MISSING: {missing or 'no report (environment not run, or framework did not import)'}"
+        return [name, "-", "-", "-", "-", "-", "-", "-", "-", status], status
+    results = report["tests"]
+    count = {
+        outcome: sum(r["outcome"] == outcome for r in results.values())
+        for outcome in ("passed", "diverged", "not applicable", "stale divergence")
+    }
+    other_convention = sum(
+        r["outcome"] == "diverged" and ids.parse(t)[3] in convention_cases for t, r in results.items()
+    )
+    failed = len(results) - count["passed"] - count["diverged"] - count["not applicable"]
+    margins = [t["margin"] for t in results.values() if t["margin"] is not None]
+    ulps = [t["ulp"] for t in results.values() if t.get("ulp") is not None]
+    worst = f"{max(margins):.3f}" if margins else "-"
+    worst_ulp = f"{max(ulps):.2f}" if ulps else "-"
+    ran = count["passed"] + count["diverged"] + count["not applicable"]
+    problem = None
+    if failed:
+        first = _failing(results)[0]
+        stale = count["stale divergence"]
+        parts = [f"{failed - stale} failed"] * bool(failed - stale) + [
+            f"{stale} known divergence(s) now conform"
+        ] * bool(stale)
+        status = f"FAILED: {', '.join(parts)} (first {first})"
+        problem = f"{', '.join(parts)}; {first}: {results[first].get('message') or results[first]['outcome']}"
+    elif not report["complete"] or ran < report["expected"]:
+        status = problem = f"INCOMPLETE: {ran} of {report['expected']} ran"
+    else:
+        diverged = count["diverged"]
+        notes = (
+            [f"{diverged - other_convention} known divergences"] * bool(diverged - other_convention)
+            + [f"{other_convention} by another convention"] * bool(other_convention)
+            + [f"{count['not applicable']} not applicable"] * bool(count["not applicable"])
+        )
+        status = "conforms" + (f" ({', '.join(notes)})" if notes else "")
+    devices = ", ".join(f"{d} {state}" for d, state in report.get("devices", {}).items())
+    cells = [
+        name,
+        report["version"],
+        ", ".join(report["dtypes"]),
+        devices,
+        str(report["expected"]),
+        str(count["passed"]),
+        str(failed),
+        worst,
+        worst_ulp,
+        status,
+    ]
+    return cells, problem
+
+
+def _short(test_id, mutant):
+    return test_id.replace(f"[{mutant}-", "[")
+
+
+def kill_rate(directories):
+    """(the headline, [[adapter, expectation, result, behaved as expected?]], what went wrong) for the wrong
+    adapters the folders record: the headline is None where there are none (an outside run has no wrong adapters
+    of its own)."""
+    names, ran = reports.mutants(directories)
+    if not names:
+        return None, [], []
+    rows, bad, caught, wrong = [], [], 0, 0
+    for name in names:
+        result = ran.get(name)
+        if result is None:
+            rows.append([name, "-", "NOT RUN (its framework's environment did not report)", False])
+            bad.append(f"{name} not run")
+            continue
+        hits = result["caught_by"]
+        if result["expected"] == "caught":
+            wrong += 1
+            caught += bool(hits)
+            bad += [] if hits else [f"{name} not caught"]
+            shown = ", ".join(_short(h, name) for h in hits[:3]) + (
+                f" and {len(hits) - 3} more" if len(hits) > 3 else ""
+            )
+            rows.append(
+                [
+                    name,
+                    "must fail",
+                    f"{'caught by ' + shown if hits else 'NOT CAUGHT'} ({len(hits)} of {result['cases']})",
+                    bool(hits),
+                ]
+            )
+        else:
+            bad += [f"{name} false alarm"] if hits else []
+            shown = ", ".join(_short(h, name) for h in hits[:3])
+            rows.append(
+                [
+                    name,
+                    "must pass",
+                    f"{'passed all ' + str(result['cases']) if not hits else 'FALSE ALARM: ' + shown}",
+                    not hits,
+                ]
+            )
+    rate = f"{100 * caught / wrong:.0f}%" if wrong else "-"
+    return f"Wrong adapters caught (kill rate): {caught} of {wrong}, {rate}", rows, bad
+
+
+NOTES = [
+    "worst margin: largest |error| / tolerance over the computed expected values (1.0 would use the whole budget);",
+    "worst ULP: largest distance from the float64 expectation, in units of the last place of the dtype",
+]
+KILL_HEADER = ["adapter (tests/mutants)", "expectation", "result (failing tests)"]
+HEADER = [
+    "framework",
+    "version",
+    "dtypes",
+    "devices",
+    "tests",
+    "passed",
+    "failed",
+    "worst margin",
+    "worst ULP",
+    "status",
+]
+
+
+def _table(rows):
+    header = HEADER
+    widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
+
+    def line(cells):
+        return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"
+
+    return [line(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|"] + [line(cells) for cells in rows]
+
+
+def main(directories=(reports.DEFAULT_DIR,), names=None, out=reports.DEFAULT_DIR, html=None):
+    """The table, the kill rate and the matrix from one reports folder, or merged from several (one per
+    machine), written to `out` with the page (index.html there, or `html`); every adapter in `names` must
+    have reported. Returns the exit code."""
+    absent = [str(d) for d in directories if not Path(d).is_dir()]
+    if absent and (len(directories) > 1 or str(directories[0]) != str(reports.DEFAULT_DIR)):
+        print(f"error: no such reports folder: {', '.join(absent)}", file=sys.stderr)
+        return 1
+    try:
+        found, unfinished = reports.merge(directories) if not absent else ({}, [])
+    except reports.ReportError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    reported = {r["adapter"] for r in found.values()}
+    if not (found or unfinished or names):
+        print(
+            f"error: no reports in {', '.join(map(str, directories))}: run `attention-conformance run --adapter NAME` "
+            "first (or pass --reports DIR)",
+            file=sys.stderr,
+        )
+        return 1
+    # A folder's unfinished run is shown (and fails) whatever another folder holds for that adapter.
+    unfinished = [(adapter, why) for adapter, why in unfinished if not names or adapter in names]
+    never = sorted(set(names or ()) - reported - {adapter for adapter, _ in unfinished})
+    # The spec the reports were made from (reports.merge refuses two); with no report at all, the installed one,
+    # so a run that reported nothing still shows every case, each cell MISSING.
+    outline = next(iter(found.values()))["outline"] if found else reports.outline(loader.load())
+    found = {key: report for key, report in found.items() if not names or report["adapter"] in names}
+    convention_cases = {case_id for case_id, _, convention in outline["cases"] if convention}
+    rows, failures, conforming = [], [], []
+    for key, report, missing in (
+        [(k, found[k], None) for k in sorted(found)]
+        + [(a, None, why) for a, why in unfinished]
+        + [
+            (a, None, f"no report named {a!r} (the reports are of {', '.join(sorted(reported))})" if reported else None)
+            for a in never
+        ]
+    ):
+        cells, problem = row(key, report, convention_cases, missing)
+        rows.append(cells)
+        conforming.append(problem is None)
+        if problem:
+            failures.append(f"{key}: {problem}")
+    print("\n".join(_table(rows)))
+    print("\n" + "\n".join(NOTES))
+    measured_on = sorted({machine.one_line(r["machine"]) for r in found.values() if "machine" in r})
+    print("measured on: " + ("; ".join(measured_on) or "not recorded"))
+    headline, kill_rows, wrong = kill_rate(directories)
+    if headline:
+        print(f"\n{headline}\n")
+        print(
+            "\n".join(
+                ["| " + " | ".join(KILL_HEADER) + " |", "|---|---|---|"]
+                + [f"| {' | '.join(r[:3])} |" for r in kill_rows]
+            )
+        )
+    if wrong:
+        failures.append("wrong adapters: " + ", ".join(wrong))
+    built = matrix.build(found, outline, sorted(({a for a, _ in unfinished} | set(never)) - reported))
+    text, written = matrix.write(built, out)
+    conforms = (
+        f"conforms: {', '.join(sorted(found))} ({len(found)} adapter(s)"
+        + (f", merged from {len(directories)} folders" if len(directories) > 1 else "")
+        + ")"
+    )
+    content = page.data(
+        summary={"header": HEADER, "rows": rows, "conforming": conforming, "notes": NOTES},
+        verdict={"conforms": not failures, "line": "FAILED: " + "; ".join(failures) if failures else conforms},
+        measured_on=measured_on,
+        kill={"line": headline, "header": KILL_HEADER, "rows": kill_rows} if headline else None,
+        built=built,
+        found=found,
+        directories=directories,
+    )
+    where = Path(out) / "index.html" if html is None else html
+    try:
+        written.append(page.write(content, where))
+    except OSError as exc:
+        failures.append(f"the page could not be written to {page.target(where)}: {exc.strerror or exc}")
+    verdict = "FAILED: " + "; ".join(failures) if failures else conforms
+    print(f"\nConformance matrix ({', '.join(map(str, written))})\n")
+    print(text)
+    if failures:
+        sys.stdout.flush()  # the verdict is the last line, also where stdout and stderr share a pipe
+        print(verdict, file=sys.stderr)
+        return 1
+    print(verdict)
+    return 0

@@ -1,0 +1,206 @@
+"""The tables the docs carry, generated from reports: `attention-conformance publish`.
+
+    tox -m conformance -p auto && attention-conformance publish      # the summary table in README.md
+    tox -e benchmark && attention-conformance publish                # and the benchmark's in docs/speed.md
+    tox -e portability && attention-conformance publish              # and the portability table in docs/portability.md
+
+Run in the checkout. What a table is made from is kept in docs/results/ (summary.json: the summary
+table's rows, the spec's sha256 and the machine; benchmark.json and portability.json as those commands wrote
+them), and each table is written between its markers. tests/test_docs.py renders them again from
+docs/results/ and fails when a committed table differs from its data, or its data was made from
+another spec or another list of frameworks than the repository's.
+"""
+
+import hashlib
+import json
+import re
+from pathlib import Path
+
+from attention_conformance import machine
+from attention_conformance.contract import registry
+from attention_conformance.paths import SPEC_DIR
+from attention_conformance.publish import speed, summary
+from attention_conformance.run import reports
+
+RESULTS = Path("docs/results")
+# name -> (file the table is in, begin marker, end marker), relative to the checkout
+BLOCKS = {
+    "summary": (
+        "README.md",
+        "<!-- summary table: written by `attention-conformance publish`; do not edit by hand -->",
+        "<!-- end of summary table -->",
+    ),
+    "portability": (
+        "docs/portability.md",
+        "<!-- portability table: written by `attention-conformance publish`; do not edit by hand -->",
+        "<!-- end of portability table -->",
+    ),
+    "benchmark": (
+        "docs/speed.md",
+        "<!-- benchmark tables: written by `attention-conformance publish`; do not edit by hand -->",
+        "<!-- end of benchmark tables -->",
+    ),
+}
+
+
+def spec_sha256():
+    return hashlib.sha256((SPEC_DIR / "attention.yaml").read_bytes()).hexdigest()
+
+
+def summary_data(directory):
+    """summary.json's content from a reports folder holding a complete, conforming run of every built-in adapter."""
+    try:
+        found, unfinished = reports.merge([directory])
+    except reports.ReportError as exc:
+        raise SystemExit(f"error: {exc}") from None
+    convention_cases = {
+        case_id for r in found.values() for case_id, _, convention in r["outline"]["cases"] if convention
+    }
+    rows, problems = [], [f"{name}: unfinished ({why})" for name, why in unfinished]
+    for name in registry.NAMES:
+        cells, problem = summary.row(name, found.get(name), convention_cases)
+        rows.append(cells)
+        problems += [f"{name}: {problem}"] * bool(problem)
+    if problems:
+        raise SystemExit(
+            f"error: {directory} is not a complete, conforming run of every built-in adapter ({problems[0]}): "
+            "run `tox -m conformance -p auto` first"
+        )
+    made_from = {r["spec_sha256"] for r in found.values()}
+    if made_from != {spec_sha256()}:
+        raise SystemExit(
+            f"error: {directory} was made from another spec than {SPEC_DIR / 'attention.yaml'}: rerun the main job"
+        )
+    return {
+        "spec_sha256": spec_sha256(),
+        "adapters": list(registry.NAMES),
+        "rows": rows,
+        "measured_on": sorted({machine.one_line(r["machine"]) for r in found.values()}),
+        "finished": max(r["finished"] for r in found.values()),
+    }
+
+
+def summary_table(data):
+    """The README's table, from summary.json."""
+    return "\n".join(
+        summary._table(data["rows"])
+        + [
+            "",
+            f"Measured on {'; '.join(data['measured_on'])}, {data['finished'][:10]}, spec {data['spec_sha256'][:12]}.",
+        ]
+    )
+
+
+def benchmark_data(directory):
+    """reports/benchmark.json's content, or None where the benchmark has not been run."""
+    path = Path(directory) / "benchmark.json"
+    if not path.exists():
+        return None
+    try:
+        doc = json.loads(path.read_text())
+        if isinstance(doc, dict) and not doc.get("frameworks"):
+            raise SystemExit(f"error: {path} measured no framework: rerun `tox -e benchmark` after the main job")
+        speed.tables(doc)
+        measured = sorted(r["adapter"] for r in doc["frameworks"])
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise SystemExit(
+            f"error: {path} is not a report of `tox -e benchmark` ({type(exc).__name__}: {exc}): rerun it"
+        ) from None
+    if measured != sorted(registry.NAMES):
+        raise SystemExit(
+            f"error: {path} measured {', '.join(measured)}, not every built-in adapter: rerun `tox -e benchmark`"
+        )
+    return doc
+
+
+def portability_data(directory):
+    """reports/portability.json's content (`tox -e portability`), or None where it has not been run."""
+    path = Path(directory) / "portability.json"
+    if not path.exists():
+        return None
+    try:
+        doc = json.loads(path.read_text())
+        results = {r["adapter"]: r for r in doc["results"]}
+        bad = [name for name, r in results.items() if r["problems"] or r.get("changed")]
+        bad += ["the oracle"] * bool(doc["oracle"]["differ"])
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise SystemExit(
+            f"error: {path} is not a report of `tox -e portability` ({type(exc).__name__}: {exc})"
+        ) from None
+    if bad or sorted(results) != sorted(registry.NAMES):
+        why = f"it failed for {', '.join(bad)}" if bad else "not every built-in adapter is in it"
+        raise SystemExit(
+            f"error: {path} is not a passing run of every built-in adapter ({why}): rerun `tox -e portability`"
+        )
+    return doc
+
+
+def portability_table(doc):
+    """docs/portability.md's table, from portability.json."""
+    labels = [label for label in doc["settings"] if label != "as-is"]
+    head = (
+        f"| framework | tests | outcome changes | margins moved ({' / '.join(labels)}) "
+        f"| seconds (as-is / {' / '.join(labels)}) | margins above {doc['watch_above']} |"
+    )
+    lines = [f"Measured on {machine.one_line(doc['machine'])}.", "", head, "|---|---|---|---|---|---|"]
+    for r in doc["results"]:
+        if "skipped" in r:
+            lines.append(f"| {r['adapter']} | not rerun: {r['skipped']} | | | | |")
+            continue
+        above = ", ".join(
+            f"`{test}` {max(m for m in margins.values() if m is not None):.2f}" for test, margins in r["watch"]
+        )
+        lines.append(
+            f"| {r['adapter']} | {r['tests']} | {len(r['changed'])} | {' / '.join(str(r['moved'][s]) for s in labels)} "
+            f"| {' / '.join(f'{t:.0f}' for t in r['seconds'].values())} | {above or 'none'} |"
+            + (f" problems: {'; '.join(r['problems'])}" if r["problems"] else "")
+        )
+    oracle = doc["oracle"]
+    lines += [
+        "",
+        f"The oracle: {oracle['compared']} answers recomputed under {oracle['recomputed_under']}, "
+        + (f"{len(oracle['differ'])} differ." if oracle["differ"] else "all byte-identical to the as-is ones."),
+    ]
+    return "\n".join(lines)
+
+
+RENDER = {"summary": summary_table, "benchmark": speed.tables, "portability": portability_table}
+
+
+def block(name, root="."):
+    """The text now between a table's markers, or a SystemExit naming the file that lost them."""
+    path, begin, end = BLOCKS[name]
+    if not (Path(root) / path).is_file():
+        raise SystemExit(f"error: no {Path(root) / path}: publish runs in the attention-conformance checkout")
+    text = (Path(root) / path).read_text()
+    found = re.search(re.escape(begin) + r"\n(.*?)\n" + re.escape(end), text, re.S)
+    if not found:
+        raise SystemExit(f"error: {Path(root) / path} has no {name} markers ({begin!r} ... {end!r})")
+    return found.group(1)
+
+
+def put(name, text, root="."):
+    """Replace what stands between a table's markers with `text`; nothing is written if they are missing."""
+    path, begin, end = BLOCKS[name]
+    block(name, root)
+    file = Path(root) / path
+    pattern = re.compile(re.escape(begin) + r"\n.*?\n" + re.escape(end), re.S)
+    reports._replace(file, pattern.sub(lambda _: f"{begin}\n{text}\n{end}", file.read_text(), count=1).encode())
+
+
+def main(directory=reports.DEFAULT_DIR, root="."):
+    for name in BLOCKS:  # every file is checked for its markers before anything is read or written
+        block(name, root)
+    made = {
+        "summary": summary_data(directory),
+        "benchmark": benchmark_data(directory),
+        "portability": portability_data(directory),
+    }
+    for name, data in made.items():
+        if data is None:
+            print(f"{name}: no {Path(directory) / (name + '.json')}, table left as it is (`tox -e {name}` makes one)")
+            continue
+        reports._replace(Path(root) / RESULTS / f"{name}.json", (json.dumps(data, indent=1) + "\n").encode())
+        put(name, RENDER[name](data), root)
+        print(f"{name}: {BLOCKS[name][0]} from {Path(directory)}, data in {RESULTS / (name + '.json')}")
+    return 0

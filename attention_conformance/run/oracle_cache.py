@@ -1,0 +1,117 @@
+"""The oracle cache: the oracle's outputs, computed once per inputs and kept on disk outside the repository.
+
+Every framework environment is compared with the same answers: adapters/reference.py on the
+inputs as that framework received them, and in half precision the plain rounded-at-every-step
+baseline. Recomputing them was most of each environment's run (the GPT-2-sized cases in four
+dtypes), so each is stored under a key hashing everything it depends on: the op, the inputs'
+dtypes, shapes and bytes, the rounding, the source of adapters/reference.py (and of the modules it
+computes with) and NumPy's version.
+A file whose content does not match the digest recorded inside it is recomputed, never trusted;
+writes go to a temporary file renamed into place, so parallel environments never see half a file.
+
+Where: $ATTENTION_CONFORMANCE_CACHE, else $XDG_CACHE_HOME/attention-conformance, else
+~/.cache/attention-conformance; ATTENTION_CONFORMANCE_CACHE=off keeps nothing on disk.
+Only the oracle's answers are cached: the output under test is always computed by the adapter.
+"""
+
+import hashlib
+import os
+import tempfile
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from attention_conformance import deterministic, ports
+
+FORMAT = "1"
+
+
+def directory():
+    """The cache folder, or None when caching is off."""
+    chosen = os.environ.get("ATTENTION_CONFORMANCE_CACHE")
+    if chosen == "off":
+        return None
+    if chosen:
+        return Path(chosen)
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "attention-conformance"
+
+
+def _hash_array(h, name, value):
+    a = np.ascontiguousarray(value)
+    h.update(f"{name}|{a.dtype.name}|{a.shape}|".encode())
+    h.update(a.tobytes())
+
+
+def _digest(arrays):
+    h = hashlib.sha256()
+    for name in sorted(arrays):
+        _hash_array(h, name, arrays[name])
+    return h.hexdigest()
+
+
+def key(op, kwargs, rounding, oracle_file, keep=None):
+    """Hex key of one oracle call: the op, its inputs, the outputs kept and everything that computes
+    the answer (the oracle's source, deterministic.py's, its arithmetic, and ports.py's, for round_trip)."""
+    h = hashlib.sha256(f"{FORMAT}|{op}|{rounding}|numpy {np.__version__}|{keep}|".encode())
+    for source in (oracle_file,) if isinstance(oracle_file, (str, Path)) else oracle_file:  # a bound: its modules too
+        h.update(Path(source).read_bytes())
+    h.update(Path(deterministic.__file__).read_bytes())
+    h.update(Path(ports.__file__).read_bytes())
+    for name in sorted(kwargs):
+        value = kwargs[name]
+        if isinstance(value, np.ndarray):
+            _hash_array(h, name, value)
+        else:
+            h.update(f"{name}|{type(value).__name__}|{value!r}|".encode())
+    return h.hexdigest()
+
+
+def read(path):
+    try:
+        with open(path, "rb") as f, np.load(f, allow_pickle=False) as stored:
+            arrays = {name: stored[name] for name in stored.files if name != "__digest__"}
+            recorded = str(stored["__digest__"])
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):  # absent, truncated, not an npz: recompute
+        return None
+    return arrays if recorded == _digest(arrays) else None
+
+
+def _write(path, arrays):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".npz")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, __digest__=np.array(_digest(arrays)), **arrays)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def cached(op, kwargs, rounding, oracle_file, compute, keep=None):
+    """compute()'s dict of outputs as arrays, from the cache when an intact entry exists. `keep`
+    names the outputs the case has expectations for: only those are stored and returned (a GPT-2-shaped layer's
+    unchecked attention weights are 96 MiB in float64)."""
+
+    def computed():
+        result = compute()
+        return result if keep is None else {name: result[name] for name in keep}
+
+    where = directory()
+    if where is None:
+        return computed()
+    path = where / "oracle" / f"{key(op, kwargs, rounding, oracle_file, keep)}.npz"
+    found = read(path)
+    if found is not None:
+        return found
+    result = computed()
+    arrays = {name: np.asarray(value) for name, value in result.items()}
+    if not all(a.dtype.kind in "biuf" or a.dtype.name == "bfloat16" for a in arrays.values()):
+        return result
+    try:
+        _write(path, arrays)
+    except OSError:  # a read-only or full disk costs time, never a result
+        pass
+    return arrays  # the same types whether it came from disk or not

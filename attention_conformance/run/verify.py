@@ -1,0 +1,179 @@
+"""Verifying one test (one output of one case, on one adapter, in one dtype) against its expectation,
+and the whole spec on one adapter outside pytest."""
+
+import functools
+
+import numpy as np
+
+from attention_conformance.cases import plan
+from attention_conformance.cases.fields import FIELDS
+from attention_conformance.dtypes import LOW_PRECISION, np_dtype
+from attention_conformance.margin import Nonconformance, allowed_error, as_numbers, compare, max_ulps, ulps
+from attention_conformance.run import calls, tolerance_model
+
+
+class Subject:
+    """The output under test, as each field's verifier sees it, and how to fail it."""
+
+    def __init__(self, spec, adapter_name, adapter, case, output, dtype, goldens):
+        self.spec, self.case, self.dtype, self.goldens = spec, case, dtype, goldens
+        self.exp = case.expect[output]
+        self.label = f"{adapter_name} {dtype}, case {case.id!r}, output {output!r} of {case.op}()"
+        self.results = calls.outputs(adapter_name, adapter, case, dtype, goldens)
+        self.got = as_numbers(self.label, self.results[output])
+        self.tol = spec.tolerances[self.exp.tolerance] if self.exp.tolerance else None
+        self.low = dtype in LOW_PRECISION
+        self.reference_out = self.plain_out = None
+        self.model_allowed = None  # the tolerance model's allowance for the reference's values, where it has one
+        self.compared = None  # the last comparison's worst element, for the report of a test that passes
+
+    def fail(self, message):
+        __tracebackhide__ = True
+        raise Nonconformance(f"{self.label}: {message}")
+
+    def other(self, name):
+        """Another output of the same call, as numbers, with the same row selected."""
+        other = as_numbers(self.label.replace(f"output {self.exp.output!r}", f"output {name!r}"), self.results[name])
+        if self.exp.row is not None and (other.ndim == 0 or self.exp.row >= other.shape[0]):
+            self.fail(f"the same call's {name!r} has shape {list(other.shape)}, no row {self.exp.row}")
+        return _select(other, self.exp.row)
+
+    def element(self, index):
+        """An index into the compared values as an index into the whole output: the selected row first."""
+        return ([] if self.exp.row is None else [self.exp.row]) + [int(i) for i in index]
+
+    def keep(self, index, got, expected, error, allowed, tol_text, origin):
+        """Keep a comparison's worst element, for the report of a test that passes."""
+        self.compared = {
+            "element": self.element(index),
+            "got": float(got),
+            "expected": float(expected),
+            "error": error,
+            "allowed": allowed,
+            "tolerance": tol_text,
+            "from": origin,
+        }
+
+    def allowed(self, expected, plain=None):
+        return allowed_error(self.spec, self.tol, self.dtype, expected, plain)
+
+    def against(self, expected, allowed, tol_text, origin):
+        """The one comparison every verifier of computed values goes through: (margin, worst ULP), or a
+        failure that names the worst element, got against expected, the error against its budget and the origin."""
+        got = self.got
+        if np.shape(got) != np.shape(expected):
+            self.fail(f"shape {list(np.shape(got))} but should be {list(np.shape(expected))} ({origin})")
+        m, index, err, limit = compare(got, expected, allowed)
+        if np.size(got) == 0:  # nothing to compare, nothing to name
+            return m, max_ulps(got, expected, self.dtype)
+        g, e = np.asarray(got)[index], np.asarray(expected, dtype=np.float64)[index]
+        if m > 1:
+            self.fail(
+                f"worst element {self.element(index)}: got {float(g)!r} but should be {float(e)!r} "
+                f"(|error| {err:.3g} > allowed {limit:.3g} from tolerance {tol_text}, "
+                f"{ulps(g, e, self.dtype):.3g} ULP); "
+                f"expected value: {origin}"
+            )
+        self.keep(index, g, e, err, limit, tol_text, origin)
+        return m, max_ulps(got, expected, self.dtype)
+
+
+def verify(spec, adapter_name, adapter, case, output, dtype, goldens):
+    """Verify one output of one case; return (margin, worst ULP, worst): margin 0 = exact, 1 = whole budget;
+    worst = the element that set the margin ({"element", "got", "expected", "error", "allowed", "tolerance",
+    "from"}), or None where a comparison that names no element set it (the kept values of a dropout).
+
+    Each field of the expectation has its verifier (attention_conformance/cases/fields.py), run in their
+    order. The margin counts computed values only (golden values, the reference, agreements, row sums).
+    Raises Nonconformance with a one-paragraph message naming the framework, dtype, case, output,
+    worst element, got vs expected, the error against its tolerance and its origin.
+    """
+    __tracebackhide__ = True
+    with np.errstate(all="ignore"):  # overflow or 0/0 in a wrong output is the adapter's failure, reported as such
+        c = Subject(spec, adapter_name, adapter, case, output, dtype, goldens)
+        given = [FIELDS[name] for name in c.exp.given]
+        named = set(c.exp.given)
+        if c.exp.row is not None:
+            if c.got.ndim == 0 or c.exp.row >= c.got.shape[0]:
+                c.fail(f"shape {list(c.got.shape)} has no row {c.exp.row}")
+        for field in given:
+            if field.whole:
+                field.verify(c)
+        c.got = _select(c.got, c.exp.row)
+        if c.got.size == 0 and any(field.elements for field in given):
+            c.fail(f"shape {list(c.got.shape)} has no elements")
+        if c.exp.reference or (c.low and c.tol is not None):
+            _reference_outputs(c)
+        margin = worst_ulp = 0.0
+        worst, largest = None, -1.0
+        for field in FIELDS.values():
+            if field.verify and (field.name in named and not field.whole or field.always):
+                c.compared = None
+                measured = field.verify(c)
+                if measured is not None:
+                    if measured[0] > largest:
+                        largest, worst = measured[0], c.compared
+                    margin, worst_ulp = max(margin, measured[0]), max(worst_ulp, measured[1])
+        return margin, worst_ulp, worst
+
+
+def _reference_outputs(c):
+    """The float64 oracle on the inputs as the adapter received them (rounded to the dtype); `plain`, the
+    same computation rounded after every step to the dtype (float32 for float64): the error a careful
+    computation makes; and the allowance of the tolerance model (tolerance_model.py), `explain`'s and `fuzz`'s,
+    where it has a derived bound for the op."""
+    from attention_conformance.adapters import reference
+
+    output, row = c.exp.output, c.exp.row
+    exact = calls.outputs("reference", reference, c.case, "float64", c.goldens, input_dtype=c.dtype, oracle=True)
+    c.reference_out = _select(exact[output], row)
+    plain_dtype = tolerance_model.plain_dtype(c.dtype)
+    with reference.rounding_to(np_dtype(plain_dtype)):
+        plain = calls.outputs(
+            "reference", reference, c.case, "float64", c.goldens, input_dtype=c.dtype, rounding=plain_dtype, oracle=True
+        )[output]
+    c.plain_out = _select(np.asarray(plain).astype(np_dtype(plain_dtype)), row)  # the result is stored in it too
+    derived = calls.outputs(
+        "reference",
+        tolerance_model.Derived(c.dtype),
+        c.case,
+        "float64",
+        c.goldens,
+        input_dtype=c.dtype,
+        rounding=f"bound {c.dtype}",
+        oracle=True,
+    )[output]
+    if derived is not None and np.asarray(derived).dtype != object:
+        k = _model()[c.dtype]
+        c.model_allowed = tolerance_model.allowed(c.dtype, c.reference_out, c.plain_out, _select(derived, row), k)
+
+
+@functools.cache
+def _model():
+    return tolerance_model.model()
+
+
+def _select(value, row):
+    return value if row is None else np.asarray(value)[row]
+
+
+def verify_all(spec, adapter_name, adapter, goldens, dtypes=None):
+    """{test id: (outcome, message)} for the whole spec on one adapter, outside pytest.
+
+    For testing the suite: a deliberately wrong adapter must produce "failed" somewhere.
+    An exception from the adapter fails its tests, as under pytest; any other exception counts as "error".
+    `dtypes` narrows the run (default: every dtype the spec runs this adapter in).
+    """
+    results = {}
+    for test in plan.tests(spec, {adapter_name: adapter}, dtypes):
+        if test.not_applicable:
+            results[test.id] = ("not applicable", "")
+            continue
+        try:
+            verify(spec, adapter_name, adapter, test.case, test.output, test.dtype, goldens)
+            results[test.id] = ("passed", "")
+        except Nonconformance as exc:
+            results[test.id] = ("failed", str(exc))
+        except Exception as exc:  # noqa: BLE001 - any crash is a caught bug, and is reported as one
+            results[test.id] = ("error", f"{type(exc).__name__}: {exc}")
+    return results

@@ -1,0 +1,231 @@
+"""`attention-conformance explain FILE.npz`: is the difference I see on my own tensors a bug, or rounding?
+
+The file holds the inputs of one attention and the user's result; the verdict is the tolerance
+model's (tolerance_model.py) in the result's dtype at the file's shape. Beyond it, the worst element is
+located, the first diverging intermediate named, and the result compared with the conventions
+frameworks are known to differ on. NumPy only: no framework needs to be installed.
+"""
+
+import numpy as np
+
+from attention_conformance import bounds, safe_io
+from attention_conformance.dtypes import np_dtype
+from attention_conformance.run import tolerance_model
+from attention_conformance.tools import explain_file
+
+
+def _conventions(p):
+    """(name, what it means, p.compute's arguments) for each difference frameworks and ports are known
+    to make: computed like the oracle, so each is judged by the same model."""
+    found = []
+    if p.causal and p.T != p.S:
+        top_left = np.arange(p.S)[None, :] > np.arange(p.T)[:, None]
+        found.append(
+            (
+                "top-left causal alignment",
+                "query i sees keys 0..i; the suite aligns bottom-right (query i sees "
+                "keys 0..i + S - T, so the last query sees every key), as decoding with a KV cache needs",
+                dict(hidden=top_left if p.mask is None else top_left | p.mask),
+            )
+        )
+    if p.mask is not None:
+        found.append(
+            (
+                "inverted mask polarity",
+                "your mask is read as True = attend (Keras, JAX and torch's SDPA bool "
+                "masks); this file says True = hidden (nn.MultiheadAttention's attn_mask and key_padding_mask)",
+                dict(hidden=tolerance_model.hidden_keys(p.T, p.S, ~p.mask, p.causal)),
+            )
+        )
+    given = p.scale if p.scale is not None else 1.0 / np.sqrt(p.H)
+    for name, value in (
+        ("1/H", 1.0 / p.H),
+        ("1 (no scaling)", 1.0),
+        ("1/sqrt(d_in)", None if p.d_model is None else 1.0 / np.sqrt(p.d_model)),
+        ("1/sqrt(N x H)", 1.0 / np.sqrt(p.q.shape[-3] * p.H) if p.headed else None),
+    ):
+        if (
+            value is not None
+            and not np.isclose(value, given, rtol=1e-12)
+            and all(not np.isclose(value, other["scale"], rtol=1e-12) for *_, other in found if "scale" in other)
+        ):
+            found.append(
+                (
+                    f"scores scaled by {name}",
+                    "instead of "
+                    + ("1/sqrt(H), H the head size" if p.scale is None else f"the given scale {p.scale!r}"),
+                    dict(scale=value),
+                )
+            )
+    found.append(
+        (
+            "softmax over the wrong axis",
+            "normalised over queries (axis -2), not keys (axis -1)",
+            dict(over_queries=True),
+        )
+    )
+    if p.form == "q/k/v":
+        if p.k.shape == p.v.shape:
+            found.append(("k and v swapped", "keys used as values and values as keys", dict(k=p.v, v=p.k)))
+        if p.headed and "num_kv_heads" in p.arrays and 1 < p.kv_heads < p.heads:
+            tiled = [np.tile(t, (1,) * (t.ndim - 3) + (p.heads // p.kv_heads, 1, 1)) for t in p.own_kv]
+            found.append(_TILED + (dict(k=tiled[0], v=tiled[1]),))
+        return found
+    w = p.weights_given
+    for a, b in (("w_key", "w_value"), ("w_query", "w_key")):
+        if w[a].shape == w[b].shape:
+            found.append(
+                (
+                    f"{a} and {b} swapped",
+                    "the two weights exchanged",
+                    dict(zip("qkv", p._project(w | {a: w[b], b: w[a]}, "repeat"))),
+                )
+            )
+    for name, t in w.items():
+        if t.shape[0] == t.shape[1]:
+            found.append(
+                (
+                    f"{name} transposed",
+                    "the weight used as [out, in] (torch's nn.Linear layout) where x @ W needs [in, out]",
+                    dict(zip("qkv", p._project(w | {name: t.T}, "repeat"))),
+                )
+            )
+    if p.headed and 1 < p.kv_heads < p.heads:
+        found.append(_TILED + (dict(zip("qkv", p._project(w, "tile"))),))
+    return found
+
+
+_TILED = (
+    "K/V heads tiled, not repeated",
+    "query head n used K/V head n % K (tile) instead of n // (N/K) "
+    "(repeat_interleave, as torch's enable_gqa and Llama's repeat_kv)",
+)
+
+
+def _masked_rows(p, out):
+    """(convention, rows mask) when the result differs from the suite only on rows whose every key is
+    hidden (the suite: zero weights and zero context), naming what the result holds there."""
+    empty = np.broadcast_to(p.hidden, p.shape[:-1] + (p.S,)).all(axis=-1)  # [..., T]
+    if not empty.any():
+        return None
+    rows = out[empty]
+    if np.isnan(rows).all():
+        return (
+            "NaN on fully masked rows (an -inf fill before softmax gives 0/0; "
+            "the suite gives zero weights and context)",
+            empty,
+        )
+    uniform = np.broadcast_to(p.v.mean(axis=-2, keepdims=True), p.shape)[empty]
+    if np.allclose(rows, uniform, rtol=1e-2, atol=1e-3):
+        return (
+            "uniform weights on fully masked rows (a finite fill such as -1e9 or the dtype's minimum averages "
+            "every value; the suite gives zero weights and context)"
+        ), empty
+    return None
+
+
+def explain(path, out=print, err=print):
+    """Print the verdict on FILE.npz; return the exit code (0 within, 1 beyond)."""
+    p = explain_file.Problem(path, explain_file.load(path))
+    k = tolerance_model.model()[p.dtype]
+    out(f"explain {path}: {p.describe()}")  # before the float64 computation: a large file takes a while
+    with np.errstate(all="ignore"):  # an overflow is said below, in one line, not as NumPy's warnings
+        exact, plain = p.compute(), p.compute(rounding=tolerance_model.plain_dtype(p.dtype))
+        try:
+            derived = p.bound()
+        except tolerance_model.Overflow as exc:
+            explain_file.refuse(
+                path,
+                f"in {p.dtype}, {exc} when each step (q k^T, then its scale, the weights, the blend) is stored in "
+                f"{p.dtype}: the model cannot judge that. A kernel that scales q first or keeps the scores in "
+                "float32 may be right: compare its float32 result instead",
+            )
+    out(
+        f"model: |error| <= {k:g} x max|plain - exact| + the bound derived for any correct {p.dtype} computation "
+        f"(plain = every step rounded to {tolerance_model.plain_dtype(p.dtype)}"
+        f"{', scaled to float64' if p.dtype == 'float64' else ''}; an exact zero no rounding reaches stays zero)"
+    )
+    verdicts = [
+        tolerance_model.judge(name, p.dtype, p.arrays[name], exact[name], plain[name], derived[name], k)
+        for name in ("scores", "weights", "out")
+        if name in p.arrays
+    ]
+    for v in verdicts:
+        out(f"  {v.name}: {'within' if v.within else 'BEYOND'} (margin {v.margin:.3g}); worst {v.describe()}")
+    final = verdicts[-1]
+    diverged = next((v for v in verdicts if not v.within), None)
+    if diverged is None:
+        out(
+            f"verdict: within the expected error of {p.dtype} attention at this shape "
+            f"(margin {final.margin:.3g} of the model's allowance): rounding, not a bug"
+        )
+        return 0
+    if diverged.name != "out":
+        out(f"first intermediate that diverges: {diverged.name}")
+    if diverged.name == "scores":
+        factor = 1.0 / np.sqrt(p.H) if p.scale is None else p.scale
+        scaled = tolerance_model.judge(
+            "scores",
+            p.dtype,
+            p.arrays["scores"],
+            exact["scores"] * factor,
+            plain["scores"] * factor,
+            derived["scores"] * abs(factor)
+            + bounds.unit_roundoff(np_dtype(p.dtype)) * np.abs(exact["scores"] * factor),
+            k,
+        )
+        if scaled.within:
+            out(f"  your scores are q k^T already scaled (x {factor:.6g}); explain's scores are q k^T before scaling")
+    if final.within:
+        hidden_key = diverged.limit == 0 and diverged.expected == 0 and diverged.name == "weights"
+        err(
+            f"verdict: out is within (margin {final.margin:.3g}), but {diverged.name} is beyond: "
+            + (
+                "your weights give a hidden key nonzero probability (a finite or clipped fill instead of -inf "
+                "before the softmax)"
+                if hidden_key
+                else "the intermediate you gave is not the one this attention computes"
+            )
+        )
+        return 1
+    got = np.asarray(p.arrays["out"], dtype=np.float64)
+    limit = tolerance_model.allowed(p.dtype, exact["out"], plain["out"], derived["out"], k)
+    named = []
+    rows = _masked_rows(p, got)
+    if rows is not None:
+        convention, empty = rows
+        elsewhere = ~np.broadcast_to(empty[..., None], got.shape)
+        if (np.abs(got - exact["out"]) <= limit)[elsewhere].all():
+            named.append(f"{convention}; every other row is within")
+    if not named:
+        for name, meaning, arguments in _conventions(p):
+            with np.errstate(all="ignore"):
+                other = p.compute(**arguments)["out"]
+                other_plain = p.compute(rounding=tolerance_model.plain_dtype(p.dtype), **arguments)["out"]
+                other_bound = p.bound(**arguments)["out"]
+                if tolerance_model.judge("out", p.dtype, got, other, other_plain, other_bound, k).within:
+                    named.append(f"{name}: {meaning}")
+    for convention in named:
+        out(f"matches a known difference: {convention}")
+    if (
+        not named
+        and p.dtype in ("float32", "float16")
+        and "dtype" not in p.arrays
+        and np.array_equal(got.astype(np_dtype("bfloat16")).astype(np.float64), got, equal_nan=True)
+    ):
+        out("every value of out is a bfloat16 number: if it was computed in bfloat16, save it with dtype='bfloat16'")
+    err(
+        f"verdict: beyond the expected error of {p.dtype} attention at this shape (margin {final.margin:.3g}): "
+        + ("a known difference, not rounding" if named else "not rounding")
+    )
+    return 1
+
+
+def main(path):
+    import sys
+
+    try:
+        return explain(path, out=print, err=lambda line: print(line, file=sys.stderr))
+    except tolerance_model.BadInput as exc:
+        print(f"error: {safe_io.one_line(str(exc))}", file=sys.stderr)
+        return 2

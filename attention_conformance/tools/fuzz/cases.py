@@ -1,0 +1,208 @@
+"""Drawing fuzz's cases: hypothesis strategies in the spec's own vocabulary, leaning on the places
+where implementations go wrong (one token, odd head sizes, long rows, large logits, near ties, masks that
+hide all keys but one, grouped heads, decoding offsets, square and cube shapes)."""
+
+import numpy as np
+
+from attention_conformance.contract import ops
+
+# The forward ops the fuzzer draws cases for (an adapter's missing or not-applicable ops are left out).
+COVERED = (
+    "project",
+    "transposed_matmul",
+    "scale",
+    "softmax",
+    "blend",
+    "attention",
+    "self_attention_v1",
+    "self_attention_v2",
+    "exercise_3_1",
+    "causal_attention",
+    "masked_attention",
+    "multi_head_attention",
+    "fused_attention",
+    "decode_attention",
+    "causal_flag",
+    "grouped_attention",
+    "grouped_fused_attention",
+    "grouped_attention_layer",
+    "mask_conventions",
+    "attention_module",
+    "layer_mask",
+    "layer_key_padding",
+)
+
+# What the drawn numbers are: sizes and ranges chosen so that shrinking heads for the small and plain.
+_TOKENS = (1, 2, 3, 4, 5, 7, 8, 16, 33, 64, 128)  # T = 1 first (shrinking goes there), long T last
+# Long rows where one row costs little: a softmax's keys, a blend's, a product's, and decoding's cache
+# (its oracle computes every query: 4096 keys take 16 s there, so 1024).
+_LONG_KEYS = (256, 1024, 4096)
+_LONG_CACHE = (256, 1024)
+_WIDTHS = (1, 2, 3, 4, 5, 7, 8, 16)  # d_in
+_HEAD_SIZES = (1, 2, 3, 4, 5, 7, 8, 16)  # odd ones included
+_BATCHES = (1, 2, 3)
+_X_RANGES = ((-1.0, 1.0), (0.0, 1.0), (-3.0, 3.0), (0.999, 1.0))  # the last: near-equal tokens, near ties
+_W_RANGES = ((-1.0, 1.0), (-0.5, 0.5), (-4.0, 4.0), (-0.035, 0.035))  # (-4, 4): large logits
+_SCORE_RANGES = ((-1.0, 1.0), (-10.0, 10.0), (-100.0, 100.0), (-2000.0, 2000.0), (5.0, 5.001))
+_FILLS = (0.0, 1.0, 0.5, -1.0)
+
+
+class UsageError(Exception):
+    pass
+
+
+# --- drawing cases ------------------------------------------------------------------------------
+
+
+def strategy(drawn_ops):
+    from hypothesis import strategies as st
+
+    def tensor(draw, shape, ranges):
+        kind = draw(st.integers(0, 11))
+        if kind == 9:  # exact ties everywhere
+            return {"fill": draw(st.sampled_from(_FILLS)), "shape": list(shape)}
+        low, high = draw(st.sampled_from(ranges))
+        rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+        if kind == 10 and len(shape) == 2 and shape[0] * shape[1] <= 4096:
+            # rank one: every row a multiple of one, so sums of them cancel (and scores tie) in bulk
+            rows, columns = rng.uniform(low, high, shape[0]), rng.uniform(-1.0, 1.0, shape[1])
+            return np.outer(rows, columns).astype(np.float32).tolist()
+        if kind == 11 and len(shape) >= 1 and int(np.prod(shape)) <= 8192:
+            # wide dynamic range: rows 1e-3..1e3 apart, so small terms ride on large ones
+            rows = 10.0 ** rng.integers(-3, 4, size=tuple(shape[:-1]) + (1,))
+            return (rng.uniform(low, high, tuple(shape)) * rows).astype(np.float32).tolist()
+        return {"uniform": [low, high], "shape": list(shape), "seed": int(rng.integers(0, 2**16))}
+
+    def mask(draw, lead, T, S, start=0):
+        """True = hidden; every row keeps a key (a fully masked row is a convention, not a number)."""
+        kind = draw(st.sampled_from(("none", "all_but_one", "random", "padding")))
+        rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+        shape = tuple(lead) + (T, S)
+        if kind == "none":
+            hidden = np.zeros(shape, dtype=bool)
+        elif kind == "all_but_one":
+            hidden = np.ones(shape, dtype=bool)
+            keep = rng.integers(0, S, size=shape[:-1])
+            np.put_along_axis(hidden, keep[..., None], False, axis=-1)
+        elif kind == "random":
+            hidden = rng.random(shape) < draw(st.sampled_from((0.5, 0.9)))
+            empty = hidden.all(axis=-1)
+            keep = rng.integers(0, S, size=shape[:-1])
+            rows = np.argwhere(empty)
+            for r in rows:
+                hidden[tuple(r) + (keep[tuple(r)],)] = False
+        else:
+            hidden = np.zeros(shape, dtype=bool)
+            hidden[..., S - int(rng.integers(0, S)) :] = True  # the last keys padded, key 0 never
+            hidden[..., 0] = False
+        return hidden.tolist()
+
+    @st.composite
+    def case(draw):
+        op = draw(st.sampled_from(drawn_ops))
+        form = draw(st.sampled_from(ops.FORMS[op]))
+        lead = [draw(st.sampled_from(_BATCHES))] if form == "batched" else []
+        T = draw(st.sampled_from(_TOKENS))
+        D, H = draw(st.sampled_from(_WIDTHS)), draw(st.sampled_from(_HEAD_SIZES))
+        shape_kind = draw(st.integers(0, 3))  # 0: square (d_in == d_out), 1: a cube (B == T == d), else any
+        if shape_kind == 0:
+            H = D
+        elif shape_kind == 1 and lead:
+            lead[0] = T = D = H = draw(st.sampled_from((2, 3, 4)))
+
+        def x(t=T, d=D):
+            return tensor(draw, lead + [t, d], _X_RANGES)
+
+        def w(rows, cols):
+            return tensor(draw, [rows, cols], _W_RANGES)
+
+        if op == "project":
+            return op, {"x": tensor(draw, [D] if form == "row" else [T, D], _X_RANGES), "w": w(D, H)}
+        if op == "transposed_matmul":
+            S = T if draw(st.booleans()) else draw(st.sampled_from(_TOKENS + _LONG_KEYS))
+            return op, {"q": tensor(draw, lead + [T, H], _X_RANGES), "k": tensor(draw, lead + [S, H], _X_RANGES)}
+        if op == "scale":
+            return op, {
+                "scores": tensor(draw, [T, T], _SCORE_RANGES),
+                "d_k": draw(st.sampled_from((1, 2, 3, 4, 7, 16, 64))),
+            }
+        if op == "softmax":
+            return op, {
+                "scores": tensor(
+                    draw, [T] if form == "row" else [T, draw(st.sampled_from(_TOKENS + _LONG_KEYS))], _SCORE_RANGES
+                )
+            }
+        if op == "blend":
+            S = draw(st.sampled_from(_TOKENS + _LONG_KEYS))
+            return op, {"weights": tensor(draw, [T, S], ((0.0, 1.0),)), "v": tensor(draw, [S, H], _X_RANGES)}
+        transposed = op in ("self_attention_v2", "exercise_3_1")  # nn.Linear's [d_out, d_in]
+        if op in ("attention", "self_attention_v1", "self_attention_v2", "exercise_3_1", "causal_attention"):
+            return op, {"x": x(), **{n: w(H, D) if transposed else w(D, H) for n in ("w_query", "w_key", "w_value")}}
+        if op == "masked_attention":
+            return op, {
+                "x": x(),
+                "w_query": w(D, H),
+                "w_key": w(D, H),
+                "w_value": w(D, H),
+                "mask": mask(draw, [], T, T),
+            }
+        if op in ("decode_attention", "causal_flag"):
+            if draw(st.integers(0, 4)) == 4:  # a long cache, the last few queries
+                T = draw(st.sampled_from(_LONG_CACHE))
+                start = T - draw(st.integers(1, 4))
+            else:
+                start = draw(st.integers(0, T - 1))
+            return op, {"x": x(t=T), "w_query": w(D, H), "w_key": w(D, H), "w_value": w(D, H), "start": start}
+        if op == "mask_conventions":
+            return op, {
+                "x": x(),
+                "w_query": w(D, H),
+                "w_key": w(D, H),
+                "w_value": w(D, H),
+                "mask": mask(draw, lead, T, T),
+                "api": draw(st.sampled_from(ops.CHOICES["api"])),
+                "fill": draw(st.sampled_from(ops.CHOICES["fill"])),
+            }
+        N = draw(st.sampled_from((1, 2, 3, 4)))
+        if op in ("grouped_attention", "grouped_fused_attention", "grouped_attention_layer"):
+            # (N, K) pairs, a third with 1 < K < N, where repeating and tiling K/V heads differ
+            N, K = draw(st.sampled_from(((4, 2), (6, 3), (6, 2), (1, 1), (2, 1), (3, 3), (4, 1), (2, 2), (3, 1))))
+            if op == "grouped_attention_layer":  # a layer: the model width is the input width
+                D = N * H
+            return op, {
+                "x": x(d=D),
+                "w_query": w(D, N * H),
+                "w_key": w(D, K * H),
+                "w_value": w(D, K * H),
+                "num_heads": N,
+                "num_kv_heads": K,
+                "causal": draw(st.booleans()),
+            }
+        if op in ("multi_head_attention", "fused_attention"):
+            inputs = {"x": x(), "w_query": w(D, N * H), "w_key": w(D, N * H), "w_value": w(D, N * H)}
+            if op == "multi_head_attention":
+                inputs["w_out"] = w(N * H, N * H)
+            return op, inputs | {"num_heads": N, "causal": draw(st.booleans())}
+        # The layers: model width E = N x H, weights in the reference form, biases drawn too.
+        E = N * H
+        inputs = {
+            "x": x(d=E),
+            **{n: w(E, E) for n in ("w_query", "w_key", "w_value", "w_out")},
+            **{n: tensor(draw, [E], _W_RANGES) for n in ("b_query", "b_key", "b_value", "b_out")},
+            "num_heads": N,
+        }
+        if op == "attention_module":
+            return op, inputs | {
+                "causal": draw(st.booleans()),
+                "layer": draw(st.sampled_from(ops.LAYERS)),
+                "checkpoint": draw(st.sampled_from(ops.CHOICES["checkpoint"])),
+            }
+        if op == "layer_mask":
+            return op, inputs | {"mask": mask(draw, lead, T, T)}
+        padding = np.zeros(lead + [T], dtype=bool)
+        padded = draw(st.integers(0, T - 1))
+        if padded:
+            padding[..., T - padded :] = True
+        return op, inputs | {"padding": padding.tolist(), "causal": draw(st.booleans())}
+
+    return case()

@@ -1,0 +1,288 @@
+"""Judging one generated case: the adapter's outputs against the float64 oracle by the tolerance model,
+with the adapter's NOT_APPLICABLE keys and known divergences honoured through the spec cases the
+generated case stands with (its twins), and the search and shrinking of a finding."""
+
+import dataclasses
+import random
+import tempfile
+import warnings
+
+import numpy as np
+
+from attention_conformance.cases import divergences, generated, loader, plan
+from attention_conformance.contract import ids, ops
+from attention_conformance.dtypes import np_dtype
+from attention_conformance.run import tolerance_model
+from attention_conformance.tools.fuzz import cases
+
+SHRINK_CALLS = 150  # evaluations spent shrinking a finding, at most (counted, so a run stays deterministic)
+
+# --- judging one case -------------------------------------------------------------------------
+
+
+def _fill_reached(kwargs):
+    """Whether an additive mask of -1e9 ("large_negative") meets scaled scores of 1e8 or more: there the
+    fill stops hiding keys (in bfloat16, s - 1e9 rounds in steps of 4e6), a limit of that convention."""
+    if kwargs.get("fill") != "large_negative" or kwargs.get("api") != "additive":
+        return False
+    x, w_query, w_key = (np.asarray(kwargs[n], dtype=np.float64) for n in ("x", "w_query", "w_key"))
+    largest = np.abs(x).max(initial=0.0) ** 2 * (np.abs(w_query).sum(axis=0) * np.abs(w_key).sum(axis=0)).sum()
+    return largest / np.sqrt(w_query.shape[-1]) >= 1e8
+
+
+def _float64(kwargs):
+    """The inputs as the reference takes them: float arrays in float64, exactly; the rest as given."""
+    return {
+        n: np.asarray(v, dtype=np.float64) if isinstance(v, np.ndarray) and v.dtype != bool else v
+        for n, v in kwargs.items()
+    }
+
+
+@dataclasses.dataclass
+class Finding:
+    op: str
+    inputs: dict
+    dtype: str
+    outputs: dict  # output -> Verdict (or None when the output is a shape or type mismatch)
+    messages: dict  # output -> one line
+    raised: str = None
+
+    @property
+    def failing(self):
+        return sorted(self.messages)
+
+
+class Fuzzer:
+    def __init__(self, name, adapter, dtype, ops=None, divergences_as=None):
+
+        self.name, self.adapter, self.dtype = name, adapter, dtype
+        self.judge = tolerance_model
+        self.model = tolerance_model.model()
+        self.spec = loader.load()
+        self.report_name = divergences_as or name
+        self.divergences = divergences.declared(self.report_name, adapter)
+        not_applicable = getattr(adapter, "NOT_APPLICABLE", {})
+        self.ops = [op for op in (ops or cases.COVERED) if hasattr(adapter, op) and op not in not_applicable]
+        primary = adapter.DTYPES[0]
+        self.planned = {
+            (case.id, output)
+            for case in self.spec.cases.values()
+            for output, exp in case.expect.items()
+            if plan.applies(self.spec, case, exp, dtype, primary)
+        }  # the spec's dtype plan, case by case
+        self.calls = 0
+        self.judged = 0  # outputs compared with the model: 0 means the run said nothing
+        self.excused = {}  # reason -> how many outputs it excused
+        self.margin = 0.0  # the last case's worst margin: what a targeted search pushes up
+        self.worst = None  # (margin, "op/output", the verdict's words): the closest a passing case came
+        self.declared_worst = (0.0, 0, None)  # (largest margin, outputs, where) within a declared `within`
+
+    def excuse(self, op, inputs, output):
+        """Why this output of this generated case is not judged, or None."""
+        if self.dtype not in self.adapter.DTYPES:
+            return f"{self.dtype} is not in the adapter's DTYPES"
+        stands_with = generated.twins(self.spec, op, inputs)
+        if not any((case.id, output) in self.planned for case in stands_with):  # the cases it stands with decide
+            return f"the spec does not check {op}/{output} in {self.dtype} on cases like this one"
+        reason = generated.not_applicable(self.adapter, stands_with, op, inputs, self.dtype, output)
+        if reason:
+            return f"not applicable: {reason}"
+        covered = generated.divergence(self.report_name, self.divergences, stands_with, op, self.dtype, output)
+        return None if covered is None else f"known divergence: {covered[1]}"
+
+    def declared(self, op, output):
+        """The generated-case divergence that still bounds this output's results (divergences.Reason), or None."""
+        reason = divergences.reason_for(
+            ids.test_id(output, self.report_name, self.dtype, ids.generated_case(op)), self.divergences
+        )
+        return reason if getattr(reason, "bounded", False) else None
+
+    def arrays(self, inputs):
+        from attention_conformance.cases.inputs import resolve
+
+        with np.errstate(over="ignore"):  # a value beyond the dtype's range: evaluate() says so
+            return {n: resolve(v, self.dtype, None) for n, v in inputs.items()}
+
+    def expected(self, op, kwargs):
+        """(exact, plain, derived) outputs of the reference on the inputs as the adapter received them:
+        the exact answer, the plain computation's and the derived bound on a correct one's error."""
+        from attention_conformance.adapters import reference
+
+        as64 = _float64(kwargs)
+        names = ops.OPS[op][1]
+
+        def outputs(result):
+            return result if len(names) > 1 else {names[0]: result}
+
+        with np.errstate(all="ignore"):
+            exact = outputs(getattr(reference, op)(**as64))
+            plain_dtype = np_dtype(self.judge.plain_dtype(self.dtype))
+            with reference.rounding_to(plain_dtype):
+                plain = outputs(getattr(reference, op)(**as64))
+        plain = {
+            k: np.asarray(v).astype(plain_dtype).astype(np.float64) if np.asarray(v).dtype.kind == "f" else v
+            for k, v in plain.items()
+        }
+        return exact, plain, self.derived(op, kwargs)
+
+    def derived(self, op, kwargs, sums_in_dtype=False):
+        """{output: the derived bound} on the inputs as the adapter received them."""
+        from attention_conformance.adapters import reference
+
+        as64 = _float64(kwargs)
+        names = ops.OPS[op][1]
+        with np.errstate(all="ignore"):
+            found = self.judge.bound(self.dtype, getattr(reference, op), sums_in_dtype=sums_in_dtype, **as64)
+        return found if len(names) > 1 else {names[0]: found}
+
+    def evaluate(self, op, inputs):
+        """A Finding if the adapter's outputs break the tolerance model on this case, else None."""
+        self.calls += 1
+        self.margin = 0.0
+        names = ops.OPS[op][1]
+        judged = []
+        for o in names:
+            reason = self.excuse(op, inputs, o)
+            if reason:
+                self.excused[reason] = self.excused.get(reason, 0) + 1
+            else:
+                judged.append(o)
+        if not judged:
+            return None
+        kwargs = self.arrays(inputs)
+        if _fill_reached(kwargs):
+            reason = "logits near the -1e9 fill, where it no longer hides a key (the convention, not rounding)"
+            self.excused[reason] = self.excused.get(reason, 0) + len(judged)
+            return None
+        if any(isinstance(v, np.ndarray) and v.dtype.kind == "f" and not np.isfinite(v).all() for v in kwargs.values()):
+            reason = f"an input beyond {self.dtype}'s range"  # drawn wide, it rounds to inf: no case to judge
+            self.excused[reason] = self.excused.get(reason, 0) + len(judged)
+            return None
+        try:
+            # A framework's warning (Keras on a softmax over one key) is not a raise, whatever filters the
+            # caller set (pytest's turn warnings into errors): the reproducer, run alone, would not raise.
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                result = getattr(self.adapter, op)(**kwargs)
+        except Exception as exc:  # noqa: BLE001 - an adapter that raises on valid inputs is a finding
+            text = (str(exc).strip().splitlines() or [""])[0][:300]
+            return Finding(
+                op,
+                inputs,
+                self.dtype,
+                {},
+                {o: f"raised {type(exc).__name__}: {text}" for o in judged},
+                f"{type(exc).__name__}: {text}",
+            )
+        got = result if len(names) > 1 else {names[0]: result}
+        try:
+            exact, plain, derived = self.expected(op, kwargs)
+        except self.judge.Overflow:  # the plain computation overflows: outside the model
+            reason = f"a step beyond {self.dtype}'s range"
+            self.excused[reason] = self.excused.get(reason, 0) + len(judged)
+            return None
+        k = self.model[self.dtype]
+        verdicts, messages, summing = {}, {}, None
+        for output in list(judged):
+            stand_in = np.asarray(plain.get(output, 0.0))
+            if stand_in.dtype.kind == "f" and not np.isfinite(stand_in).all() and np.isfinite(exact[output]).all():
+                # the dtype's range, not rounding: a correct computation overflows too (the model sweep skips these)
+                reason = f"the plain {self.judge.plain_dtype(self.dtype)} computation overflows"
+                self.excused[reason] = self.excused.get(reason, 0) + 1
+                judged.remove(output)
+        for output in judged:
+            if not isinstance(got, dict) or output not in got:
+                messages[output] = f"missing from what {op}() returned"
+                continue
+            want = exact[output]
+            try:
+                value = np.asarray(got[output])
+                if value.dtype.kind not in "biuf" and value.dtype.name != "bfloat16":
+                    raise TypeError(value.dtype)
+            except Exception as exc:  # noqa: BLE001 - whatever it returned is the adapter's doing
+                messages[output] = f"not an array of numbers ({type(exc).__name__}: {exc})"
+                continue
+            if np.asarray(want).dtype.kind in "biu" or np.asarray(want).dtype == bool:
+                if not np.array_equal(value, want):
+                    messages[output] = f"got {value.tolist()!r} but should be {np.asarray(want).tolist()!r}"
+                continue
+            if value.shape != np.shape(want):
+                messages[output] = f"shape {list(value.shape)} but should be {list(np.shape(want))}"
+                continue
+            verdict = self.judge.judge(output, self.dtype, value, want, plain[output], derived[output], k)
+            verdicts[output] = verdict
+            self.judged += 1
+            declared = self.declared(op, output)
+            if declared and not verdict.within:
+                if declared.sums_in_dtype:
+                    summing = summing or self.derived(op, kwargs, sums_in_dtype=True)
+                    verdict = self.judge.judge(output, self.dtype, value, want, plain[output], summing[output], k)
+                limit = declared.within or 1.0
+                said = " of ".join(
+                    [f"margin {limit:g}"] * (declared.within is not None)
+                    + [f"the model summing in {self.dtype}"] * declared.sums_in_dtype
+                )
+                if verdict.margin <= limit:
+                    reason = f"known divergence within {said}: {declared}"
+                    self.excused[reason] = self.excused.get(reason, 0) + 1
+                    largest, count, where = self.declared_worst
+                    if verdict.margin > largest:
+                        largest, where = verdict.margin, f"{op}/{output}, declared {said}"
+                    self.declared_worst = (largest, count + 1, where)
+                else:
+                    messages[output] = f"margin {verdict.margin:.3g}, beyond even {said}: {verdict.describe()}"
+                continue
+            self.margin = max(self.margin, verdict.margin)
+            if verdict.within and (self.worst is None or verdict.margin > self.worst[0]):
+                self.worst = (verdict.margin, f"{op}/{output}", verdict.describe())
+            if not verdict.within:
+                messages[output] = f"margin {verdict.margin:.3g}: {verdict.describe()}"
+        return Finding(op, inputs, self.dtype, verdicts, messages) if messages else None
+
+    def run(self, examples, seed, shrink=SHRINK_CALLS):
+        """The shrunk Finding of a run of `examples` generated cases, or None."""
+        from hypothesis import HealthCheck, Phase, configuration, errors, find, settings, target
+
+        if not self.ops:
+            return None
+        seen = {}  # repr(case) -> found?, so a replayed case gets the same answer
+        spent = []
+
+        def condition(case):
+            key = repr(case)
+            if key not in seen:
+                if spent and len(spent) > shrink:  # the shrink budget is spent: nothing new is kept
+                    return False
+                seen[key] = self.evaluate(*case) is not None
+                if not spent:
+                    # Searching, the cases nearest a false alarm are bred from: a correct adapter is
+                    # pushed towards its worst inputs, not only sampled (hypothesis' targeted search).
+                    target(min(self.margin, 1e6), label="margin")
+                if spent or seen[key]:
+                    spent.append(key)
+            return seen[key]
+
+        phases = [Phase.generate, Phase.target, Phase.shrink] if shrink else [Phase.generate, Phase.target]
+        config = settings(
+            max_examples=examples,
+            database=None,
+            deadline=None,
+            derandomize=False,
+            phases=phases,
+            suppress_health_check=list(HealthCheck),
+            print_blob=False,
+        )
+        try:
+            # hypothesis keeps what it learns under ./.hypothesis unless told otherwise: nothing of a
+            # run may land in the user's directory but --out
+            with tempfile.TemporaryDirectory() as scratch, warnings.catch_warnings():
+                previous = configuration.storage_directory(intent_to_write=False).home_directory
+                configuration.set_hypothesis_home_dir(scratch)
+                warnings.simplefilter("ignore", errors.HypothesisWarning)  # a drawn mask's repr is large: noise here
+                try:
+                    op, inputs = find(cases.strategy(self.ops), condition, settings=config, random=random.Random(seed))
+                finally:
+                    configuration.set_hypothesis_home_dir(previous)
+        except errors.NoSuchExample:
+            return None
+        return self.evaluate(op, inputs)

@@ -1,0 +1,154 @@
+"""The engine's layers, read from its source: every `import`, wherever it stands (a function-local
+import included), goes down the stages or within one, never up, and never round in a cycle; no module
+passes 400 lines; an adapter imports only the public API (docs/contract.md, "What an adapter may import").
+
+Stages, lowest first: the leaves (the package's top-level modules but its faces), contract/, cases/,
+run/, publish/, tools/, and the faces (the package, __main__, cli, plugin, conformance) on top."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "attention_conformance"
+STAGES = ("contract", "cases", "run", "publish", "tools")
+FACES = ("attention_conformance", "__main__", "cli", "plugin", "conformance")
+MOST_LINES = 400
+# What an adapter may import of the suite (docs/contract.md); the reference adapter is the oracle, so it
+# computes with the suite's exact arithmetic and error bounds too.
+PUBLIC = {"attention_conformance", "attention_conformance.ports", "attention_conformance.cache"}
+ORACLE_ONLY = {"attention_conformance.deterministic", "attention_conformance.bounds"}
+
+
+def _modules(root, package):
+    found = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = list(path.relative_to(root).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join([package, *parts])] = path
+    return found
+
+
+MODULES = _modules(PACKAGE, "attention_conformance")
+ADAPTER_MODULES = {f"attention_conformance.adapters.{p.stem}" for p in (ROOT / "adapters").glob("*.py")}
+
+
+def _imports(name, path, known):
+    """(imported module, line) for every import in the file, resolved to a module of `known` where it names
+    one (`from attention_conformance.run import calls` imports run.calls, not run's __init__)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + [base]).strip(".")
+            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names]
+        else:
+            continue
+        for target in targets:
+            if target.split(".")[0] == "attention_conformance":
+                yield target, node.lineno
+
+
+def rank(module):
+    """The stage of a module of the package: 0 for a leaf, then the stages in order, the faces last."""
+    parts = module.split(".")
+    if len(parts) == 1 or parts[1] in FACES:
+        return len(STAGES) + 1
+    if parts[1] in STAGES:
+        return STAGES.index(parts[1]) + 1
+    return 0
+
+
+def _edges():
+    edges = {}
+    for name, path in MODULES.items():
+        for target, line in _imports(name, path, MODULES):
+            if target.startswith("attention_conformance.adapters"):
+                continue  # the oracle: checked by test_the_engine_imports_no_adapter_but_the_oracle
+            if target not in MODULES:
+                raise AssertionError(f"{path}:{line}: imports {target}, which is no module of the package")
+            if target != name:
+                edges.setdefault(name, {}).setdefault(target, line)
+    return edges
+
+
+def test_imports_go_down_the_stages():
+    upward = [
+        f"{MODULES[a].relative_to(ROOT)}:{line}: {a} imports {b}, a stage above it"
+        for a, targets in _edges().items()
+        for b, line in targets.items()
+        if rank(b) > rank(a) or (rank(b) == rank(a) == len(STAGES) + 1 and b != "attention_conformance.cli")
+    ]
+    assert upward == []
+
+
+def _cycle(edges):
+    """One import cycle as a list of modules, or None (depth-first search, every import counted)."""
+    state, stack = {}, []
+
+    def visit(node):
+        state[node] = "open"
+        stack.append(node)
+        for nxt in sorted(edges.get(node, {})):
+            if state.get(nxt) == "open":
+                return stack[stack.index(nxt) :] + [nxt]
+            if nxt not in state:
+                found = visit(nxt)
+                if found:
+                    return found
+        state[node] = "done"
+        stack.pop()
+        return None
+
+    for node in sorted(edges):
+        if node not in state:
+            found = visit(node)
+            if found:
+                return found
+    return None
+
+
+def test_no_import_cycle():
+    cycle = _cycle(_edges())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_the_checks_catch_an_upward_import_and_a_cycle():
+    """The two checks above can fail: an import from a leaf into run/, and two modules importing each other."""
+    assert rank("attention_conformance.run.calls") > rank("attention_conformance.dtypes")
+    assert rank("attention_conformance.cli") > rank("attention_conformance.tools.fuzz.command")
+    assert _cycle({"a": {"b": 1}, "b": {"c": 1}, "c": {"a": 1}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b": 1}, "b": {}}) is None
+
+
+def test_the_engine_imports_no_adapter_but_the_oracle():
+    found = [
+        f"{path.relative_to(ROOT)}:{line}: {target}"
+        for name, path in MODULES.items()
+        for target, line in _imports(name, path, set(MODULES) | ADAPTER_MODULES)
+        if target.startswith("attention_conformance.adapters") and target != "attention_conformance.adapters.reference"
+    ]
+    assert found == []
+
+
+@pytest.mark.parametrize("name", sorted(MODULES), ids=lambda n: n.removeprefix("attention_conformance."))
+def test_no_module_passes_400_lines(name):
+    lines = len(MODULES[name].read_text().splitlines())
+    assert lines <= MOST_LINES, f"{MODULES[name].relative_to(ROOT)}: {lines} lines; split it by job"
+
+
+ADAPTERS = sorted((ROOT / "adapters").glob("*.py"))
+
+
+@pytest.mark.parametrize("path", ADAPTERS, ids=lambda p: p.stem)
+def test_an_adapter_imports_only_the_public_api(path):
+    allowed = PUBLIC | (ORACLE_ONLY if path.stem == "reference" else set())
+    known = set(MODULES) | ADAPTER_MODULES
+    name = f"attention_conformance.adapters.{path.stem}"
+    wrong = [f"{target} (line {line})" for target, line in _imports(name, path, known) if target not in allowed]
+    assert wrong == [], f"{path.relative_to(ROOT)} imports beyond the public API: {', '.join(wrong)}"
