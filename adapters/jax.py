@@ -524,9 +524,10 @@ def _layer_outputs(x, state, num_heads, causal, layer):
 def attention_module(
     x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, causal, layer, checkpoint
 ):
-    weights = ports.reference_weights(w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)
-    state = ports.as_saved_by(checkpoint, weights, ports.layer_layout(layer, "flax"), num_heads)
-    return _layer_outputs(x, state, num_heads, causal, layer)
+    weights = (w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)
+    return _layer_outputs(
+        x, ports.layer_state(checkpoint, layer, "flax", num_heads, *weights), num_heads, causal, layer
+    )
 
 
 @functools.partial(jax.jit, static_argnames=("graphdef",))

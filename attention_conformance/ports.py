@@ -163,6 +163,12 @@ def as_saved_by(source, weights, target, num_heads):
     return port(to_layout(source, weights, num_heads), source, target, num_heads)
 
 
+def layer_state(checkpoint, layer, own, num_heads, *weights):
+    """What an adapter's `layer` loads in attention_module: the op's eight reference-form arrays (REFERENCE
+    order) saved as a `checkpoint` checkpoint, ported to the layout that layer holds (layer_layout)."""
+    return as_saved_by(checkpoint, reference_weights(*weights), layer_layout(layer, own), num_heads)
+
+
 def flat(weights):
     """The reference form's eight arrays as one vector, in REFERENCE order: a round trip's output."""
     return np.concatenate([np.ravel(weights[name]) for name in REFERENCE])
