@@ -6,7 +6,7 @@ Golden expected values are computed by this file, so it must stay the plainest p
 statement of the math: no framework, no fused path, no shortcut. Every product, sum and
 exponential goes through attention_conformance.deterministic (`mm`, `fsum`, `exp` below), so its
 answers are the same bytes on every CPU, BLAS kernel and thread count. Two things are there for
-speed alone, each giving the bytes the plain statement gives (tests/test_oracle_cache.py): masked
+speed alone, each giving the bytes the plain statement gives (tests/run/test_oracle_cache.py): masked
 heads computed in blocks of queries (_masked_head), and an answer computed once given again
 (_remembered): an empty oracle cache filled GPT-2's shape for 34 of a run's 49 seconds.
 """

@@ -250,7 +250,7 @@ def matmul(a, b):
     err = product(ea, np.abs(vb)) + product(np.abs(va), eb) + product(ea, eb)
     # The oracle is exact to within K 2**-58 of its row's largest |a| times its column's largest |b|
     # (deterministic.matmul): an entry far below both is known less well than float64 holds it, found by
-    # tests/test_false_alarms.py (one visible key among values 2**18 larger).
+    # tests/run/test_false_alarms.py (one visible key among values 2**18 larger).
     oracle = (
         K
         * 2.0**-58
@@ -290,7 +290,7 @@ def softmax(scaled, hidden=None, keys=None):
     a_l = exp(s_l - max s), finite however large D is (the parts' bounds would divide by nothing).
     The row's max that implementations subtract cancels exactly; its subtraction rounds (u |s - max|),
     exp errs EXP_ULPS in numerator and denominator, the sum of `keys` terms gamma_keys, the division u.
-    Found by tests/test_false_alarms.py: log-sum-exp's shift (below)."""
+    Found by tests/run/test_false_alarms.py: log-sum-exp's shift (below)."""
     value, err = _parts(stored(scaled))
     hidden = np.zeros(value.shape, dtype=bool) if hidden is None else np.broadcast_to(hidden, value.shape)
     with np.errstate(all="ignore"):

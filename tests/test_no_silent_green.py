@@ -132,7 +132,7 @@ def test_a_conformance_run_drops_the_last_reports_and_a_self_check_run_keeps_the
     folder.mkdir()
     for name in ("reference.json", "mutants-reference.json"):
         (folder / name).write_text("{}")
-    code, out = run_pytest("--adapter", "reference", "tests/test_adapter.py", "-k", "registry")
+    code, out = run_pytest("--adapter", "reference", "tests/selfcheck/test_adapter.py", "-k", "registry")
     assert code == 0, out[-1500:]
     assert (folder / "reference.json").read_text() == "{}", "a self-check run deleted the conformance report"
     assert (folder / "mutants-reference.json").read_text() != "{}", "a self-check run left the last kill rate standing"

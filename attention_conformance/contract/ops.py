@@ -85,7 +85,7 @@ CHOICES = {
 # [D, D] (x @ W layout); "bias" [D]. Scalars: "width" (a size), "heads", "seed", "probability",
 # "count", "rate", "offset" (a token index), "switch" (true/false), "choice" (one of CHOICES).
 # The `check` command builds its tiny inputs from this table, so every parameter of OPS must be here
-# (tests/test_spec.py), never a name the `check` command happens to know.
+# (tests/cases/test_spec.py), never a name the `check` command happens to know.
 PARAMETERS = {
     "x": "tokens",
     "q": "tokens",
@@ -118,7 +118,7 @@ PARAMETERS = {
     "causal": "switch",
     **{name: "choice" for name in CHOICES},
 }
-# How each op's token tensors come, as the spec feeds them (tests/test_spec.py checks it case by
+# How each op's token tensors come, as the spec feeds them (tests/cases/test_spec.py checks it case by
 # case): "row" (one token, x [D]; one row of scores [S]), "unbatched" ([T, D], scores [T, S]) or
 # "batched" ([B, T, D], masks [B, T, S]). An op with two forms must take both. Ops without token
 # tensors are not listed.

@@ -6,7 +6,7 @@
 
 Run in the checkout. What a table is made from is kept in docs/results/ (summary.json: the summary
 table's rows, the spec's sha256 and the machine; benchmark.json and portability.json as those commands wrote
-them), and each table is written between its markers. tests/test_docs.py renders them again from
+them), and each table is written between its markers. tests/publish/test_docs.py renders them again from
 docs/results/ and fails when a committed table differs from its data, or its data was made from
 another spec or another list of frameworks than the repository's.
 """

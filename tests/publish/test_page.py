@@ -7,7 +7,7 @@ page the main job wrote (reports/index.html; tox runs this environment after the
 against the reports it was made from, filtered, and its cells opened. Without chromium every test fails
 with the command that installs it: a browser check that skips would be a silent green.
 
-    python tests/test_page.py PAGE PNG [CASE COLUMN]   a screenshot of a page with a cell opened and
+    python tests/publish/test_page.py PAGE PNG [CASE COLUMN]   a screenshot of a page with a cell opened and
                                                        its framework's columns shown (docs/page.png)
 """
 
@@ -102,7 +102,9 @@ def demo(tmp_path_factory):
     for name in ("page_good", "page_wrong"):
         _run(["run", "--adapter", name, "-q"], where)
     # A benchmark's report, as `tox -e benchmark` leaves it beside the runs: the one the docs' tables are made from.
-    shutil.copy(Path(__file__).resolve().parent.parent / "docs" / "results" / "benchmark.json", where / "reports")
+    shutil.copy(
+        Path(__file__).resolve().parent.parent.parent / "docs" / "results" / "benchmark.json", where / "reports"
+    )
     done = _run(["summary", "--adapter", "page_good", "--adapter", "page_wrong"], where)
     assert done.returncode == 1 and "FAILED: page_wrong:" in done.stderr, done.stdout[-2000:] + done.stderr[-2000:]
     return where / "reports"

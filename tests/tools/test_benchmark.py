@@ -14,7 +14,7 @@ from attention_conformance.publish import speed, tables
 from attention_conformance.run import calls, verify
 from attention_conformance.tools import benchmark, measure
 
-ROOT = Path(__file__).resolve().parent.parent  # the checkout: its docs/speed.md
+ROOT = Path(__file__).resolve().parent.parent.parent  # the checkout: its docs/speed.md
 
 
 def _row(name, **figures):
@@ -155,7 +155,8 @@ def _shape_of(text):
 
 
 def test_the_speed_pages_tables_are_in_the_format_the_benchmark_writes():
-    """Regenerate with `attention-conformance publish` after `tox -e benchmark` (tests/test_docs.py: not stale)."""
+    """Regenerate with `attention-conformance publish` after `tox -e benchmark` (tests/publish/test_docs.py:
+    not stale)."""
     written = _shape_of(speed.tables(_doc([_row("torch")])))
     block = tables.block("benchmark", ROOT)
     assert _shape_of(block) == written

@@ -12,7 +12,7 @@ from golden_files import resign
 from attention_conformance.cases import golden
 from attention_conformance.paths import CONFORMANCE_TESTS
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 
 
 def test_text_format_round_trips_bit_for_bit():

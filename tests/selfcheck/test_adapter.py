@@ -15,7 +15,7 @@ from attention_conformance.contract import ops, registry
 from attention_conformance.paths import ADAPTERS_DIR
 from attention_conformance.run.verify import verify_all
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 # Modules a built-in adapter imports (derived from the adapter files, so a new framework is covered
 # without editing this test), and the names a framework could reach the suite through.
 # Every top-level module an adapter imports, at the top or inside a function (flax is imported only
@@ -94,12 +94,12 @@ def test_registry_is_what_tox_runs():
         "the summary names every built-in adapter, so one that did not report is MISSING"
     )
     ran = re.findall(
-        r"^(\w+): \S+/(\w+)/bin/python -m pytest --adapter (\w+) tests/test_adapter.py",
+        r"^(\w+): \S+/(\w+)/bin/python -m pytest --adapter (\w+) tests/selfcheck ",
         selfcheck["commands"].replace("{/}", "/"),
         re.M,
     )
     assert sorted(ran) == [(n, n, n) for n in sorted(registry.NAMES)], (
-        "each <adapter>-selfcheck runs tests/test_adapter.py in its own framework's environment"
+        "each <adapter>-selfcheck runs tests/selfcheck/test_adapter.py in its own framework's environment"
     )
     assert "browser" in tox["tox"]["env_list"], "the page's browser test is part of the tests (tox -p auto)"
     commands = (

@@ -107,7 +107,7 @@ def test_tox_passes_every_switch_the_machine_record_names():
     from attention_conformance import machine
 
     tox = configparser.ConfigParser()
-    tox.read(Path(__file__).resolve().parent.parent / "tox.ini")
+    tox.read(Path(__file__).resolve().parent.parent.parent / "tox.ini")
     passed = {line.split(":")[-1].strip() for line in tox["testenv"]["pass_env"].splitlines() if line.strip()}
     assert set(machine.SWITCHES) - passed == set()
     assert (

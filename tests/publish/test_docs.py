@@ -11,7 +11,7 @@ import pytest
 from attention_conformance.contract import registry
 from attention_conformance.publish import tables
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 
 
 def _data(name):

@@ -19,7 +19,7 @@ from attention_conformance.cases import loader
 from attention_conformance.contract import ops, registry
 from attention_conformance.tools.fuzz import cases, search
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 SEED = 0
 # The budget, per adapter run: cases in its first dtype, then in each other dtype it declares. Sized
 # to keep each <adapter>-selfcheck environment's fuzz part near a minute on a 2-core machine
@@ -122,7 +122,7 @@ def test_the_fuzzer_finds_most_forward_op_mistakes(requested_adapter, kills, cap
     spec_text = (
         f"the spec catches {sum(bool(_ran[m]['caught_by']) for m in spec)}/{len(spec)} of them"
         if spec
-        else "the spec's kill rate: run tests/test_adapter.py in the same session"
+        else "the spec's kill rate: run tests/selfcheck/test_adapter.py in the same session"
     )
     with capsys.disabled():
         print(

@@ -1,6 +1,6 @@
 """The oracle cache: the same numbers as computing them, keyed on everything that computes
 them, a damaged entry never trusted, a write whole or absent. (Wrong adapters are still caught with
-the cache in use: tests/test_adapter.py runs them against it.) And what fills an empty cache is
+the cache in use: tests/selfcheck/test_adapter.py runs them against it.) And what fills an empty cache is
 computed once, on the work it needs: the first run is nearly as fast as the second."""
 
 import collections

@@ -210,7 +210,7 @@ def test_explain_imports_no_framework(tmp_path, qkv):
 
 
 def test_the_readme_walks_through_every_example():
-    readme = (Path(__file__).resolve().parent.parent / "docs" / "tolerances.md").read_text()
+    readme = (Path(__file__).resolve().parent.parent.parent / "docs" / "tolerances.md").read_text()
     section = readme.split("## Is my difference a bug?", 1)[1].split("\n## ", 1)[0]
     for name in examples.EXAMPLES:
         assert f"{name}.npz" in section, f"docs/tolerances.md's 'Is my difference a bug?' does not mention {name}.npz"

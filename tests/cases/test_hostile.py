@@ -23,7 +23,7 @@ from attention_conformance.paths import CONFORMANCE_TESTS
 from attention_conformance.run.verify import verify
 from attention_conformance.tools.benchmark import alias_bomb
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 # A hang guard only: the bombs below are refused in 1 ms of CPU (measured, Xeon 2.8 GHz, AVX-512).
 # Subprocess timeouts here are hang guards too: each command takes 2-5 s.
 HANG_GUARD_CPU_S = 0.5

@@ -14,7 +14,7 @@ import pytest
 
 from attention_conformance.cases import golden
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 SCRIPT = ROOT / "golden" / "regenerate.py"
 
 

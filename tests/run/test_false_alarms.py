@@ -6,7 +6,7 @@ thousands) and, through `target`, breeds from those that came nearest the allowa
 tests/correct_variants.py is judged in every dtype; the worst margin per variant and dtype is printed.
 
 The suite env runs it at the "ci" profile's budget; a larger search (docs/tolerance-model.md):
-    HYPOTHESIS_PROFILE=search pytest tests/test_false_alarms.py -s
+    HYPOTHESIS_PROFILE=search pytest tests/run/test_false_alarms.py -s
 """
 
 import correct_variants
@@ -195,4 +195,4 @@ def test_no_correct_variant_is_a_false_alarm(dtype, capsys):
                 )
     # No assertion on the mistakes here: on inputs this search seeks out (logits of 1e3 and more in
     # bfloat16) a correct computation's own error reaches 5% of the output, so a 5% mistake can be
-    # rounding; tests/test_model.py holds the mistakes far beyond on ordinary inputs.
+    # rounding; tests/run/test_tolerance_model.py holds the mistakes far beyond on ordinary inputs.
