@@ -17,7 +17,8 @@ import re
 from pathlib import Path
 
 from attention_conformance import machine
-from attention_conformance.contract import registry
+from attention_conformance.contract import ops, registry
+from attention_conformance.contract.meanings import MEANINGS
 from attention_conformance.paths import SPEC_DIR
 from attention_conformance.publish import speed, summary
 from attention_conformance.run import reports
@@ -34,6 +35,11 @@ BLOCKS = {
         "docs/portability.md",
         "<!-- portability table: written by `attention-conformance publish`; do not edit by hand -->",
         "<!-- end of portability table -->",
+    ),
+    "contract": (
+        "docs/contract.md",
+        "<!-- contract table: written by `attention-conformance publish` from contract/ops.py and meanings.py -->",
+        "<!-- end of contract table -->",
     ),
     "benchmark": (
         "docs/speed.md",
@@ -164,7 +170,34 @@ def portability_table(doc):
     return "\n".join(lines)
 
 
-RENDER = {"summary": summary_table, "benchmark": speed.tables, "portability": portability_table}
+def contract_data(directory=None):
+    """[signature, returns, what it is] for each function of the contract, in the op table's order: made from the
+    code (ops.CONTRACT, ops.OPTIONAL, meanings.MEANINGS), so it needs no run and keeps no data in docs/results/."""
+    missing = sorted(set(ops.CONTRACT) ^ set(MEANINGS))
+    if missing:
+        raise SystemExit(f"error: contract/meanings.py and contract/ops.py disagree on {', '.join(missing)}")
+    return [
+        [
+            f"{name}({', '.join(params)})",
+            MEANINGS[name][0],
+            ("**optional**: " if name in ops.OPTIONAL else "") + MEANINGS[name][1],
+        ]
+        for name, params in ops.CONTRACT.items()
+    ]
+
+
+def contract_table(rows):
+    lines = ["| function | returns | mapping-table row / document line |", "|---|---|---|"]
+    return "\n".join(lines + [f"| `{signature}` | {returns} | {what} |" for signature, returns, what in rows])
+
+
+RENDER = {
+    "summary": summary_table,
+    "contract": contract_table,
+    "benchmark": speed.tables,
+    "portability": portability_table,
+}
+DATA_IN_CODE = ("contract",)  # rendered from the package itself: no docs/results/<name>.json
 
 
 def block(name, root="."):
@@ -193,6 +226,7 @@ def main(directory=reports.DEFAULT_DIR, root="."):
         block(name, root)
     made = {
         "summary": summary_data(directory),
+        "contract": contract_data(),
         "benchmark": benchmark_data(directory),
         "portability": portability_data(directory),
     }
@@ -200,7 +234,9 @@ def main(directory=reports.DEFAULT_DIR, root="."):
         if data is None:
             print(f"{name}: no {Path(directory) / (name + '.json')}, table left as it is (`tox -e {name}` makes one)")
             continue
-        reports._replace(Path(root) / RESULTS / f"{name}.json", (json.dumps(data, indent=1) + "\n").encode())
+        if name not in DATA_IN_CODE:
+            reports._replace(Path(root) / RESULTS / f"{name}.json", (json.dumps(data, indent=1) + "\n").encode())
         put(name, RENDER[name](data), root)
-        print(f"{name}: {BLOCKS[name][0]} from {Path(directory)}, data in {RESULTS / (name + '.json')}")
+        source = "the package" if name in DATA_IN_CODE else f"{Path(directory)}, data in {RESULTS / (name + '.json')}"
+        print(f"{name}: {BLOCKS[name][0]} from {source}")
     return 0

@@ -15,6 +15,8 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 
 
 def _data(name):
+    if name in tables.DATA_IN_CODE:
+        return getattr(tables, f"{name}_data")()
     return json.loads((ROOT / tables.RESULTS / f"{name}.json").read_text())
 
 

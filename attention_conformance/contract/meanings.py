@@ -1,0 +1,170 @@
+"""The contract's words: for each function an adapter defines, what it returns and which row of the
+PyTorch-to-TF mapping table, document line or framework feature it stands for. docs/contract.md's table is
+generated from these and ops.py by `attention-conformance publish` (tests/publish/test_docs.py: not stale)."""
+
+# function -> (what it returns, what it is: the mapping-table row, document line or framework feature);
+# "**optional**: " is added for the functions in ops.OPTIONAL.
+MEANINGS = {
+    "version": (
+        "a string",
+        "",
+    ),
+    "create_parameter": (
+        '`{"parameter": array, "trainable": bool}`',
+        "`nn.Parameter(torch.rand(d_in, d_out))`",
+    ),
+    "project": (
+        "`x @ w`",
+        "`queries = x @ W_query`",
+    ),
+    "transposed_matmul": (
+        "`q @ k^T` over the last two axes",
+        "`queries @ keys.T`",
+    ),
+    "scale": (
+        "`scores / sqrt(d_k)`",
+        "`scores / keys.shape[-1] ** 0.5`",
+    ),
+    "softmax": (
+        "softmax over the last axis",
+        "`torch.softmax(scores, dim=-1)`",
+    ),
+    "blend": (
+        "`weights @ v`",
+        "`attn_weights @ values`",
+    ),
+    "dot_columns": (
+        "one dot product per column of `w`",
+        '"the row on the left, dotted with each column on the right"',
+    ),
+    "attention": (
+        '`{"query", "key", "value", "scores", "d_k", "weights", "context"}`',
+        "the whole pipeline",
+    ),
+    "self_attention_v1": (
+        '`{"context", "context_no_grad"}`',
+        "SelfAttention_v1, weights [d_in, d_out]",
+    ),
+    "self_attention_v2": (
+        "context",
+        "SelfAttention_v2, weights in nn.Linear's [d_out, d_in]",
+    ),
+    "exercise_3_1": (
+        '`{"context", "context_v2"}`',
+        "v1 loaded with v2's weights transposed",
+    ),
+    "parameters": (
+        '`{"count": int, "trainable": [bool]}`',
+        "parameter count of v1 or v2",
+    ),
+    "causal_attention": (
+        '`{"weights", "context"}`; weights [d_in, d_out] as in v1',
+        "the mask above the diagonal, -inf before softmax",
+    ),
+    "masked_attention": (
+        '`{"weights", "context"}`; weights [d_in, d_out]; mask [T, T] booleans',
+        "a padding mask, True = hidden",
+    ),
+    "dropout": (
+        '`{"dropout_eval", "dropout_train"}`',
+        "dropout on the attention weights",
+    ),
+    "multi_head_attention": (
+        (
+            '`{"heads": (.., N, T, H), "context"}`; all four weights [d_model, d_model] used as `x @ W`; head n takes '
+            "columns n*H:(n+1)*H"
+        ),
+        "split, attend, merge, project",
+    ),
+    "draw": (
+        'n draws, `"uniform"` or `"normal"`',
+        "`torch.rand` / `tf.randomNormal` (errata)",
+    ),
+    "initial_weights": (
+        '`{"w_query", "w_key", "w_value"}`',
+        "the module form's own initialisation",
+    ),
+    "knobs_removed": (
+        '`{"part6", "part6_scaled", "part7_identity", "part7_identity_unscaled"}`',
+        "part 6 against part 7 with W = I (errata)",
+    ),
+    "fused_attention": (
+        "heads (.., N, T, H); weights [d_model, d_model] as in multi-head, no output projection",
+        "the framework's fused kernel, in its own layout",
+    ),
+    "attention_layer": (
+        "context; weights [d_in, d_out]",
+        "a library attention layer fed the projections",
+    ),
+    "gradients": (
+        '`{"grad_w_query", "grad_w_key", "grad_w_value", "grad_x"}`',
+        "autograd of L = sum(context * g), v1 or v2; weight gradients in the layout the weights came in",
+    ),
+    "sgd_step": (
+        '`{"w_query", "w_key", "w_value"}`',
+        "v1's weights after one step of the framework's SGD",
+    ),
+    "attention_module": (
+        (
+            '`{"context", "weights", "round_trip"}`; x [B, T, E], weights per head (.., N, T, S) (averaged over '
+            'heads for `layer` "mha_averaged"); round_trip is the layer\'s own weights read back with '
+            "`ports.from_layout`, then `ports.flat`"
+        ),
+        (
+            'the framework\'s attention layer (`layer` "mha", "mha_averaged", "mha_seq_first", or "gpt2" for GPT-2\'s '
+            "packed block), loaded from a checkpoint saved in `checkpoint`'s layout: `ports.as_saved_by(checkpoint, "
+            'weights, "<your layout>", num_heads)` (see [framework layers and porting weights](frameworks.md))'
+        ),
+    ),
+    "layer_defaults": (
+        '`{"bias": bool, "dropout": float, "averaged_weights": bool, "w_query": [d_in, d_in]}`',
+        "that layer as its constructor leaves it (W_query in the reference form, via `ports.from_layout`)",
+    ),
+    "decode_attention": (
+        (
+            '`{"context", "stepwise"}`: the queries at positions start..T-1 over all T keys (query p sees keys 0..p), '
+            "with the offset mask, and token by token with a KV cache"
+        ),
+        "decoding; both must equal rows start.. of the causal pass",
+    ),
+    "causal_flag": (
+        "context of the same query block through the framework's own causal flag",
+        "records how the flag aligns when T_q < T_k",
+    ),
+    "grouped_attention": (
+        (
+            "heads (.., N, T, H); w_key, w_value are num_kv_heads heads wide; query head n uses K/V head n // (N / "
+            "num_kv_heads)"
+        ),
+        "grouped-query / multi-query attention, the textbook path",
+    ),
+    "grouped_fused_attention": (
+        "heads, as above",
+        "the framework's fused kernel given the fewer K/V heads",
+    ),
+    "grouped_attention_layer": (
+        "heads, as above",
+        (
+            "the framework's grouped-query attention layer holding these kernels, no biases, an identity output "
+            "projection (so N * H must equal the model width)"
+        ),
+    ),
+    "mask_conventions": (
+        "context; mask [B, T, S], True = hidden (the suite's convention)",
+        (
+            "the mask handed to the framework's attention op in that op's own convention: `api` \"bool\" (its boolean "
+            'mask) or "additive" (`fill` "neg_inf", "large_negative" = -1e9, "dtype_min")'
+        ),
+    ),
+    "layer_mask": (
+        (
+            "context; the attention_module layer (weights in the reference form), mask [B, T, S] True = hidden on "
+            "every head"
+        ),
+        "the mask handed to the framework's attention layer in the layer's own convention",
+    ),
+    "layer_key_padding": (
+        "context; the same layer, padding [B, S] True = a padded key (hidden from every query)",
+        "padding through the layer's own key-padding argument, `causal` through its own causal switch",
+    ),
+}
