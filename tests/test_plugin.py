@@ -1,4 +1,5 @@
-"""The run itself refuses to go green by accident: every path below must exit non-zero."""
+"""The pytest plugin (attention_conformance/plugin.py) refuses to go green by accident: every path below must exit
+non-zero."""
 
 import subprocess
 import sys

@@ -1,0 +1,60 @@
+"""The command's dispatch (attention_conformance/cli.py), in this process: each command reaches the module of its
+stage, wrong usage exits 2 with one line, and the commands without a run of their own (validate, template,
+examples, sweep's refusals) give their answer. tests/test_out_of_tree.py runs the commands as an outsider does."""
+
+import numpy as np
+import pytest
+
+from attention_conformance import cli
+from attention_conformance.paths import ADAPTERS_DIR
+from attention_conformance.tools import sweep_cases
+
+
+def test_validate_reads_the_spec_and_its_goldens(capsys):
+    assert cli.main(["validate"]) == 0
+    assert capsys.readouterr().out.startswith("ok: ")
+
+
+def test_validate_names_a_broken_spec_in_one_line(tmp_path, capsys):
+    (tmp_path / "spec.yaml").write_text("cases: [\n")
+    assert cli.main(["validate", str(tmp_path / "spec.yaml")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and str(tmp_path / "spec.yaml") in err and err.count("\n") == 1
+
+
+def test_template_prints_the_template_or_a_built_in_adapter(capsys):
+    assert cli.main(["template"]) == 0
+    assert capsys.readouterr().out == (ADAPTERS_DIR / "_template.py").read_text()
+    assert cli.main(["template", "reference"]) == 0
+    assert capsys.readouterr().out == (ADAPTERS_DIR / "reference.py").read_text()
+
+
+def test_examples_writes_the_explain_files(tmp_path, capsys):
+    assert cli.main(["examples", str(tmp_path / "files")]) == 0
+    written = sorted(p.name for p in (tmp_path / "files").glob("*.npz"))
+    assert written and all(set(np.load(tmp_path / "files" / name).files) >= {"out"} for name in written)
+
+
+def test_sweep_refuses_an_op_it_does_not_cover_before_loading_an_adapter(capsys):
+    with pytest.raises(SystemExit) as refused:
+        cli.main(["sweep", "--adapter", "no_such_adapter", "--op", "draw"])
+    assert refused.value.code == 2
+    assert f"--op takes {', '.join(sweep_cases.SWEEP_OPS)}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["no_such_command"],
+        ["check"],
+        ["validate", "a", "b"],
+        ["summary", "--html", " "],
+        ["fuzz", "--adapter", "x", "y"],
+    ],
+    ids=["unknown command", "check without a module", "validate twice", "summary with an empty page path", "extra"],
+)
+def test_wrong_usage_exits_2(argv, capsys):
+    with pytest.raises(SystemExit) as refused:
+        cli.main(argv)
+    assert refused.value.code == 2
+    assert "error:" in capsys.readouterr().err
