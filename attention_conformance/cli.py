@@ -81,6 +81,17 @@ def explain_keys():
     return explain_file.USAGE
 
 
+def _drawing(parser, examples):
+    """The arguments of a command that draws cases on one adapter (fuzz, sweep)."""
+    parser.add_argument("--adapter", required=True, metavar="NAME")
+    parser.add_argument(
+        "--examples", type=int, default=examples, metavar="N", help=f"cases to draw (default {examples})"
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, metavar="S", help="the same seed draws the same cases (default 0)"
+    )
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(
         prog="attention-conformance",
@@ -203,11 +214,7 @@ def main(argv=None):
         help="generated cases over the forward ops, judged by the tolerance model; "
         "a finding is written as a spec case and a standalone reproducer",
     )
-    fuzz_parser.add_argument("--adapter", required=True, metavar="NAME")
-    fuzz_parser.add_argument("--examples", type=int, default=100, metavar="N", help="cases to generate (default 100)")
-    fuzz_parser.add_argument(
-        "--seed", type=int, default=0, metavar="S", help="the same seed draws the same cases (default 0)"
-    )
+    _drawing(fuzz_parser, 100)
     fuzz_parser.add_argument("--dtype", choices=dtypes.DTYPES, help="default: the adapter's first dtype")
     fuzz_parser.add_argument(
         "--op", action="append", metavar="OP", help="only this forward op (repeatable; default: every one covered)"
@@ -225,9 +232,7 @@ def main(argv=None):
         "declares: the share of the derived bound used and the k needed (docs/tolerance-model.md). Exit 1 on an "
         "output beyond the model that no known divergence declares.",
     )
-    sweep_parser.add_argument("--adapter", required=True, metavar="NAME")
-    sweep_parser.add_argument("--examples", type=int, default=150, metavar="N", help="cases to draw (default 150)")
-    sweep_parser.add_argument("--seed", type=int, default=0, metavar="S")
+    _drawing(sweep_parser, 150)
     sweep_parser.add_argument("--json", metavar="PATH", help="write every measurement and the summary here")
     sweep_parser.add_argument(
         "--model", metavar="PATH", help="the model file to judge against (default spec/model.yaml)"

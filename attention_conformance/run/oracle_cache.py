@@ -9,33 +9,19 @@ computes with) and NumPy's version.
 A file whose content does not match the digest recorded inside it is recomputed, never trusted;
 writes go to a temporary file renamed into place, so parallel environments never see half a file.
 
-Where: $ATTENTION_CONFORMANCE_CACHE, else $XDG_CACHE_HOME/attention-conformance, else
-~/.cache/attention-conformance; ATTENTION_CONFORMANCE_CACHE=off keeps nothing on disk.
+Where: the suite's cache (cache.py), in its oracle/ folder; ATTENTION_CONFORMANCE_CACHE=off keeps nothing.
 Only the oracle's answers are cached: the output under test is always computed by the adapter.
 """
 
 import hashlib
-import os
-import tempfile
 import zipfile
 from pathlib import Path
 
 import numpy as np
 
-from attention_conformance import deterministic, ports
+from attention_conformance import cache, deterministic, ports
 
 FORMAT = "1"
-
-
-def directory():
-    """The cache folder, or None when caching is off."""
-    chosen = os.environ.get("ATTENTION_CONFORMANCE_CACHE")
-    if chosen == "off":
-        return None
-    if chosen:
-        return Path(chosen)
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "attention-conformance"
 
 
 def _hash_array(h, name, value):
@@ -79,15 +65,8 @@ def read(path):
 
 
 def _write(path, arrays):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".npz")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, __digest__=np.array(_digest(arrays)), **arrays)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """The entry written whole or not at all (cache.write); a read-only or full disk costs time, never a result."""
+    cache.write(path, lambda f: np.savez(f, __digest__=np.array(_digest(arrays)), **arrays))
 
 
 def cached(op, kwargs, rounding, oracle_file, compute, keep=None):
@@ -99,7 +78,7 @@ def cached(op, kwargs, rounding, oracle_file, compute, keep=None):
         result = compute()
         return result if keep is None else {name: result[name] for name in keep}
 
-    where = directory()
+    where = cache.directory()
     if where is None:
         return computed()
     path = where / "oracle" / f"{key(op, kwargs, rounding, oracle_file, keep)}.npz"
@@ -110,8 +89,5 @@ def cached(op, kwargs, rounding, oracle_file, compute, keep=None):
     arrays = {name: np.asarray(value) for name, value in result.items()}
     if not all(a.dtype.kind in "biuf" or a.dtype.name == "bfloat16" for a in arrays.values()):
         return result
-    try:
-        _write(path, arrays)
-    except OSError:  # a read-only or full disk costs time, never a result
-        pass
+    _write(path, arrays)
     return arrays  # the same types whether it came from disk or not

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attention_conformance import machine
+from attention_conformance import cache, machine
 from attention_conformance.contract import registry
 from attention_conformance.run import oracle_cache, reports
 
@@ -228,7 +228,7 @@ def main(adapter=None, envs=None, pytest_args=()):
             file=sys.stderr,
         )
         return 2
-    shared = oracle_cache.directory()
+    shared = cache.directory()
     with tempfile.TemporaryDirectory() as scratch:
         recompute = Path(scratch) if shared is not None else None
         if adapter:

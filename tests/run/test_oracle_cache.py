@@ -12,6 +12,7 @@ import pytest
 
 from attention_conformance import dtypes
 from attention_conformance.adapters import reference
+from attention_conformance.cache import directory as cache_directory
 from attention_conformance.cases import golden, loader
 from attention_conformance.run import calls, oracle_cache
 
@@ -116,7 +117,7 @@ def test_off_keeps_nothing_on_disk(tmp_path, monkeypatch):
     monkeypatch.setenv("ATTENTION_CONFORMANCE_CACHE", "off")
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
-    assert oracle_cache.directory() is None
+    assert cache_directory() is None
     _expected()
     assert list(tmp_path.rglob("*.npz")) == []
 
