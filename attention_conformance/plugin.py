@@ -10,6 +10,9 @@ than the spec defines for the requested adapters fails. Each adapter's results g
 so a run that dies shows as unfinished, never as its last result; a usage error puts the last report
 back, except for an adapter that cannot run as it is now (does not import, breaks the contract,
 declares NOT_APPLICABLE keys that name nothing): it keeps no report.
+
+PYTEST_DONT_REWRITE: a run started from inside another pytest session (the suite's own tests) finds this module
+imported already; it raises its own messages, so assertion rewriting has nothing to do here either.
 """
 
 import hashlib

@@ -152,3 +152,40 @@ def test_an_adapter_imports_only_the_public_api(path):
     name = f"attention_conformance.adapters.{path.stem}"
     wrong = [f"{target} (line {line})" for target, line in _imports(name, path, known) if target not in allowed]
     assert wrong == [], f"{path.relative_to(ROOT)} imports beyond the public API: {', '.join(wrong)}"
+
+
+# A module whose test file is not named after it: the file that exercises it directly.
+TESTED_IN = {
+    "attention_conformance": "tests/test_out_of_tree.py",  # known_divergences(), as an outside adapter calls it
+    "attention_conformance.publish.page": "tests/publish/test_page_data.py",  # test_page.py: the same in chromium
+    "attention_conformance.tools.explain_file": "tests/tools/test_explain.py",
+}
+NO_LOGIC = {"attention_conformance.__main__", "attention_conformance.paths", "attention_conformance.conformance"}
+
+
+def _has_logic(path):
+    return any(isinstance(node, (ast.FunctionDef, ast.ClassDef)) for node in ast.parse(path.read_text()).body)
+
+
+def _test_file(name):
+    if name in TESTED_IN:
+        return ROOT / TESTED_IN[name]
+    parts = name.split(".")[1:]
+    return ROOT / "tests" / Path(*parts[:-1], f"test_{parts[-1]}.py")
+
+
+@pytest.mark.parametrize(
+    "name",
+    sorted(n for n, p in MODULES.items() if _has_logic(p) and n not in NO_LOGIC),
+    ids=lambda n: n.removeprefix("attention_conformance."),
+)
+def test_every_module_with_logic_has_a_test_file_that_imports_it(name):
+    path = _test_file(name)
+    assert path.is_file(), (
+        f"{MODULES[name].relative_to(ROOT)} has no test file of its own: write {path.relative_to(ROOT)}"
+    )
+    module, _, last = name.rpartition(".")
+    text = path.read_text()
+    assert name in text or f"from {module} import" in text and last in text, (
+        f"{path.relative_to(ROOT)} does not import {name}"
+    )

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_spec import MALFORMED, VALID
+from spec_samples import MALFORMED, VALID
 
 from attention_conformance import cli
 from attention_conformance.cases import loader

@@ -12,12 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from golden_files import resign
-from test_spec import VALID
+from spec_samples import VALID, Garbage
 
 from attention_conformance import cli
 from attention_conformance.adapters import reference
 from attention_conformance.cases import divergences, golden, loader
-from attention_conformance.contract import ops
 from attention_conformance.margin import Nonconformance
 from attention_conformance.paths import CONFORMANCE_TESTS
 from attention_conformance.run.verify import verify
@@ -307,21 +306,6 @@ def test_case_ids_are_lowercase_words_whatever_the_vocabulary_says(tmp_path, cas
 
 
 # --- the checker never crashes on a wrong output -------------------------------------------------
-
-
-class Garbage:
-    """An adapter that returns `value` for every output of every op."""
-
-    DTYPES = ("float32",)
-
-    def __init__(self, value):
-        self.value = value
-
-    def __getattr__(self, op):
-        if op not in ops.OPS:  # NOT_APPLICABLE and the like: not defined, as in a module without them
-            raise AttributeError(op)
-        outputs = ops.OPS[op][1]
-        return lambda **_: self.value if len(outputs) == 1 else {name: self.value for name in outputs}
 
 
 WRONG = {

@@ -1,4 +1,5 @@
-"""Fuzzers: structural mutants of the real spec and goldens, and random wrong adapter outputs.
+"""Fuzzing the spec and its goldens (cases/loader.py, cases/golden.py): structural mutants of the real spec and
+goldens, and random wrong adapter outputs.
 
 Every spec or golden mutant is either accepted (and its changed cases then run cleanly on the
 reference: a pass, a Nonconformance, or an error raised inside the adapter itself), or refused
@@ -27,7 +28,7 @@ import yaml
 from golden_files import copy_goldens, resign
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from test_hostile import Garbage, alias_bomb
+from spec_samples import Garbage
 
 from attention_conformance import cli, safe_io
 from attention_conformance.adapters import reference
@@ -36,6 +37,7 @@ from attention_conformance.margin import Nonconformance
 from attention_conformance.paths import SPEC_DIR
 from attention_conformance.run import calls
 from attention_conformance.run.verify import verify
+from attention_conformance.tools.benchmark import alias_bomb
 
 SPEC_TEXT = (SPEC_DIR / "attention.yaml").read_text()
 SPEC_DATA = safe_io.load_yaml(SPEC_TEXT)

@@ -1,0 +1,93 @@
+"""A generated case (fuzz's, the model sweep's) against the repository's spec: the spec cases it stands with
+are those of its op sharing its deciding features, and what an adapter declares about them (NOT_APPLICABLE,
+a known divergence) covers it; a bounded divergence excuses nothing."""
+
+import types
+
+import numpy as np
+import pytest
+
+from attention_conformance.cases import divergences, generated, loader
+from attention_conformance.contract import ids
+
+SPEC = loader.load()
+ROWS = np.zeros((3, 3), dtype=bool)
+X_W = {"x": np.ones((3, 4)), "w_query": np.ones((4, 2)), "w_key": np.ones((4, 2)), "w_value": np.ones((4, 2))}
+
+
+def _masked(fully_masked_row):
+    mask = ROWS.copy()
+    mask[1, :] = fully_masked_row
+    mask[2, 0] = True
+    return X_W | {"mask": mask}
+
+
+def _twins(op, given):
+    return [case.id for case in generated.twins(SPEC, op, given)]
+
+
+def test_shape_reads_a_drawn_a_listed_and_a_golden_tensor():
+    assert generated.shape({"uniform": [-1, 1], "shape": [2, 5], "seed": 1}) == (2, 5)
+    assert generated.shape([[1.0, 2.0, 3.0]]) == (1, 3) and generated.shape(np.ones((4, 2))) == (4, 2)
+    assert generated.shape("doc000_seed123.json#x") == () and generated.shape(None) == ()
+
+
+def test_features_are_the_words_switches_and_shapes_that_decide():
+    assert generated.features("masked_attention", _masked(True)) == {
+        "fully_masked": True,
+        "one_token": False,
+        "one_query": False,
+    }
+    assert generated.features("decode_attention", X_W | {"start": 2})["offset"] is True
+    bool_mask = X_W | {"mask": ROWS, "api": "bool", "fill": "neg_inf"}
+    assert "fill" not in generated.features("mask_conventions", bool_mask)  # a boolean mask reads no fill
+    assert generated.features("mask_conventions", bool_mask | {"api": "additive"})["fill"] == "neg_inf"
+
+
+def test_a_fully_masked_row_stands_with_the_specs_fully_masked_cases_only():
+    assert _twins("masked_attention", _masked(True)) == ["padding_fully_masked"]
+    assert _twins("masked_attention", _masked(False)) == ["padding_partial"]
+
+
+def test_a_row_of_256_scores_stands_with_the_long_row_case():
+    assert _twins("softmax", {"scores": np.ones((2, 256))}) == ["softmax_long_row"]  # a bfloat16 sum stalls there
+
+
+def test_a_one_token_spec_case_speaks_for_one_token_cases_only():
+    gqa = {"num_heads": 2, "num_kv_heads": 2, "causal": True}
+    one = _twins("grouped_fused_attention", X_W | gqa | {"x": np.ones((1, 4))})
+    many = _twins("grouped_fused_attention", X_W | gqa)
+    assert one == ["gqa_grouped_fused", "gqa_grouped_fused_one_token"] and many == ["gqa_grouped_fused"]
+
+
+def test_with_no_spec_case_sharing_every_feature_the_last_are_let_go():
+    # An averaged-weights layer with T = N = E: the spec has no such cube, so the averaged cases stand for it.
+    cube = X_W | {"x": np.ones((2, 2)), "num_heads": 2, "layer": "mha_averaged", "causal": True}
+    assert _twins("attention_module", cube) == ["layer_mha_averaged"]
+
+
+@pytest.mark.parametrize(
+    ("key", "covers"),
+    [("padding_fully_masked", True), ("padding_fully_masked/weights", True), ("padding_fully_masked/context", False)]
+    + [("masked_attention/weights", True), ("padding_partial", False), ("float16", False), ("float32", True)],
+)
+def test_a_not_applicable_key_naming_a_twin_covers_the_generated_case(key, covers):
+    adapter = types.SimpleNamespace(NOT_APPLICABLE={key: "cannot"})
+    stands_with = generated.twins(SPEC, "masked_attention", _masked(True))
+    found = generated.not_applicable(adapter, stands_with, "masked_attention", _masked(True), "float32", "weights")
+    assert found == ("cannot" if covers else None)
+
+
+def test_a_known_divergence_of_a_twin_or_of_fuzz_op_excuses_it_and_a_bounded_one_does_not():
+    stands_with = generated.twins(SPEC, "masked_attention", _masked(True))
+
+    def excused(pattern, reason):
+        return generated.divergence("nan", {pattern: reason}, stands_with, "masked_attention", "float32", "weights")
+
+    nans = divergences.Reason("NaN for a fully masked row")
+    assert excused("test_weights[nan-*-padding_fully_masked]", nans) == ("padding_fully_masked", nans)
+    generated_case = ids.generated_case("masked_attention")
+    assert excused(f"test_*[nan-float32-{generated_case}]", nans) == (generated_case, nans)
+    assert excused("test_weights[nan-*-padding_partial]", nans) is None  # not the case it stands with
+    assert excused("test_weights[other-*-padding_fully_masked]", nans) is None  # another adapter's
+    assert excused(f"test_weights[nan-float32-{generated_case}]", divergences.Reason("measured", within=4.0)) is None

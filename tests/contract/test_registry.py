@@ -1,0 +1,131 @@
+"""The adapter registry (attention_conformance/contract/registry.py): where an adapter name leads, every way
+a module breaks the contract said in one line each, the hint for a name that does not import, and loading
+the built-in reference adapter.
+"""
+
+import inspect
+import sys
+import types
+
+import pytest
+
+from attention_conformance.contract import registry
+from attention_conformance.contract.ops import CONTRACT, OPTIONAL
+
+
+def _function(params):
+    """A function whose signature is exactly `params`, as inspect reads it."""
+
+    def fn(*args, **kwargs):
+        return None
+
+    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    fn.__signature__ = inspect.Signature([inspect.Parameter(p, kind) for p in params])
+    return fn
+
+
+def _adapter(**overrides):
+    """A module that keeps the whole contract, but for `overrides` (None deletes a name)."""
+    module = types.ModuleType("fake_adapter")
+    module.DTYPES = ("float32",)
+    for name, params in CONTRACT.items():
+        setattr(module, name, _function(params))
+    for name, value in overrides.items():
+        if value is None:
+            delattr(module, name)
+        else:
+            setattr(module, name, value)
+    return module
+
+
+def test_a_built_in_name_is_the_packaged_module_and_any_other_is_taken_as_written():
+    assert registry.module_path("reference") == "attention_conformance.adapters.reference"
+    assert set(registry.NAMES) >= {"reference", "torch"} and "_template" not in registry.NAMES
+    assert registry.module_path("my_company.attention_adapter") == "my_company.attention_adapter"
+
+
+def test_a_module_that_keeps_the_contract_has_no_problems():
+    assert registry.contract_problems(_adapter()) == []
+    assert registry.contract_problems(_adapter(**{op: None for op in OPTIONAL})) == []  # optional ops may go
+    assert registry.contract_problems(types.SimpleNamespace(**vars(_adapter()))) == []
+
+
+@pytest.mark.parametrize(
+    "overrides,says",
+    [
+        ({"DTYPES": ("float32", "float8")}, "DTYPES must be a non-empty tuple"),
+        ({"DTYPES": []}, "DTYPES must be a non-empty tuple"),
+        ({"NOT_APPLICABLE": {"float16": ""}}, "NOT_APPLICABLE must map a key to the reason"),
+        ({"NOT_APPLICABLE": {"layer=bert": "no BERT"}}, "NOT_APPLICABLE key 'layer=bert': layer takes mha"),
+        ({"KNOWN_DIVERGENCES": {"Sat": "why"}}, "KNOWN_DIVERGENCES must map"),
+        ({"pin_numerics": lambda flag: {}}, "pin_numerics must be a function of no arguments"),
+        ({"softmax": None}, "missing function softmax(scores)"),
+        ({"scale": _function(("scores", "dk"))}, "scale(scores, dk) should be scale(scores, d_k)"),
+        ({"blend": _function(("v", "weights"))}, "blend(v, weights) should be blend(weights, v)"),  # order counts
+        ({"version": "1.0"}, "missing function version()"),
+    ],
+)
+def test_each_way_of_breaking_the_contract_is_one_line_that_names_it(overrides, says):
+    problems = registry.contract_problems(_adapter(**overrides))
+    assert len(problems) == 1 and says in problems[0], problems
+    assert "\n" not in problems[0]
+
+
+@pytest.mark.parametrize("key", ["float16", "softmax", "attention_module/weights", "causal=true", "fill=neg_inf"])
+def test_a_good_not_applicable_key_has_no_problem(key):
+    assert registry.not_applicable_key_problem(key) is None
+
+
+@pytest.mark.parametrize(
+    "key,says",
+    [
+        ("layer=MHA", "in lower case: layer=mha"),
+        ("softmax/context", "softmax() has no output 'context': its outputs are weights"),
+        ("api=float", "api takes bool, additive, not 'float'"),
+        ("Float16", "must be a dtype, an op or a case id"),
+    ],
+)
+def test_a_wrong_not_applicable_key_says_what_to_write(key, says):
+    assert says in (registry.not_applicable_key_problem(key) or ""), key
+
+
+def test_a_misspelled_adapter_gets_the_nearest_name_and_a_file_name_its_module_name(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "my_adapter.py").write_text("")  # the user's own adapter, beside them
+    assert registry.import_hint("refernce", ModuleNotFoundError(name="refernce")) == " (did you mean 'reference'?)"
+    assert "'my_adapter'" in registry.import_hint("my_adaptr", ModuleNotFoundError(name="my_adaptr"))
+    assert "give the module's name, 'my_adapter'" in registry.import_hint(
+        "my_adapter.py", ModuleNotFoundError(name="my_adapter")
+    )
+    assert "built-in adapters: " in registry.import_hint("zzzz", ModuleNotFoundError(name="zzzz"))
+    # A framework missing inside an adapter that exists is not a misspelled adapter name.
+    assert registry.import_hint("torch", ModuleNotFoundError(name="torch._C")) == ""
+    assert registry.import_hint("reference", ImportError("broken")) == ""
+
+
+def test_the_reference_adapter_loads_and_pins_nothing():
+    module = registry.load("reference")
+    assert module.__name__ == "attention_conformance.adapters.reference"
+    assert registry.contract_problems(module) == []
+    assert registry.pin(module) == {}
+
+
+def test_a_module_that_does_not_import_or_breaks_the_contract_is_refused_in_one_line(monkeypatch):
+    with pytest.raises(registry.AdapterError, match=r"does not import: ModuleNotFoundError.*did you mean 'reference'"):
+        registry.load("refernce")
+    monkeypatch.setitem(sys.modules, "fake_adapter", _adapter(softmax=None))
+    with pytest.raises(registry.AdapterError, match=r"'fake_adapter' breaks the contract: missing function softmax"):
+        registry.load("fake_adapter")
+
+
+def test_pin_sets_the_switches_again_each_time_it_is_called(monkeypatch):
+    calls = []
+
+    def pin_numerics():
+        calls.append(1)
+        return [("intra_op_threads", 1)]
+
+    module = _adapter(pin_numerics=pin_numerics)
+    monkeypatch.setitem(sys.modules, "fake_adapter", module)
+    assert registry.load("fake_adapter") is module and calls == [1]
+    assert registry.pin(module) == {"intra_op_threads": 1} and calls == [1, 1]

@@ -1,0 +1,106 @@
+"""docs/speed.md's tables and findings (attention_conformance/publish/speed.py) from a small hand-made benchmark
+document: what is shown when a figure was not measured (no main job, a cold run that stopped, a path a
+framework lacks), the memory target, and which of a framework's ops its findings keep.
+tests/tools/test_benchmark.py checks the overhead targets, the matmul notes and the tables' format."""
+
+from attention_conformance.publish import speed
+
+MACHINE = {"host": "h", "cpu": "Some CPU", "isa": "AVX2", "half": [], "threads": 2, "switches": {}}
+
+
+def _row(name, **figures):
+    row = {
+        "adapter": name,
+        "tests": 10,
+        "tests_run": 8,
+        "whole_s": 2.0,
+        "import_s": 0.5,
+        "inside_s": 1.0,
+        "start_and_exit_s": 0.25,
+        "floor_s": 10.0,
+        "overhead_s": 0.1,
+        "overhead_share": 0.05,
+        "overhead_ms_per_test": 1.0,
+        "cold_s": 2.5,
+        "cold_framework_extra_s": 0.0,
+        "cold_over_warm": 1.25,
+        "over_bare_mib": 100.0,
+        "working_set_mib": 40.0,
+        "working_set_case": "gpt2",
+        "allocator_baseline_mib": 20.0,
+        "memory_allowed_mib": 100.0,
+        "memory_over_allowed": 1.0,
+        "numpy_matmul_s": 0.01,
+        "matmul_s": {"float32": 0.02},
+        "inside": [{"op": "attention", "dtype": "float32", "s": 1.0, "calls": 4}],
+        "scaling": [{"T": t, "textbook_s": 0.001 * t, "fused_s": None} for t in speed.SCALING_T],
+    } | figures
+    row["ratios"] = {key: row[key] / target for key, target in speed.TARGETS.items() if row.get(key) is not None}
+    return row
+
+
+def _tables(text):
+    """{first header cell: [{header: cell}]} for each Markdown table of `text`."""
+    found, header = {}, None
+    for line in text.splitlines():
+        if line.startswith("|---"):
+            continue
+        if not line.startswith("| "):
+            header = None
+        elif header is None:
+            header = [c.strip() for c in line.strip("|").split("|")]
+            found[header[0] + " " + header[1]] = []
+        else:
+            found[header[0] + " " + header[1]].append(
+                dict(zip(header, (c.strip() for c in line.strip("|").split("|"))))
+            )
+    return found
+
+
+def test_a_figure_not_measured_is_a_dash_and_said_in_the_targets_line_never_a_hold():
+    text = speed.tables({"machine": MACHINE, "date": "2026-01-02", "frameworks": [_row("torch", cold_over_warm=None)]})
+    assert "the warm run with the oracle cache as found" in text.splitlines()[0]
+    assert "Main job, `tox -m conformance -p auto`, warm: not measured here (`tox -e benchmark` measures it)" in text
+    (torch,) = _tables(text)["framework tests run (of all)"]
+    assert torch["cold/warm, less that work (<= 1.5)"] == "-"
+    targets = next(line for line in text.splitlines() if line.startswith("Targets:"))
+    assert "cold <= 1.5x warm: not measured for torch" in targets
+    assert "main job <= 1.3x its floor: not measured" in targets
+    assert "memory <= 2x working set + baseline: holds" in targets, "used / allowed of exactly 1 holds"
+
+
+def test_a_main_job_whose_tox_failed_is_not_measured():
+    job = {"s": 9.0, "floor_s": 5.0, "frameworks_floor_cpu_s": 8.0, "cores": 2, "tox_fixed_s": 1.0}
+    job |= {"exit": 2, "tox_fixed_exit": 0, "main_job_over_floor": None, "ratios": {}}
+    text = speed.tables({"machine": MACHINE, "date": "2026-01-02", "main_job": job, "frameworks": [_row("torch")]})
+    assert "tox failed (exit 2, 0 with empty commands): not measured" in text
+    assert "main job <= 1.3x its floor: not measured for the main job" in text
+
+
+def test_memory_over_its_allowance_is_marked_and_a_path_never_measured_has_no_row():
+    text = speed.tables(
+        {"machine": MACHINE, "date": "2026-01-02", "frameworks": [_row("jax", memory_over_allowed=1.2)]}
+    )
+    found = _tables(text)
+    (memory,) = found["framework over bare import MiB"]
+    assert memory["used/allowed (<= 1)"] == "1.20 MISS"
+    assert memory["largest working set MiB"] == "40 (gpt2)"
+    assert "memory <= 2x working set + baseline: missed by jax" in text
+    scaling = found["framework path"]
+    assert [(r["framework"], r["path"]) for r in scaling] == [("jax", "textbook")], "no fused figure: no fused row"
+    assert scaling[0]["T=1024"] == "1.024"
+
+
+def test_findings_keep_the_largest_ops_with_their_share_of_the_floor_and_the_known_reason():
+    inside = [
+        {"op": "fused_attention", "dtype": "float16", "s": 3.0, "calls": 100},
+        {"op": "project", "dtype": "float32", "s": 1.0, "calls": 10},
+        {"op": "softmax", "dtype": "float32", "s": 0.5, "calls": 10},
+    ]
+    found = speed.findings([_row("jax", inside=inside)], MACHINE)
+    assert [f["op"] for f in found] == ["fused_attention", "project"], "the two largest, in the order measured"
+    assert found[0]["share_of_floor"] == 0.3
+    # Neither matmul is 4x slower (float16 is not measured, float32 is 2x NumPy's): the reason alone, per call.
+    assert found[0]["note"] == f"30 ms a call: {speed.REASONS['jax', 'float16']}"
+    assert found[1]["note"] == f"100 ms a call: {speed.REASONS['jax', None]}"
+    assert [f["op"] for f in speed.findings([_row("jax", inside=inside)], MACHINE, top=1)] == ["fused_attention"]

@@ -1,0 +1,106 @@
+"""The summary (attention_conformance/publish/summary.py) over a reports folder written by run/reports.py's
+own writer: exit 0 only when every adapter ran completely and conformed; a failing, unfinished or missing
+adapter fails the verdict, which is the last line printed. And the kill rate of the wrong adapters."""
+
+from types import SimpleNamespace
+
+from attention_conformance.publish import summary
+from attention_conformance.run import reports
+
+SPEC = SimpleNamespace(  # what reports.outline reads of a spec: one family of two cases
+    families=("document values",),
+    cases={c: SimpleNamespace(id=c, family="document values", convention=None) for c in ("sat", "cat")},
+)
+
+
+def _result(outcome, margin=None, message=None):
+    return {"outcome": outcome, "margin": margin, "ulp": None, "message": message, "reason": None}
+
+
+def _run(directory, adapter, **outcomes):
+    """A finished run of `adapter` in float32, one test per case: {case: outcome}."""
+    tests = {
+        f"test_context[{adapter}-float32-{case}]": _result(o, 0.1, "off by 1e-3" if o == "failed" else None)
+        for case, o in outcomes.items()
+    }
+    reports.write_run(
+        directory,
+        adapter,
+        version=f"{adapter} 1.0",
+        dtypes=["float32"],
+        devices={"cpu": "ran"},
+        spec=SPEC,
+        spec_sha256="0" * 64,
+        numerics={},
+        complete=True,
+        expected=len(tests),
+        tests=tests,
+    )
+
+
+def _summary(tmp_path, capsys, names=None):
+    """(exit code, stdout, the verdict): the last line printed, on stderr when it fails."""
+    code = summary.main([tmp_path / "reports"], names=names, out=tmp_path / "out")
+    said = capsys.readouterr()
+    return code, said.out, (said.err if code else said.out).strip().splitlines()[-1]
+
+
+def test_every_adapter_conforming_exits_0_and_writes_the_matrix_and_the_page(tmp_path, capsys):
+    _run(tmp_path / "reports", "reference", sat="passed", cat="passed")
+    _run(tmp_path / "reports", "torch", sat="passed", cat="diverged")
+    code, out, verdict = _summary(tmp_path, capsys, names=["reference", "torch"])
+    assert code == 0, out
+    assert verdict == "conforms: reference, torch (2 adapter(s))"
+    torch = next([c.strip() for c in line.strip("|").split("|")] for line in out.splitlines() if "| torch " in line)
+    assert (
+        " | ".join(torch)
+        == "torch | torch 1.0 | float32 | cpu ran | 2 | 1 | 0 | 0.100 | - | conforms (1 known divergences)"
+    )
+    assert {"matrix.md", "matrix.json", "index.html"} <= {p.name for p in (tmp_path / "out").iterdir()}
+
+
+def test_a_failing_adapter_exits_1_naming_its_first_failure(tmp_path, capsys):
+    _run(tmp_path / "reports", "reference", sat="passed", cat="passed")
+    _run(tmp_path / "reports", "torch", sat="passed", cat="failed")
+    code, out, verdict = _summary(tmp_path, capsys)
+    assert code == 1
+    assert verdict == "FAILED: torch: 1 failed; test_context[torch-float32-cat]: off by 1e-3"
+    assert "FAILED: 1 failed (first test_context[torch-float32-cat])" in out
+
+
+def test_an_adapter_asked_for_without_a_report_or_whose_run_died_is_missing_and_exits_1(tmp_path, capsys):
+    _run(tmp_path / "reports", "reference", sat="passed", cat="passed")
+    code, out, verdict = _summary(tmp_path, capsys, names=["reference", "jax"])
+    assert code == 1
+    assert verdict.startswith("FAILED: jax: MISSING: no report named 'jax' (the reports are of reference)")
+    reports.hold(tmp_path / "reports", ["reference"])  # a run started and never finished: its last report is gone
+    code, out, verdict = _summary(tmp_path, capsys, names=["reference"])
+    assert code == 1 and verdict.startswith("FAILED: reference: MISSING: started ")
+    assert "never finished" in verdict
+
+
+def test_the_kill_rate_counts_wrong_adapters_caught_and_names_those_that_were_not(tmp_path):
+    assert summary.kill_rate([tmp_path]) == (None, [], []), "an outside run has no wrong adapters of its own"
+    caught = [f"test_context[reference__no_scale-float64-case{i}]" for i in range(5)]
+    reports.write_mutants(
+        tmp_path,
+        "reference",
+        ["reference__no_scale", "reference__one_ulp_off", "reference__reordered_sum", "reference__never_run"],
+        {
+            "reference__no_scale": {"expected": "caught", "cases": 9, "caught_by": caught},
+            "reference__one_ulp_off": {"expected": "caught", "cases": 9, "caught_by": []},
+            "reference__reordered_sum": {"expected": "passes", "cases": 9, "caught_by": []},
+        },
+    )
+    headline, rows, wrong = summary.kill_rate([tmp_path])
+    assert headline == "Wrong adapters caught (kill rate): 1 of 2, 50%"
+    by_name = {r[0]: r[1:] for r in rows}
+    assert by_name["reference__no_scale"] == [
+        "must fail",
+        "caught by test_context[float64-case0], test_context[float64-case1], test_context[float64-case2] "
+        "and 2 more (5 of 9)",
+        True,
+    ]
+    assert by_name["reference__reordered_sum"] == ["must pass", "passed all 9", True]
+    assert by_name["reference__never_run"][2] is False
+    assert wrong == ["reference__never_run not run", "reference__one_ulp_off not caught"]

@@ -1,0 +1,90 @@
+"""The reports folder: a run report written whole and read back; the start marker that replaces it while a run
+is under way is never taken for a finished run; hold, restore and forget leave the folder as a user expects;
+a report of another schema is refused, never mixed in."""
+
+import pytest
+
+from attention_conformance.cases import loader
+from attention_conformance.run import reports
+
+SPEC = loader.load()
+RESULT = {"outcome": "passed", "margin": 0.1, "ulp": 1.0, "worst": None, "message": None, "reason": None}
+
+
+def _write(directory, adapter="reference", **changes):
+    run = {
+        "version": "numpy 2",
+        "dtypes": ["float64"],
+        "devices": {"cpu": "ran", "gpu": "unavailable"},
+        "spec": SPEC,
+        "spec_sha256": "abc123",
+        "numerics": {},
+        "complete": True,
+        "expected": 1,
+        "tests": {f"test_weights[{adapter}-float64-thermostat]": RESULT},
+    }
+    reports.write_run(directory, adapter, **run | changes)
+
+
+def test_a_written_run_reads_back_with_its_outline_and_nothing_left_beside_it(tmp_path):
+    _write(tmp_path, "my_pkg.adapter")
+    assert [p.name for p in tmp_path.iterdir()] == ["my_pkg_adapter.json"]  # no .partial left behind
+    report = reports.runs(tmp_path)["my_pkg.adapter"]
+    assert report["schema"] == reports.SCHEMA and report["tests"] == {
+        "test_weights[my_pkg.adapter-float64-thermostat]": RESULT
+    }
+    assert report["outline"]["families"] == list(SPEC.families)
+    outline = {case_id: (family, convention) for case_id, family, convention in report["outline"]["cases"]}
+    assert list(outline) == list(SPEC.cases)  # in the spec's order, as the matrix shows them
+    assert outline["padding_fully_masked"] == ("causal and masks", True) and outline["sat"][1] is False
+    assert reports.unfinished(report) is None
+
+
+def test_runs_skips_the_other_files_of_the_folder(tmp_path):
+    _write(tmp_path)
+    reports.write_mutants(tmp_path, "reference", ["reference__no_scale"], {})
+    (tmp_path / "matrix.json").write_text("{}")
+    assert list(reports.runs(tmp_path)) == ["reference"]
+    assert reports.mutants([tmp_path]) == (["reference__no_scale"], {})
+
+
+def test_a_start_marker_is_an_unfinished_run_and_restore_puts_back_the_last_report(tmp_path):
+    _write(tmp_path)
+    before = (tmp_path / "reference.json").read_bytes()
+    kept = reports.hold(tmp_path, ["reference", "new_adapter"])
+    assert kept == {"reference": before, "new_adapter": None}
+    marker = reports.runs(tmp_path)["reference"]
+    assert marker["complete"] is False and marker["tests"] == {}
+    assert "never finished" in reports.unfinished(marker)
+    found, stopped = reports.merge([tmp_path])
+    assert found == {} and sorted(name for name, _ in stopped) == ["new_adapter", "reference"]
+    reports.restore(tmp_path, kept)
+    assert (tmp_path / "reference.json").read_bytes() == before
+    assert not (tmp_path / "new_adapter.json").exists()  # it had no report before the run: it has none after
+
+
+def test_forget_deletes_the_report_and_its_wrong_adapter_record(tmp_path):
+    _write(tmp_path)
+    _write(tmp_path, "torch")
+    reports.write_mutants(tmp_path, "reference", [], {})
+    reports.forget(tmp_path, "reference")
+    reports.forget(tmp_path, "never_ran")  # nothing to delete is no error
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["torch.json"]
+
+
+def test_merged_folders_name_each_column_by_adapter_version_and_device_at_host(tmp_path):
+    _write(tmp_path / "a")
+    _write(tmp_path / "b", "torch")
+    found, stopped = reports.merge([tmp_path / "a", tmp_path / "b"])
+    host = found[next(iter(found))]["host"]
+    assert sorted(found) == [f"reference numpy 2 cpu@{host}", f"torch numpy 2 cpu@{host}"] and stopped == []
+    _write(tmp_path / "b", "torch", spec_sha256="0ther")
+    with pytest.raises(reports.ReportError, match="reports merge only when every machine ran the same spec"):
+        reports.merge([tmp_path / "a", tmp_path / "b"])
+
+
+@pytest.mark.parametrize("content", ['{"schema": 2, "adapter": "old"}', "[1, 2]", "not json"])
+def test_a_report_of_another_schema_or_no_report_is_refused(tmp_path, content):
+    (tmp_path / "old.json").write_text(content)
+    with pytest.raises(reports.ReportError, match=r"old\.json: "):
+        reports.runs(tmp_path)

@@ -1,0 +1,44 @@
+"""The fuzz command (attention_conformance/tools/fuzz/command.py): wrong usage exits 2 with one line before any
+work, a correct adapter exits 0 and says what it judged, a wrong one exits 1 and names its files."""
+
+import pytest
+
+from attention_conformance.paths import ADAPTERS_DIR
+from attention_conformance.tools.fuzz import command
+
+
+@pytest.mark.parametrize(
+    "kwargs, said",
+    [
+        ({"examples": 0}, "--examples must be at least 1"),
+        ({"chosen": ["draw"]}, "--op draw is not a forward op the fuzzer covers"),
+        ({"adapter_name": "no_such_adapter_module"}, "does not import"),
+        ({"dtype": "float16"}, "reference does not declare float16"),
+    ],
+    ids=["no examples", "an op it does not cover", "an adapter that does not import", "an undeclared dtype"],
+)
+def test_wrong_usage_exits_2_in_one_line(kwargs, said, tmp_path, capsys):
+    arguments = {"adapter_name": "reference", "examples": 1, "out": str(tmp_path / "out")} | kwargs
+    assert command.main(**arguments) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and said in err and err.count("\n") == 1, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_reference_exits_0_and_says_what_it_judged(tmp_path, capsys):
+    assert command.main("reference", examples=8, chosen=["softmax"], out=str(tmp_path / "out")) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("ok: reference float64: ") and "no finding" in out, out
+
+
+def test_a_wrong_adapter_exits_1_and_names_the_case_and_the_reproducer(tmp_path, monkeypatch, capsys):
+    source = (ADAPTERS_DIR / "reference.py").read_text()
+    (tmp_path / "unscaled.py").write_text(source + "\n\ndef scale(scores, d_k):\n    return np.asarray(scores)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert command.main("unscaled", examples=20, chosen=["scale"], out=str(tmp_path / "out")) == 1
+    captured = capsys.readouterr()
+    assert "FINDING scale/scaled" in captured.out and "unscaled-scale-float64.yaml" in captured.out, captured.out
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
+        "unscaled-scale-float64.py",
+        "unscaled-scale-float64.yaml",
+    ]

@@ -1,0 +1,62 @@
+"""fuzz's findings (attention_conformance/tools/fuzz/findings.py): a finding is written as a spec case the loader
+accepts and as a reproducer that needs only NumPy and the adapter's own code, which exits 1 while the bug is there
+and 0 once it is fixed."""
+
+import subprocess
+import sys
+import textwrap
+
+import yaml
+
+from attention_conformance.cases import loader
+from attention_conformance.paths import SPEC_DIR
+from attention_conformance.tools.fuzz import findings, search
+
+WRONG = textwrap.dedent(
+    """
+    import numpy as np
+
+    DTYPES = ("float32",)
+
+
+    def softmax(scores):
+        s = np.asarray(scores, dtype=np.float64)
+        e = np.exp(s - s.max(axis=0, keepdims=True))  # the wrong axis
+        return (e / e.sum(axis=0, keepdims=True)).astype(np.float32)
+    """
+)
+
+
+def _written(tmp_path, monkeypatch, source):
+    (tmp_path / "wrong_axis.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import wrong_axis
+
+    fuzzer = search.Fuzzer("wrong_axis", wrong_axis, "float32", ["softmax"])
+    finding = fuzzer.run(40, seed=0)
+    assert finding is not None
+    return findings.write(fuzzer, finding, tmp_path / "out", "wrong_axis", 0)
+
+
+def test_the_case_is_one_the_spec_accepts(tmp_path, monkeypatch):
+    case_id, yaml_path, _ = _written(tmp_path, monkeypatch, WRONG)
+    (case,) = yaml.safe_load(yaml_path.read_text())
+    assert case["id"] == case_id and case["op"] == "softmax"
+    spec = yaml.safe_load((SPEC_DIR / "attention.yaml").read_text())
+    spec["cases"].append(case)
+    (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    assert case_id in loader.load_file(tmp_path / "spec.yaml").cases
+
+
+def test_the_reproducer_stands_alone_and_exits_1_while_the_bug_is_there(tmp_path, monkeypatch):
+    _, _, script = _written(tmp_path, monkeypatch, WRONG)
+    assert not findings.imports_adapter(script)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    done = subprocess.run([sys.executable, str(script)], cwd=elsewhere, capture_output=True, text=True, check=False)
+    assert done.returncode == 1, done.stdout + done.stderr
+    fixed = script.read_text().replace("s.max(axis=0, keepdims=True)", "s.max(axis=-1, keepdims=True)")
+    fixed = fixed.replace("e.sum(axis=0, keepdims=True)", "e.sum(axis=-1, keepdims=True)")
+    script.write_text(fixed)
+    done = subprocess.run([sys.executable, str(script)], cwd=elsewhere, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -1,0 +1,44 @@
+"""fuzz's search (attention_conformance/tools/fuzz/search.py): the reference adapter, correct by construction,
+passes a run that judged something; a wrong softmax is found and shrunk; what is excused says why."""
+
+import types
+
+import numpy as np
+
+from attention_conformance.adapters import reference
+from attention_conformance.contract import registry
+from attention_conformance.tools.fuzz import search
+
+
+def _wrong_softmax(scores):
+    """Softmax over the wrong axis: right on one row, wrong wherever a second row differs."""
+    s = np.asarray(scores, dtype=np.float64)
+    e = np.exp(s - s.max(axis=0, keepdims=True))
+    return (e / e.sum(axis=0, keepdims=True)).astype(np.asarray(scores).dtype)
+
+
+def test_the_reference_passes_a_run_that_judged_outputs():
+    adapter = registry.load("reference")
+    fuzzer = search.Fuzzer("reference", adapter, adapter.DTYPES[0], ["softmax", "masked_attention"])
+    assert fuzzer.run(12, seed=0, shrink=0) is None
+    assert fuzzer.judged > 0 and fuzzer.calls > 0
+
+
+def test_a_softmax_over_the_wrong_axis_is_found_and_shrunk_to_few_rows():
+    adapter = types.SimpleNamespace(DTYPES=("float32",), softmax=_wrong_softmax)
+    finding = search.Fuzzer("wrong_axis", adapter, "float32", ["softmax"]).run(40, seed=0)
+    assert finding is not None and finding.op == "softmax" and finding.failing == ["weights"]
+    assert "margin" in finding.messages["weights"] or "raised" in finding.messages["weights"]
+    assert np.prod(search.generated.shape(finding.inputs["scores"])) <= 16, finding.inputs
+
+
+def test_an_output_is_excused_with_its_reason():
+    adapter = types.SimpleNamespace(DTYPES=("float32",), softmax=reference.softmax, NOT_APPLICABLE={"softmax": "why"})
+    fuzzer = search.Fuzzer("excusing", adapter, "float32", ["softmax"])
+    assert fuzzer.excuse("softmax", {"scores": [[1.0, 2.0]]}, "weights") == "not applicable: why"
+    assert (
+        search.Fuzzer("excusing", adapter, "float64", ["softmax"]).excuse(
+            "softmax", {"scores": [[1.0, 2.0]]}, "weights"
+        )
+        == "float64 is not in the adapter's DTYPES"
+    )

@@ -1,0 +1,53 @@
+"""The benchmark's memory allowance from a case's shapes (attention_conformance/tools/measure.py, working_set):
+the float64 numbers the textbook computation holds at once, worked out by hand here for each kind of case.
+Nothing is timed or run in a child; tests/tools/test_benchmark.py checks GPT-2 small, the largest case."""
+
+import dataclasses
+
+import pytest
+
+from attention_conformance.cases import golden, loader
+from attention_conformance.tools import measure
+
+
+@pytest.fixture(scope="module")
+def spec():
+    return loader.load()
+
+
+@pytest.fixture(scope="module")
+def goldens():
+    return golden.Goldens()
+
+
+def test_a_value_has_the_shape_of_what_it_names_and_a_scalar_none(goldens):
+    assert measure._shape("doc000_seed123.json#x", goldens) == (6, 3)
+    assert measure._shape("doc000_seed123.json#x[2]", goldens) == (3,), "one row of the golden tensor"
+    assert measure._shape({"uniform": [-1, 1], "shape": [1, 1024, 768], "seed": 7}, goldens) == (1, 1024, 768)
+    assert measure._shape([[0.4433], [1.1419]], goldens) == (2, 1)
+    assert measure._shape(12, goldens) is None and measure._shape("mha", goldens) is None
+
+
+def test_attention_over_x_holds_its_inputs_projections_scores_weights_context_and_output(spec, goldens):
+    # x (6, 3) and three 3 x 2 weights: 36 inputs; q, k, v 36; scores and weights 72; context 12; output 12.
+    assert measure.working_set(spec.cases["sat"], goldens) == 8 * (36 + 36 + 72 + 12 + 12)
+
+
+def test_batches_and_heads_multiply_the_scores_and_an_output_projection_sets_the_output(spec, goldens):
+    def random(*shape):
+        return {"uniform": [-1, 1], "shape": list(shape), "seed": 0}
+
+    shapes = {"x": random(2, 5, 4), "w_query": random(4, 6), "w_key": random(4, 6), "w_value": random(4, 6)}
+    case = dataclasses.replace(spec.cases["sat"], inputs=shapes | {"w_out": random(6, 7), "num_heads": 3})
+    # inputs 40 + 72 + 42; q, k, v 3 x 10 x 6; 2 batches x 3 heads of 5 x 5 scores and weights; context 60; output 70.
+    assert measure.working_set(case, goldens) == 8 * (154 + 180 + 2 * 2 * 3 * 25 + 60 + 70)
+
+
+def test_scores_over_q_and_k_hold_the_scores_twice_and_an_output_of_qs_size(spec, goldens):
+    # q and k (5, 4): 40 inputs; 5 x 5 scores, twice; an output of 20.
+    assert measure.working_set(spec.cases["row_transposed_matmul_binary"], goldens) == 8 * (40 + 50 + 20)
+
+
+def test_any_other_case_holds_its_inputs_and_an_output_of_their_size(spec, goldens):
+    # x [0.43, 1.4343] and w [[0.4433], [1.1419]]: 4 numbers in, 4 out.
+    assert measure.working_set(spec.cases["cat_sat_hand_check"], goldens) == 8 * 2 * 4
