@@ -53,6 +53,16 @@ def test_a_row_of_256_scores_stands_with_the_long_row_case():
     assert _twins("softmax", {"scores": np.ones((2, 256))}) == ["softmax_long_row"]  # a bfloat16 sum stalls there
 
 
+def test_a_short_row_never_stands_with_the_long_row_case():
+    """The spec's short rows are golden (no shape to read): a generated short row must not fall back to every softmax
+    case and take softmax_long_row's MLX bfloat16 divergence (a sum that stops at 256 terms) as its own."""
+    twins = [case.id for case in generated.twins(SPEC, "softmax", {"scores": np.ones((2, 3))})]
+    assert twins and "softmax_long_row" not in twins, twins
+    mlx = divergences.declared("mlx", types.SimpleNamespace())
+    stands_with = generated.twins(SPEC, "softmax", {"scores": np.ones((2, 3))})
+    assert generated.divergence("mlx", mlx, stands_with, "softmax", "bfloat16", "weights") is None
+
+
 def test_a_one_token_spec_case_speaks_for_one_token_cases_only():
     gqa = {"num_heads": 2, "num_kv_heads": 2, "causal": True}
     one = _twins("grouped_fused_attention", X_W | gqa | {"x": np.ones((1, 4))})
