@@ -100,7 +100,8 @@ def _check_expansion(root):
             on_path.discard(key)
             kids = _children(node)
             size[key] = 1 + sum(size[id(k)] for k in kids)
-            depth[key] = 1 + max((depth[id(k)] for k in kids), default=0)
+            # containers only, as _check_depth counts them: a scalar at the bottom adds no nesting
+            depth[key] = (not isinstance(node, yaml.ScalarNode)) + max((depth[id(k)] for k in kids), default=0)
             if size[key] > MAX_NODES:
                 raise UnsafeInput(
                     f"line {node.start_mark.line + 1}: more than {MAX_NODES} values once aliases are expanded"

@@ -84,3 +84,9 @@ def test_real_numbers_of_any_kind_are_taken_as_given():
         array = as_numbers("out", value)
         assert isinstance(array, np.ndarray) and np.array_equal(array.astype(np.float64), np.asarray(value, float))
     assert show(np.array([[1.0, 2.5]])) == "[[1.0, 2.5]]" and show("x") == "'x'"
+
+
+def test_the_same_infinity_on_both_sides_hides_no_other_element():
+    """inf - inf is NaN, which argmax would pick and `NaN > 1` would pass: the element 5 against 0 must decide."""
+    margin, worst, error, _ = compare([np.inf, 5.0], [np.inf, 0.0], 1.0)
+    assert (margin, tuple(int(i) for i in worst), error) == (5.0, (1,), 5.0)

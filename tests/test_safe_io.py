@@ -62,6 +62,7 @@ def test_too_many_values_once_aliases_are_expanded_is_refused(monkeypatch):
 def test_too_deep_a_tree_is_refused_written_out_or_through_aliases(monkeypatch):
     monkeypatch.setattr(safe_io, "MAX_DEPTH", 4)
     assert load_yaml("a: [[1]]\n") == {"a": [[1]]}
+    assert load_yaml("a: [[[1]]]\n") == {"a": [[[1]]]}  # exactly 4 containers: both checks count the same way
     with pytest.raises(UnsafeInput, match="line 1: nested more than 4 deep$"):
         load_yaml("a: [[[[1]]]]\n")
     # Written out, no line is deeper than three; expanded, b holds a's two levels under its own two.

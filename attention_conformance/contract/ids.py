@@ -65,7 +65,8 @@ def misnamed_generated(patterns, ops):
 
 def adapter_of(pattern):
     """The adapter a test id, or a known-divergence pattern with "*" in it, is about."""
-    return pattern[pattern.index("[") + 1 :].split("-")[0] if "[" in pattern else None
+    # From the right: the dtype and the case never hold a "-", an installed adapter's entry-point name may.
+    return pattern[pattern.index("[") + 1 :].rstrip("]").rsplit("-", 2)[0] if "[" in pattern else None
 
 
 NOT_APPLICABLE_KEY = re.compile(r"([a-z0-9_]+)(/([a-z0-9_]+))?|([a-z_]+)=([a-z0-9_]+)")  # name[/output] or param=value

@@ -71,6 +71,7 @@ def test_an_adapter_is_read_from_a_test_id_or_a_pattern_with_wildcards():
     )
     assert ids.adapter_of("test_*[onnxruntime-*-sat]") == "onnxruntime"
     assert ids.adapter_of("sat/weights") is None
+    assert ids.adapter_of(ids.test_id("weights", "my-own", "float16", "sat")) == "my-own"  # an entry point's name
 
 
 @pytest.mark.parametrize(
