@@ -117,7 +117,7 @@ def sgd_step(x, w_query, w_key, w_value, g, lr):
     raise NotImplementedError
 
 
-# Optional (contract.OPTIONAL): your framework's own attention layer, loaded with a checkpoint saved
+# Optional (attention_conformance/contract/ops.py: OPTIONAL): your framework's own attention layer, loaded with a checkpoint saved
 # by another framework. Left out, its cases are not applicable. docs/frameworks.md: "Framework layers and porting
 # weights"; attention_conformance.ports converts between every layout (NumPy only).
 #

@@ -189,3 +189,13 @@ def test_every_module_with_logic_has_a_test_file_that_imports_it(name):
     assert name in text or f"from {module} import" in text and last in text, (
         f"{path.relative_to(ROOT)} does not import {name}"
     )
+
+
+def test_every_sub_package_is_in_the_wheel():
+    """pyproject.toml lists the packages the wheel carries: a stage folder left off is missing from every
+    `pip install` (tox installs editable, so only an installed copy would show it)."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    folders = {name for name, path in MODULES.items() if path.name == "__init__.py"}
+    assert folders - listed == set(), "add to pyproject.toml's [tool.setuptools] packages"
