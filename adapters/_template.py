@@ -117,9 +117,9 @@ def sgd_step(x, w_query, w_key, w_value, g, lr):
     raise NotImplementedError
 
 
-# Optional (attention_conformance/contract/ops.py: OPTIONAL): your framework's own attention layer, loaded with a checkpoint saved
-# by another framework. Left out, its cases are not applicable. docs/frameworks.md: "Framework layers and porting
-# weights"; attention_conformance.ports converts between every layout (NumPy only).
+# Optional (attention_conformance/contract/ops.py: OPTIONAL): your framework's own attention layer, loaded with a
+# checkpoint saved by another framework. Left out, its cases are not applicable. docs/frameworks.md: "Framework layers
+# and porting weights"; attention_conformance.ports converts between every layout (NumPy only).
 #
 # def attention_module(
 #     x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, causal, layer, checkpoint

@@ -213,6 +213,9 @@ def main(argv=None):
         "fuzz",
         help="generated cases over the forward ops, judged by the tolerance model; "
         "a finding is written as a spec case and a standalone reproducer",
+        description="Draw cases in the spec's vocabulary where implementations go wrong and judge each output by "
+        "the tolerance model (docs/fuzz.md). Exit 0 no finding, 1 a finding (its spec case and reproducer in "
+        "--out), 2 wrong usage.",
     )
     _drawing(fuzz_parser, 100)
     fuzz_parser.add_argument("--dtype", choices=dtypes.DTYPES, help="default: the adapter's first dtype")

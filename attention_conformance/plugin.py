@@ -392,6 +392,8 @@ def pytest_sessionfinish(session, exitstatus):
     )
     if complete and stale:
         reporter.write_line(
-            f"FAILED: known divergences that match no test (renamed or fixed?): {', '.join(stale)}", red=True
+            "FAILED: known divergences that match no test (renamed or fixed?): "
+            + ", ".join(f"{p} (in {state.divergences[p].source})" for p in stale),
+            red=True,
         )
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
