@@ -21,6 +21,13 @@ def devices():  # optional: where your framework can compute; without it the sui
     return ["cpu"]
 
 
+# Optional: set the numeric switches that change your framework's results on some machine (matmul precision, TF32,
+# JAX's x64) and return them, {switch: value}; the suite calls it after importing you and records what it returns.
+# The built-in torch, TensorFlow and JAX adapters have one: from attention_conformance.adapters.jax import pin_numerics
+# def pin_numerics():
+#     return {}
+
+
 def version():
     raise NotImplementedError
 

@@ -56,7 +56,7 @@ exp = deterministic.exp
 
 
 # Every product and sum goes through these two, and every softmax checks _bounded: given bounds.Bounded
-# arrays (judge.bound), the same steps also carry how far a correct computation in another summation
+# arrays (tolerance_model.bound), the same steps also carry how far a correct computation in another summation
 # order or dtype may land.
 def mm(a, b):
     return bounds.matmul(a, b) if _bounded(a, b) else deterministic.matmul(a, b)

@@ -21,7 +21,7 @@ sums and elementwise math run at u = u_accumulate: the dtype's own in float32 an
 in float16 and bfloat16, where the frameworks judged here accumulate. A framework that accumulates,
 or keeps a softmax's insides, in the half type is outside the bound: a declared divergence.
 
-The reference (adapters/reference.py) runs its own steps on Bounded arrays (judge.bound): what it
+The reference (adapters/reference.py) runs its own steps on Bounded arrays (tolerance_model.bound): what it
 computes is the exact value, what it carries is the bound. A NumPy call this module does not bound
 raises, so no step can drop its bound silently. NumPy only.
 """
@@ -239,7 +239,7 @@ def matmul(a, b):
     # The magnitudes need no exact products: BLAS's float64 ones, their own rounding (gamma_K of float64
     # on sums of nonnegative terms) added, cost a fraction of the oracle's. The value stays the
     # oracle's: the softmax's interval subtracts values, where BLAS's last bits, different on every CPU,
-    # would move a float64 bound by 1% (found by tox -e portability); judge.bound rounds the result up to
+    # would move a float64 bound by 1% (found by tox -e portability); tolerance_model.bound rounds the result up to
     # 12 bits, past the magnitudes' last bits.
     # In float64 the bound is itself a few float64 units, and the softmax interval's spread (highest - w)
     # turns BLAS's last bits into 10% of it: there the magnitudes are the oracle's too (tox -e portability

@@ -236,7 +236,7 @@ def pytest_generate_tests(metafunc):
 def pytest_pycollect_makemodule(module_path, parent):
     """The spec's tests keep one node id whether the package is a checkout or in site-packages (where
     pytest would write '::test_context[...]', an empty file part, outside the rootdir): readable,
-    the same in junit, and accepted back by `attention-conformance run` (cli.py) and by pytest in a checkout."""
+    the same in junit, and accepted back by `attention-conformance run` (run/launch.py) and by pytest in a checkout."""
     if module_path == CONFORMANCE_TESTS:
         return pytest.Module.from_parent(parent, path=module_path, nodeid=ids.NODE_PATH)
     return None

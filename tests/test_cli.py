@@ -58,3 +58,18 @@ def test_wrong_usage_exits_2(argv, capsys):
         cli.main(argv)
     assert refused.value.code == 2
     assert "error:" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "argv, said",
+    [
+        (["--adapter", "no_such_adapter_module"], "does not import"),
+        (["--adapter", "reference", "--model", "/no/such/model.yaml"], "/no/such/model.yaml"),
+        (["--adapter", "reference", "--examples", "0"], "--examples must be at least 1"),
+    ],
+    ids=["an adapter that does not import", "a model file that is not there", "no examples"],
+)
+def test_sweep_refuses_in_one_line_with_exit_2(argv, said, capsys):
+    assert cli.main(["sweep", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and said in err and err.count("\n") == 1, err

@@ -1,6 +1,6 @@
 """The plan: which tests a spec defines for a set of adapters, and which of them an adapter says it
-cannot run (NOT_APPLICABLE). Everything that enumerates tests (pytest, the wrong-adapter runs,
-reports, the matrix) asks here; a test's id is contract/ids.py's.
+cannot run (NOT_APPLICABLE). Everything that enumerates a spec's tests (pytest, the wrong-adapter runs,
+check, the benchmark) asks here; a test's id is contract/ids.py's.
 """
 
 from dataclasses import dataclass

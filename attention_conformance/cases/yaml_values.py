@@ -1,5 +1,5 @@
 """What the spec's YAML values are: numbers float32 holds, regular lists of them, boolean masks,
-golden references. Shared by the loader and by each check's validation."""
+golden references. Shared by the loader and by each field's validator (fields.py)."""
 
 import re
 

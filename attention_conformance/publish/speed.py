@@ -3,6 +3,7 @@ scaling plot, from reports/benchmark.json (written by `tox -e benchmark`, tools/
 The page and `publish` read these; nothing here measures."""
 
 from attention_conformance import machine
+from attention_conformance.dtypes import LOW_PRECISION
 
 TARGETS = {  # a ratio above 1 is a miss
     "overhead_share": 0.10,  # of the whole-spec run
@@ -34,7 +35,7 @@ def findings(rows, measured_on, top=2):
         for item in r["inside"][:top]:
             notes = []
             reason = REASONS.get((r["adapter"], item["dtype"])) or REASONS.get((r["adapter"], None))
-            half = r["matmul_s"].get(item["dtype"]) if item["dtype"] in ("float16", "bfloat16") else None
+            half = r["matmul_s"].get(item["dtype"]) if item["dtype"] in LOW_PRECISION else None
             if half and f32 and half / f32 >= 4:
                 notes.append(
                     f"its {item['dtype']} matmul takes {half / f32:.0f}x its float32's on this CPU"
@@ -134,7 +135,7 @@ def _held(doc, key):
 
 
 def tables(doc):
-    """The benchmark's Markdown, from the JSON it wrote: the text docs/speed.md carries (publish.py)."""
+    """The benchmark's Markdown, from the JSON it wrote: the text docs/speed.md carries (publish/tables.py)."""
     rows = doc["frameworks"]
     warm = "caches warm after the main job" if doc.get("main_job") else "the warm run with the oracle cache as found"
     lines = [f"Measured on {machine.one_line(doc['machine'])}, {doc['date']}, {warm}.", ""]

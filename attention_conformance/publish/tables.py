@@ -170,7 +170,7 @@ def portability_table(doc):
     return "\n".join(lines)
 
 
-def contract_data(directory=None):
+def contract_data():
     """[signature, returns, what it is] for each function of the contract, in the op table's order: made from the
     code (ops.CONTRACT, ops.OPTIONAL, meanings.MEANINGS), so it needs no run and keeps no data in docs/results/."""
     missing = sorted(set(ops.CONTRACT) ^ set(MEANINGS))

@@ -6,7 +6,7 @@ spec's named tolerances keep the documents' numbers and golden tensors) and ever
 
     |got - exact| <= k_d x B_d + E_d
 
-  exact  float64 on the inputs as given, in portable arithmetic (the same bytes on every CPU);
+  exact  float64 on the inputs as given, in deterministic arithmetic (the same bytes on every CPU);
   E_d    the derived bound (bounds.py): how far any correct computation of the same steps in d lands,
          in any summation order, from the magnitudes it sums (gamma_n x sum |terms| per sum, every
          stored result rounded, every error carried through scale, softmax and blend). It never
@@ -29,11 +29,10 @@ import numpy as np
 from attention_conformance import bounds, safe_io
 from attention_conformance.adapters import reference
 from attention_conformance.contract.ops import OPS
-from attention_conformance.dtypes import np_dtype
+from attention_conformance.dtypes import DTYPES, np_dtype
 from attention_conformance.margin import compare
 from attention_conformance.paths import SPEC_DIR
 
-DTYPES = ("float64", "float32", "float16", "bfloat16")
 MODEL_FILE = SPEC_DIR / "model.yaml"
 _STAND_IN = {"float64": ("float32", 2.0**-53 / 2.0**-24)}  # dtype -> (plain dtype, factor on its error)
 

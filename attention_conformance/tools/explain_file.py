@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from attention_conformance import dtypes
 from attention_conformance.adapters import reference
 from attention_conformance.dtypes import np_dtype
 from attention_conformance.run import tolerance_model
@@ -89,8 +90,8 @@ def _judged_dtype(path, arrays):
     out = arrays["out"]
     named = _scalar(path, arrays, "dtype", "U", None)
     if named is not None:
-        if named not in tolerance_model.DTYPES:
-            refuse(path, f"dtype {named!r} is not one of {', '.join(tolerance_model.DTYPES)}")
+        if named not in dtypes.DTYPES:
+            refuse(path, f"dtype {named!r} is not one of {', '.join(dtypes.DTYPES)}")
         if out.dtype.kind == "V" and out.dtype.itemsize == 2 and named == "bfloat16":
             arrays["out"] = out.view(np_dtype("bfloat16"))
         elif out.dtype.kind != "f" and out.dtype.name != "bfloat16":
@@ -102,10 +103,10 @@ def _judged_dtype(path, arrays):
                 f"'out' holds values that are not {named} numbers: is dtype {named!r} the dtype it was computed in?",
             )
         return named
-    if out.dtype.name not in tolerance_model.DTYPES:
+    if out.dtype.name not in dtypes.DTYPES:
         refuse(
             path,
-            f"'out' is {out.dtype}; the dtypes judged are {', '.join(tolerance_model.DTYPES)} (a bfloat16 result: "
+            f"'out' is {out.dtype}; the dtypes judged are {', '.join(dtypes.DTYPES)} (a bfloat16 result: "
             "save it as float32 and add dtype='bfloat16')",
         )
     return out.dtype.name

@@ -31,7 +31,7 @@ import time
 
 import numpy as np
 
-from attention_conformance import machine
+from attention_conformance import machine, safe_io
 from attention_conformance.cases import divergences, generated, loader
 from attention_conformance.contract.ops import OPS
 from attention_conformance.dtypes import DTYPES
@@ -264,8 +264,15 @@ def main(
     from attention_conformance.contract import registry
 
     model_path = model_path or str(tolerance_model.MODEL_FILE)
-    model = tolerance_model.model(model_path)
-    adapter = registry.load(adapter_name)
+    if examples < 1 or seed < 0:
+        print("error: --examples must be at least 1 and --seed at least 0", file=sys.stderr)
+        return 2
+    try:  # one line and exit 2, as fuzz: an adapter that does not import, a model file that does not read
+        model = tolerance_model.model(model_path)
+        adapter = registry.load(adapter_name)
+    except (registry.AdapterError, tolerance_model.BadInput, safe_io.UnsafeInput) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     version = adapter.version() if hasattr(adapter, "version") else "?"
     where = machine.one_line()
     started = time.perf_counter()

@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pytest
 
-from attention_conformance.dtypes import np_dtype
+from attention_conformance.dtypes import DTYPES, np_dtype
 from attention_conformance.run import tolerance_model
 from attention_conformance.tools import sweep
 
@@ -22,7 +22,7 @@ FAR = 10.0  # a mistake must use more than ten times its budget (bfloat16's wron
 
 
 def test_model_file_names_every_dtype_with_a_number():
-    assert set(MODEL) == set(tolerance_model.DTYPES)
+    assert set(MODEL) == set(DTYPES)
     for dtype, k in MODEL.items():
         assert math.isfinite(k) and k >= 0, dtype
 
@@ -70,7 +70,7 @@ def _query_axis_softmax(q, k, v, hidden):
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-@pytest.mark.parametrize("dtype", tolerance_model.DTYPES)
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_the_exact_answer_rounded_to_the_dtype_is_within(dtype, seed):
     T, S = 16, 16
     q, k, v = _inputs(dtype, seed, T, S)
@@ -105,14 +105,14 @@ def _mistakes(seed, dtype):
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-@pytest.mark.parametrize("dtype", tolerance_model.DTYPES)
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_mistakes_are_far_beyond(dtype, seed):
     for name, (q, k, v), hidden, wrong in _mistakes(seed, dtype):
         margins = _margins(dtype, _rounded(wrong, dtype), q, k, v, hidden)
         assert min(margins.values()) > FAR, f"{dtype} {name}: margins {margins}"
 
 
-@pytest.mark.parametrize("dtype", tolerance_model.DTYPES)
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
 def test_a_nan_or_inf_in_the_output_is_beyond(dtype, bad):
     q, k, v = _inputs(dtype, 0, 8, 8)

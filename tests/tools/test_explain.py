@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attention_conformance.dtypes import np_dtype
+from attention_conformance.dtypes import DTYPES, np_dtype
 from attention_conformance.run import tolerance_model
 from attention_conformance.tools import examples, explain, explain_file
 from attention_conformance.tools.examples import _attention
@@ -54,7 +54,7 @@ def test_each_example_gets_its_verdict_from_the_installed_command_run_elsewhere(
         assert named[0].startswith(f"matches a known difference: {difference}"), named
 
 
-@pytest.mark.parametrize("dtype", tolerance_model.DTYPES)
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_the_answer_computed_in_the_dtype_is_within_and_one_element_off_is_beyond_and_located(tmp_path, dtype, qkv):
     q, k, v = (t.astype(np_dtype(dtype)) for t in qkv)
     out = _attention(q, k, v, dtype, accumulate="float32" if dtype in ("float16", "bfloat16") else None)

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from attention_conformance.cases import generated
+from attention_conformance.run import tolerance_model
 
 # --- writing a finding ------------------------------------------------------------------------
 
@@ -200,7 +201,7 @@ def _repro_data(fuzzer, finding):
         if want.dtype.kind == "f":
             with np.errstate(all="ignore"):
                 arrays[f"allowed_{output}"] = np.broadcast_to(
-                    fuzzer.judge.allowed(
+                    tolerance_model.allowed(
                         finding.dtype, want, np.asarray(plain[output], dtype=np.float64), derived[output], k
                     ),
                     want.shape,

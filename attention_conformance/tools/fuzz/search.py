@@ -56,7 +56,6 @@ class Fuzzer:
     def __init__(self, name, adapter, dtype, ops=None, divergences_as=None):
 
         self.name, self.adapter, self.dtype = name, adapter, dtype
-        self.judge = tolerance_model
         self.model = tolerance_model.model()
         self.spec = loader.load()
         self.report_name = divergences_as or name
@@ -116,7 +115,7 @@ class Fuzzer:
 
         with np.errstate(all="ignore"):
             exact = outputs(getattr(reference, op)(**as64))
-            plain_dtype = np_dtype(self.judge.plain_dtype(self.dtype))
+            plain_dtype = np_dtype(tolerance_model.plain_dtype(self.dtype))
             with reference.rounding_to(plain_dtype):
                 plain = outputs(getattr(reference, op)(**as64))
         plain = {
@@ -132,7 +131,7 @@ class Fuzzer:
         as64 = _float64(kwargs)
         names = ops.OPS[op][1]
         with np.errstate(all="ignore"):
-            found = self.judge.bound(self.dtype, getattr(reference, op), sums_in_dtype=sums_in_dtype, **as64)
+            found = tolerance_model.bound(self.dtype, getattr(reference, op), sums_in_dtype=sums_in_dtype, **as64)
         return found if len(names) > 1 else {names[0]: found}
 
     def evaluate(self, op, inputs):
@@ -177,7 +176,7 @@ class Fuzzer:
         got = result if len(names) > 1 else {names[0]: result}
         try:
             exact, plain, derived = self.expected(op, kwargs)
-        except self.judge.Overflow:  # the plain computation overflows: outside the model
+        except tolerance_model.Overflow:  # the plain computation overflows: outside the model
             reason = f"a step beyond {self.dtype}'s range"
             self.excused[reason] = self.excused.get(reason, 0) + len(judged)
             return None
@@ -187,7 +186,7 @@ class Fuzzer:
             stand_in = np.asarray(plain.get(output, 0.0))
             if stand_in.dtype.kind == "f" and not np.isfinite(stand_in).all() and np.isfinite(exact[output]).all():
                 # the dtype's range, not rounding: a correct computation overflows too (the model sweep skips these)
-                reason = f"the plain {self.judge.plain_dtype(self.dtype)} computation overflows"
+                reason = f"the plain {tolerance_model.plain_dtype(self.dtype)} computation overflows"
                 self.excused[reason] = self.excused.get(reason, 0) + 1
                 judged.remove(output)
         for output in judged:
@@ -209,14 +208,14 @@ class Fuzzer:
             if value.shape != np.shape(want):
                 messages[output] = f"shape {list(value.shape)} but should be {list(np.shape(want))}"
                 continue
-            verdict = self.judge.judge(output, self.dtype, value, want, plain[output], derived[output], k)
+            verdict = tolerance_model.judge(output, self.dtype, value, want, plain[output], derived[output], k)
             verdicts[output] = verdict
             self.judged += 1
             declared = self.declared(op, output)
             if declared and not verdict.within:
                 if declared.sums_in_dtype:
                     summing = summing or self.derived(op, kwargs, sums_in_dtype=True)
-                    verdict = self.judge.judge(output, self.dtype, value, want, plain[output], summing[output], k)
+                    verdict = tolerance_model.judge(output, self.dtype, value, want, plain[output], summing[output], k)
                 limit = declared.within or 1.0
                 said = " of ".join(
                     [f"margin {limit:g}"] * (declared.within is not None)
