@@ -57,12 +57,19 @@ def not_applicable(adapter, case, dtype, output=None):
     "case/output" (that output only: a path that returns no attention weights), or "param=value"
     (every case whose input `param` is `value`: an adapter whose only layer is GPT-2's says "layer=mha")."""
     reasons = getattr(adapter, "NOT_APPLICABLE", {})
-    reason = next((reasons[k] for k in _keys(case, dtype, output) if k in reasons), None)
-    if reason is None and not hasattr(adapter, case.op):  # an optional op the adapter leaves out
-        reason = f"the adapter does not define {case.op}() (optional)"
-    if reason is None and dtype not in adapter.DTYPES:
-        reason = f"{dtype} is not in the adapter's DTYPES"
-    return reason
+    return next((reasons[k] for k in _keys(case, dtype, output) if k in reasons), None) or undeclared(
+        adapter, case.op, dtype
+    )
+
+
+def undeclared(adapter, op, dtype):
+    """Why the adapter cannot run `op` in `dtype` by what it defines, or None: an optional op it leaves out, or a
+    dtype not in its DTYPES. For spec cases (above) and generated ones (fuzz, the sweep) alike."""
+    if not hasattr(adapter, op):
+        return f"the adapter does not define {op}() (optional)"
+    if dtype not in adapter.DTYPES:
+        return f"{dtype} is not in the adapter's DTYPES"
+    return None
 
 
 def _keys(case, dtype, output=None):

@@ -78,10 +78,9 @@ def cached(op, kwargs, rounding, oracle_file, compute, keep=None):
         result = compute()
         return result if keep is None else {name: result[name] for name in keep}
 
-    where = cache.directory()
-    if where is None:
+    path = cache.entry("oracle", f"{key(op, kwargs, rounding, oracle_file, keep)}.npz")
+    if path is None:
         return computed()
-    path = where / "oracle" / f"{key(op, kwargs, rounding, oracle_file, keep)}.npz"
     found = read(path)
     if found is not None:
         return found

@@ -32,7 +32,7 @@ import time
 import numpy as np
 
 from attention_conformance import machine, safe_io
-from attention_conformance.cases import divergences, generated, loader
+from attention_conformance.cases import divergences, generated, loader, plan
 from attention_conformance.contract.ops import OPS
 from attention_conformance.dtypes import DTYPES
 from attention_conformance.run import tolerance_model
@@ -42,13 +42,11 @@ from attention_conformance.tools import sweep_cases
 
 
 def not_applicable(adapter, stands_with, op, dtype, inputs, output=None):
-    """The adapter's reason it cannot run this, or None: an op it leaves out, a dtype it does not declare,
-    or a NOT_APPLICABLE key read as for the spec cases the sweep's case stands with (cases/generated.py)."""
-    if not hasattr(adapter, op):
-        return f"the adapter does not define {op}()"
-    if dtype not in adapter.DTYPES:
-        return f"{dtype} is not in the adapter's DTYPES"
-    return generated.not_applicable(adapter, stands_with, op, inputs, dtype, output)
+    """The adapter's reason it cannot run this, or None: what it defines (plan.undeclared), then a NOT_APPLICABLE
+    key read as for the spec cases the sweep's case stands with (cases/generated.py)."""
+    return plan.undeclared(adapter, op, dtype) or generated.not_applicable(
+        adapter, stands_with, op, inputs, dtype, output
+    )
 
 
 # --- measuring -----------------------------------------------------------------------------------
