@@ -8,20 +8,16 @@ exponential goes through attention_conformance.deterministic (`mm`, `fsum`, `exp
 answers are the same bytes on every CPU, BLAS kernel and thread count. Two things are there for
 speed alone, each giving the bytes the plain statement gives (tests/run/test_oracle_cache.py): masked
 heads computed in blocks of queries (_masked_head), and an answer computed once given again
-(_remembered): an empty oracle cache filled GPT-2's shape for 34 of a run's 49 seconds.
+(attention_conformance.remembered).
 """
 
-import collections
 import contextlib
 import contextvars
-import copy
-import functools
-import hashlib
-import inspect
 
 import numpy as np
 
 from attention_conformance import bounds, deterministic, ports
+from attention_conformance.remembered import remembered
 
 DTYPES = ("float64",)
 NOT_APPLICABLE = {
@@ -75,44 +71,6 @@ def _zeros(shape, like):
     return bounds.Bounded(np.zeros(shape)) if _bounded(like) else np.zeros(shape)
 
 
-_REMEMBERED = collections.OrderedDict()  # key -> result, the latest last
-_REMEMBERED_BYTES = 64 << 20  # GPT-2's heads or a projection are 6 MiB: memory stays within the benchmark's target
-
-
-def _remembered(function):
-    """`function`, answering a call it has answered before (the same arguments in float64, the same
-    rounding) with a copy of that answer. fused_attention and multi_head_attention compute the same
-    heads, and the layers the same projections, from the same GPT-2-shaped inputs (seconds each);
-    float32 inputs are the float64 ones' numbers, and `function` starts with _f64."""
-
-    signature = inspect.signature(function)
-
-    @functools.wraps(function)
-    def remembered(*args, **kwargs):
-        try:
-            arguments = signature.bind(*args, **kwargs).arguments
-            h = hashlib.sha256(f"{function.__name__}|{_round_to.get()}".encode())
-            for name, value in arguments.items():
-                a = np.ascontiguousarray(value, dtype=np.float64)
-                h.update(f"|{name}|{a.shape}|".encode())
-                h.update(a.tobytes())
-        except Exception:  # noqa: BLE001 - arguments that are not numbers: the function says what is wrong
-            return function(*args, **kwargs)
-        key = h.digest()
-        if key not in _REMEMBERED:
-            _REMEMBERED[key] = function(**arguments)
-            while len(_REMEMBERED) > 1 and _size(list(_REMEMBERED.values())) > _REMEMBERED_BYTES:
-                _REMEMBERED.popitem(last=False)
-        _REMEMBERED.move_to_end(key)
-        return copy.deepcopy(_REMEMBERED[key])
-
-    return remembered
-
-
-def _size(value):
-    return sum(map(_size, value)) if isinstance(value, (tuple, list)) else np.asarray(value).nbytes
-
-
 # --- the mapping-table rows -------------------------------------------------
 
 
@@ -122,7 +80,7 @@ def create_parameter(d_in, d_out, seed):
     return {"parameter": value, "trainable": True}
 
 
-@_remembered
+@remembered(_round_to.get)
 def project(x, w):
     x, w = _f64(x, w)
     return mm(x, w)  # (.., T, D) @ (D, H) -> (.., T, H)
@@ -345,7 +303,7 @@ def layer_defaults(d_in, num_heads, seed):
     return {"bias": False, "dropout": 0.0, "averaged_weights": False, "w_query": w_query}
 
 
-@_remembered
+@remembered(_round_to.get)
 def grouped_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal):
     """Grouped-query attention: head n of N uses columns n*H:(n+1)*H of W_query and K/V head
     n // (N / num_kv_heads) (each K/V head repeated N / num_kv_heads times in place: repeat-interleave,

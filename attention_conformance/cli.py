@@ -33,7 +33,7 @@ import sys
 from attention_conformance import dtypes
 from attention_conformance.cases import golden, loader
 from attention_conformance.contract import ops, registry
-from attention_conformance.paths import ADAPTERS_DIR, SPEC_DIR
+from attention_conformance.paths import SPEC_DIR
 from attention_conformance.run import launch, reports
 
 
@@ -259,7 +259,9 @@ def main(argv=None):
     if args.command == "validate":
         return validate(args.path, args.golden_dir)
     if args.command == "template":
-        print((ADAPTERS_DIR / f"{args.adapter or '_template'}.py").read_text(), end="")
+        from attention_conformance.tools import template
+
+        print(template.text(args.adapter), end="")
         return 0
     if args.command == "summary":
         from attention_conformance.publish import summary

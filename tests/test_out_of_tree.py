@@ -15,6 +15,7 @@ import yaml
 
 from attention_conformance.contract import ops, registry
 from attention_conformance.paths import ADAPTERS_DIR
+from attention_conformance.tools import template
 
 COMMAND = str(Path(sys.executable).parent / "attention-conformance")  # the console script pip installed
 
@@ -325,7 +326,8 @@ def test_the_wheel_carries_the_data_and_no_generic_top_level_name(tmp_path):
         "spec/documents/000_607594879886645b.txt",
         "golden/MANIFEST.json",
         "golden/doc000_seed123.json",
-        "adapters/torch.py",
+        "adapters/torch/__init__.py",
+        "adapters/torch/layers.py",
         "adapters/_template.py",
         "adapters/tfjs_node/server.js",
         "conformance.py",
@@ -454,8 +456,9 @@ def test_collecting_writes_no_report_and_succeeds(tmp_path):
 
 
 def test_a_copy_of_a_built_in_adapter_takes_over_its_known_divergences(tmp_path):
-    source = _run(["template", "torch"], tmp_path).stdout  # a built-in adapter's source, as an installed user gets it
-    assert source == (ADAPTERS_DIR / "torch.py").read_text()
+    # A built-in adapter's source as one file (adapters/torch/ is a package), as an installed user gets it.
+    source = _run(["template", "torch"], tmp_path).stdout
+    assert source == template.text("torch")
     (tmp_path / "my_torch.py").write_text(source)
     cases = "padding_fully_masked or mask_additive_large"
     bare = _run(["run", "--adapter", "my_torch", "-q", "-k", cases], tmp_path)

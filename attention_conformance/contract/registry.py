@@ -10,7 +10,15 @@ from attention_conformance.contract.ops import CHOICES, CONTRACT, OPS, OPTIONAL,
 from attention_conformance.dtypes import DTYPES
 from attention_conformance.paths import ADAPTERS_DIR
 
-NAMES = tuple(sorted(p.stem for p in ADAPTERS_DIR.glob("*.py") if not p.stem.startswith("_")))
+# A built-in adapter is a file, or a package (one module per family) once it outgrows one.
+NAMES = tuple(
+    sorted(
+        name
+        for name in [p.stem for p in ADAPTERS_DIR.glob("*.py")]
+        + [p.parent.name for p in ADAPTERS_DIR.glob("*/__init__.py")]
+        if not name.startswith("_")
+    )
+)
 ENTRY_POINT_GROUP = "attention_conformance.adapters"
 
 
@@ -28,6 +36,14 @@ def module_path(name):
     for entry in entry_points(group=ENTRY_POINT_GROUP, name=name):
         return entry.value
     return name
+
+
+def sources(name):
+    """A built-in adapter's source files: its file, or every module of its package (the face first)."""
+    if (ADAPTERS_DIR / f"{name}.py").is_file():
+        return [ADAPTERS_DIR / f"{name}.py"]
+    package = ADAPTERS_DIR / name
+    return [package / "__init__.py", *sorted(p for p in package.glob("*.py") if p.name != "__init__.py")]
 
 
 def contract_problems(module):

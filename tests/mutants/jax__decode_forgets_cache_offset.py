@@ -3,9 +3,9 @@
 import jax
 import jax.numpy as jnp
 
-from attention_conformance.adapters import jax as base
 from attention_conformance.adapters.jax import *
-from attention_conformance.adapters.jax import _compiled, _masked_weights
+from attention_conformance.adapters.jax.heads import _offset_causal_mask
+from attention_conformance.adapters.jax.shared import _compiled, _masked_weights
 
 EXPECTED = "caught"
 MUST_FAIL = ("decode_chunk", "decode_one_token")
@@ -31,8 +31,8 @@ def decode_attention(x, w_query, w_key, w_value, start):
     out = jnp.zeros((*x.shape[:-2], T - start, w_value.shape[-1]), x.dtype)
     _, _, stepwise = jax.lax.fori_loop(start, T, step, (k_cache, v_cache, out))
     context = (
-        base._masked_weights(
-            (x[..., start:, :] @ w_query) @ jnp.swapaxes(keys, -1, -2), keys, base._offset_causal_mask(T - start, T)
+        _masked_weights(
+            (x[..., start:, :] @ w_query) @ jnp.swapaxes(keys, -1, -2), keys, _offset_causal_mask(T - start, T)
         )
         @ values
     )

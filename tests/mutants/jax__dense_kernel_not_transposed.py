@@ -1,7 +1,9 @@
 """nn.Linear's [d_out, d_in] weights used as Dense kernels [d_in, d_out] without the transpose."""
 
+import jax.numpy as jnp
+
 from attention_conformance.adapters.jax import *
-from attention_conformance.adapters.jax import _np
+from attention_conformance.adapters.jax.shared import _np
 
 EXPECTED = "caught"
 MUST_FAIL = ("v2_binary_square",)  # with d_in == d_out the kernel fits and is silently wrong

@@ -1,7 +1,9 @@
 """torch's [B, N, T, H] handed straight to jax.nn.dot_product_attention, which reads [B, T, N, H]."""
 
+import jax.numpy as jnp
+
 from attention_conformance.adapters.jax import *
-from attention_conformance.adapters.jax import _np
+from attention_conformance.adapters.jax.shared import _np
 
 EXPECTED = "caught"
 MUST_FAIL = ("fused_four_heads_causal_batched",)

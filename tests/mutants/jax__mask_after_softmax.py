@@ -1,7 +1,9 @@
 """The causal mask applied to the weights after the softmax: rows no longer sum to 1."""
 
+import jax.numpy as jnp
+
 from attention_conformance.adapters.jax import *
-from attention_conformance.adapters.jax import _causal_mask, _np, _scaled_softmax
+from attention_conformance.adapters.jax.shared import _causal_mask, _np, _scaled_softmax
 
 EXPECTED = "caught"
 MUST_FAIL = ("causal_cat_sat_mat", "causal_batched_cube")

@@ -1,7 +1,9 @@
 """k.T on a batch: JAX reverses every axis silently; with B == T == d it still fits."""
 
+import jax.numpy as jnp
+
 from attention_conformance.adapters.jax import *
-from attention_conformance.adapters.jax import _np
+from attention_conformance.adapters.jax.shared import _np
 
 EXPECTED = "caught"
 MUST_FAIL = ("row_transposed_matmul_batched_cube",)

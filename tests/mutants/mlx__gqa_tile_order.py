@@ -3,7 +3,7 @@
 import mlx.core as mx
 
 from attention_conformance.adapters.mlx import *
-from attention_conformance.adapters.mlx import _causal_mask, _heads, _masked_weights, _mx, _np
+from attention_conformance.adapters.mlx.shared import _causal_mask, _heads, _masked_weights, _mx, _np
 
 EXPECTED = "caught"
 MUST_FAIL = ("gqa_two_kv_heads", "gqa_kv_heads_causal")  # with one K/V head (gqa_mqa_causal) both orders agree

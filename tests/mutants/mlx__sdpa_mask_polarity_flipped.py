@@ -2,7 +2,8 @@
 
 from attention_conformance.adapters import mlx as base
 from attention_conformance.adapters.mlx import *
-from attention_conformance.adapters.mlx import _heads, _mx, _np, _sdpa
+from attention_conformance.adapters.mlx.heads import _sdpa
+from attention_conformance.adapters.mlx.shared import _heads, _mx, _np
 
 EXPECTED = "caught"
 MUST_FAIL = ("mask_padding_bool", "mask_padding_causal_bool")

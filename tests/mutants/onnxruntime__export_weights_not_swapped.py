@@ -5,7 +5,7 @@ import numpy as np
 import onnxruntime as ort
 
 from attention_conformance.adapters.onnxruntime import *
-from attention_conformance.adapters.onnxruntime import _exported
+from attention_conformance.adapters.onnxruntime.documents import _exported
 
 EXPECTED = "caught"
 MUST_FAIL = ("v1_seed123", "v1_batched_cube")

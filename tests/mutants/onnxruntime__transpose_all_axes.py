@@ -3,7 +3,7 @@ the ONNX form of `keys.T` on a 3-D tensor."""
 
 from attention_conformance.adapters import onnxruntime as base
 from attention_conformance.adapters.onnxruntime import *
-from attention_conformance.adapters.onnxruntime import _run
+from attention_conformance.adapters.onnxruntime.shared import _run
 
 EXPECTED = "caught"
 MUST_FAIL = ("batched_cube", "row_transposed_matmul_batched_cube")

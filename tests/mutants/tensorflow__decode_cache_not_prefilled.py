@@ -4,7 +4,7 @@ import tensorflow as tf
 
 from attention_conformance.adapters import tensorflow as base
 from attention_conformance.adapters.tensorflow import *
-from attention_conformance.adapters.tensorflow import _matmul, _np, _scaled_softmax, _t
+from attention_conformance.adapters.tensorflow.shared import _matmul, _np, _scaled_softmax, _t
 
 EXPECTED = "caught"
 MUST_FAIL = ("decode_chunk", "decode_one_token")

@@ -1,7 +1,8 @@
 """nn.Linear's [d_out, d_in] weights loaded into Dense's [d_in, d_out] kernel without the transpose."""
 
 from attention_conformance.adapters.tensorflow import *
-from attention_conformance.adapters.tensorflow import SelfAttentionV2, _np, _t
+from attention_conformance.adapters.tensorflow.documents import SelfAttentionV2
+from attention_conformance.adapters.tensorflow.shared import _np, _t
 
 EXPECTED = "caught"
 MUST_FAIL = ("v2_binary_square",)  # with d_in == d_out the kernel fits and is silently wrong

@@ -1,7 +1,7 @@
 """Dropout that zeroes weights but forgets to scale the survivors by 1 / (1 - p)."""
 
 from attention_conformance.adapters.tensorflow import *
-from attention_conformance.adapters.tensorflow import _np, _t
+from attention_conformance.adapters.tensorflow.shared import _np, _t
 
 EXPECTED = "caught"
 MUST_FAIL = ("dropout_p10", "dropout_p50")

@@ -5,7 +5,8 @@ import numpy as np
 import tensorflow as tf
 
 from attention_conformance.adapters.tensorflow import *
-from attention_conformance.adapters.tensorflow import _batched, _keras_gqa, _keras_name, _np
+from attention_conformance.adapters.tensorflow.layers import _keras_gqa, _keras_name
+from attention_conformance.adapters.tensorflow.shared import _batched, _np
 
 EXPECTED = "caught"
 MUST_FAIL = ("gqa_layer",)  # with one K/V head both orders are the same reshape

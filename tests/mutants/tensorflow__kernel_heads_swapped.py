@@ -2,7 +2,7 @@
 
 from attention_conformance import ports
 from attention_conformance.adapters.tensorflow import *
-from attention_conformance.adapters.tensorflow import _layer_outputs
+from attention_conformance.adapters.tensorflow.layers import _layer_outputs
 
 EXPECTED = "caught"
 MUST_FAIL = ("layer_mha_small", "layer_port_from_torch")

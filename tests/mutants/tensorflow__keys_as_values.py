@@ -1,7 +1,8 @@
 """The blend uses the keys where the values belong: "score with keys, blend with values" mixed up."""
 
 from attention_conformance.adapters.tensorflow import *
-from attention_conformance.adapters.tensorflow import SelfAttentionV1, _matmul, _np, _scaled_softmax, _t
+from attention_conformance.adapters.tensorflow.documents import SelfAttentionV1
+from attention_conformance.adapters.tensorflow.shared import _matmul, _np, _scaled_softmax, _t
 
 EXPECTED = "caught"
 MUST_FAIL = ("v1_seed123", "v1_batched_cube")

@@ -2,7 +2,8 @@
 
 from attention_conformance import ports
 from attention_conformance.adapters.tensorflow import *
-from attention_conformance.adapters.tensorflow import _keras_mha, _np, _t
+from attention_conformance.adapters.tensorflow.layers import _keras_mha
+from attention_conformance.adapters.tensorflow.shared import _np, _t
 
 EXPECTED = "caught"
 MUST_FAIL = ("mask_layer_padding_causal",)

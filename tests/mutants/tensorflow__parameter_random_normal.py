@@ -1,7 +1,7 @@
 """The mapping table's right-hand column taken literally: tf.randomNormal where torch.rand is uniform."""
 
 from attention_conformance.adapters.tensorflow import *
-from attention_conformance.adapters.tensorflow import _np
+from attention_conformance.adapters.tensorflow.shared import _np
 
 EXPECTED = "caught"
 MUST_FAIL = ("row_parameter",)

@@ -1,7 +1,8 @@
 """The optimizer step adds the gradient instead of subtracting it: gradient ascent."""
 
 from attention_conformance.adapters.tensorflow import *
-from attention_conformance.adapters.tensorflow import SelfAttentionV1, _np, _t
+from attention_conformance.adapters.tensorflow.documents import SelfAttentionV1
+from attention_conformance.adapters.tensorflow.shared import _np, _t
 
 EXPECTED = "caught"
 MUST_FAIL = ("sgd_cat_sat_mat", "sgd_batched_cube")

@@ -1,7 +1,7 @@
 """tf.transpose(k) on a batch reverses every axis, silently; with B == T == d it still fits."""
 
 from attention_conformance.adapters.tensorflow import *
-from attention_conformance.adapters.tensorflow import _np, _t
+from attention_conformance.adapters.tensorflow.shared import _np, _t
 
 EXPECTED = "caught"
 MUST_FAIL = ("row_transposed_matmul_batched_cube",)

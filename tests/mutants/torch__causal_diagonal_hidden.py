@@ -1,7 +1,7 @@
 """torch.triu(..., diagonal=0): the mask also hides each token from itself."""
 
 from attention_conformance.adapters.torch import *
-from attention_conformance.adapters.torch import _np
+from attention_conformance.adapters.torch.shared import _np
 
 EXPECTED = "caught"
 MUST_FAIL = ("causal_cat_sat_mat", "causal_first_token")

@@ -5,7 +5,7 @@ Square, so it loads without a shape error; c_attn's [E, 3E] would not, so only c
 
 from attention_conformance import ports
 from attention_conformance.adapters.torch import *
-from attention_conformance.adapters.torch import _layer_outputs
+from attention_conformance.adapters.torch.layers import _layer_outputs
 
 EXPECTED = "caught"
 MUST_FAIL = ("layer_port_from_gpt2", "layer_mha_gpt2_small_heads_causal")

@@ -4,7 +4,7 @@ import torch
 
 from attention_conformance.adapters import torch as base
 from attention_conformance.adapters.torch import *
-from attention_conformance.adapters.torch import _np, _t
+from attention_conformance.adapters.torch.shared import _np, _t
 
 EXPECTED = "caught"
 MUST_FAIL = ("decode_one_token", "decode_chunk")

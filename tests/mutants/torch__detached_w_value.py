@@ -1,7 +1,8 @@
 """W_value used through .detach(): the forward is right, but W_value never gets a gradient."""
 
 from attention_conformance.adapters.torch import *
-from attention_conformance.adapters.torch import SelfAttention_v1, _np, _t, _v1
+from attention_conformance.adapters.torch.documents import SelfAttention_v1, _v1
+from attention_conformance.adapters.torch.shared import _np, _t
 
 EXPECTED = "caught"
 MUST_FAIL = ("gradients_v1_cat_sat_mat", "sgd_cat_sat_mat")

@@ -1,7 +1,8 @@
 """Exercise 3.1 copying nn.Linear's [d_out, d_in] weight into v1 without the .T."""
 
 from attention_conformance.adapters.torch import *
-from attention_conformance.adapters.torch import SelfAttention_v1, _np, _t, _v2
+from attention_conformance.adapters.torch.documents import SelfAttention_v1, _v2
+from attention_conformance.adapters.torch.shared import _np, _t
 
 EXPECTED = "caught"
 MUST_FAIL = ("exercise_3_1_binary_square",)  # 3x2 weights fail by shape; square ones by value

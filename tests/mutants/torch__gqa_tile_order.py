@@ -3,7 +3,8 @@
 import torch
 
 from attention_conformance.adapters.torch import *
-from attention_conformance.adapters.torch import _causal_mask, _grouped_split, _np, _t
+from attention_conformance.adapters.torch.heads import _grouped_split
+from attention_conformance.adapters.torch.shared import _causal_mask, _np, _t
 
 EXPECTED = "caught"
 MUST_FAIL = ("gqa_two_kv_heads", "gqa_kv_heads_causal")  # with one K/V head (gqa_mqa_causal) both orders agree

@@ -2,7 +2,7 @@
 
 from attention_conformance.adapters import torch as base
 from attention_conformance.adapters.torch import *
-from attention_conformance.adapters.torch import _np, _t
+from attention_conformance.adapters.torch.shared import _np, _t
 
 EXPECTED = "caught"
 MUST_FAIL = ("two_heads_binary", "four_heads_causal_batched")

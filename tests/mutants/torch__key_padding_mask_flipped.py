@@ -5,7 +5,8 @@ import torch
 
 from attention_conformance import ports
 from attention_conformance.adapters.torch import *
-from attention_conformance.adapters.torch import _causal_mask, _mha, _np, _t
+from attention_conformance.adapters.torch.layers import _mha
+from attention_conformance.adapters.torch.shared import _causal_mask, _np, _t
 
 EXPECTED = "caught"
 MUST_FAIL = ("mask_layer_key_padding", "mask_layer_key_padding_causal")

@@ -1,7 +1,7 @@
 """torch.softmax(scores, dim=0): normalises down each column, over queries, instead of over keys."""
 
 from attention_conformance.adapters.torch import *
-from attention_conformance.adapters.torch import _np, _t
+from attention_conformance.adapters.torch.shared import _np, _t
 
 EXPECTED = "caught"
 MUST_FAIL = ("row_softmax_binary",)

@@ -1,7 +1,7 @@
 """The document's keys.T on a batch: reverses every axis, which fits when B == T == d."""
 
 from attention_conformance.adapters.torch import *
-from attention_conformance.adapters.torch import _np, _t
+from attention_conformance.adapters.torch.shared import _np, _t
 
 EXPECTED = "caught"
 MUST_FAIL = ("row_transposed_matmul_batched_cube",)

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attention_conformance import dtypes
+from attention_conformance import dtypes, remembered
 from attention_conformance.adapters import reference
 from attention_conformance.cache import directory as cache_directory
 from attention_conformance.cases import golden, loader
@@ -157,7 +157,7 @@ def exponentials(monkeypatch):
     """How many numbers the oracle's softmax exponentiates: the measure of attention it computes."""
     counted, real = [], reference.exp
     monkeypatch.setattr(reference, "exp", lambda x: counted.append(np.size(x)) or real(x))
-    monkeypatch.setattr(reference, "_REMEMBERED", collections.OrderedDict())  # nothing computed before this test
+    monkeypatch.setattr(remembered, "_ANSWERS", collections.OrderedDict())  # nothing computed before this test
     return counted
 
 

@@ -12,7 +12,6 @@ import pytest
 from attention_conformance import plugin
 from attention_conformance.cases import divergences, loader
 from attention_conformance.contract import ops, registry
-from attention_conformance.paths import ADAPTERS_DIR
 from attention_conformance.run.verify import verify_all
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -25,7 +24,8 @@ FRAMEWORKS = tuple(
         {
             line.split()[1].split(".")[0]
             for name in registry.NAMES
-            for line in map(str.strip, (ADAPTERS_DIR / f"{name}.py").read_text().splitlines())
+            for path in registry.sources(name)
+            for line in map(str.strip, path.read_text().splitlines())
             if line.startswith(("import ", "from "))
             and line.split()[1].split(".")[0]
             not in {*sys.stdlib_module_names, "numpy", "ml_dtypes", "attention_conformance"}
@@ -234,7 +234,7 @@ def test_adding_a_framework_names_every_file_that_lists_the_frameworks():
     concrete = {f.replace("<name>", "*") for f in listed}
     assert naming_all <= {f for f in concrete if "*" not in f}, sorted(naming_all)
     for name in registry.NAMES:
-        assert (ROOT / "adapters" / f"{name}.py").exists()
+        assert all(path.exists() for path in registry.sources(name))
         assert list((ROOT / "tests" / "mutants").glob(f"{name}__*.py")), (
             f"{name} has no wrong variant in tests/mutants/"
         )

@@ -1,0 +1,172 @@
+"""JAX: past the documents' one head: masks, decoding with a cache, dropout, several heads and grouped heads."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .shared import _causal_mask, _compiled, _masked_weights, _np, _scaled_softmax, _split_heads, _split_last
+
+
+def _masked_attention(x, w_query, w_key, w_value, mask):
+    x = jnp.asarray(x)
+    queries, keys, values = x @ jnp.asarray(w_query), x @ jnp.asarray(w_key), x @ jnp.asarray(w_value)
+    attn_weights = _masked_weights(queries @ jnp.swapaxes(keys, -1, -2), keys, jnp.asarray(mask))
+    return {"weights": attn_weights, "context": attn_weights @ values}
+
+
+masked_attention = _compiled()(_masked_attention)
+
+
+def _mask_conventions(x, w_query, w_key, w_value, mask, api, fill):
+    x, hidden = jnp.asarray(x), jnp.asarray(mask)
+    # jax.nn.dot_product_attention takes [B, T, N, H] and masks [B, N, T, S]: one head here.
+    queries, keys, values = ((x @ jnp.asarray(w))[..., None, :] for w in (w_query, w_key, w_value))
+    if api == "bool":  # its boolean mask: True = the key takes part, the suite's opposite
+        out = jax.nn.dot_product_attention(queries, keys, values, mask=~hidden[..., None, :, :])
+    else:  # its additive `bias`; the fill is data, not a compile-time constant: one program for the three
+        bias = jnp.where(hidden, jnp.asarray(fill, x.dtype), jnp.zeros((), x.dtype))[..., None, :, :]
+        out = jax.nn.dot_product_attention(queries, keys, values, bias=bias)
+    return out[..., 0, :]
+
+
+_mask_conventions_compiled = _compiled("api")(_mask_conventions)
+
+
+def mask_conventions(x, w_query, w_key, w_value, mask, api, fill):
+    dtype = np.asarray(x).dtype
+    value = {"neg_inf": -np.inf, "large_negative": -1e9, "dtype_min": float(jnp.finfo(dtype).min)}[fill]
+    if dtype == np.float16:  # eager, as fused_attention: XLA:CPU refuses F16_F16_F32 under jit
+        return _np(_mask_conventions(x, w_query, w_key, w_value, mask, api, value))
+    return _mask_conventions_compiled(x, w_query, w_key, w_value, mask, api, value)
+
+
+@_compiled()
+def causal_attention(x, w_query, w_key, w_value):
+    return _masked_attention(x, w_query, w_key, w_value, _causal_mask(x.shape[-2]))
+
+
+def _offset_causal_mask(T_q, T_k):
+    # The query at absolute position p = T_k - T_q + i may see keys 0..p: the diagonal moves right.
+    return jnp.triu(jnp.ones((T_q, T_k), dtype=bool), k=T_k - T_q + 1)
+
+
+@_compiled("start")
+def decode_attention(x, w_query, w_key, w_value, start):
+    x, w_query, w_key, w_value = map(jnp.asarray, (x, w_query, w_key, w_value))
+    keys, values = x @ w_key, x @ w_value
+    queries = x[..., start:, :] @ w_query
+    weights = _masked_weights(
+        queries @ jnp.swapaxes(keys, -1, -2), keys, _offset_causal_mask(queries.shape[-2], keys.shape[-2])
+    )
+    # Token by token, JAX's way: a cache of fixed size written in place (lax.dynamic_update_slice),
+    # the positions not yet written hidden by position, so every step is the same program.
+    T = x.shape[-2]
+    k_cache = jnp.zeros_like(keys).at[..., :start, :].set(keys[..., :start, :])
+    v_cache = jnp.zeros_like(values).at[..., :start, :].set(values[..., :start, :])
+
+    def step(p, carry):
+        k_cache, v_cache, out = carry
+        token = jax.lax.dynamic_slice_in_dim(x, p, 1, axis=-2)
+        k_cache = jax.lax.dynamic_update_slice_in_dim(k_cache, token @ w_key, p, axis=-2)
+        v_cache = jax.lax.dynamic_update_slice_in_dim(v_cache, token @ w_value, p, axis=-2)
+        unwritten = jnp.arange(T) > p
+        attended = _masked_weights((token @ w_query) @ jnp.swapaxes(k_cache, -1, -2), k_cache, unwritten) @ v_cache
+        return k_cache, v_cache, jax.lax.dynamic_update_slice_in_dim(out, attended, p - start, axis=-2)
+
+    out = jnp.zeros((*x.shape[:-2], T - start, w_value.shape[-1]), x.dtype)
+    _, _, stepwise = jax.lax.fori_loop(start, T, step, (k_cache, v_cache, out))
+    return {"context": weights @ values, "stepwise": stepwise}
+
+
+def _causal_flag(x, w_query, w_key, w_value, start):
+    x = jnp.asarray(x)
+    queries, keys, values = (t @ jnp.asarray(w) for t, w in ((x[..., start:, :], w_query), (x, w_key), (x, w_value)))
+    heads = jax.nn.dot_product_attention(
+        *(t[..., None, :] for t in (queries, keys, values)), is_causal=True
+    )  # [B, T, N=1, H]
+    return heads[..., 0, :]
+
+
+_causal_flag_compiled = _compiled("start")(_causal_flag)
+
+
+def causal_flag(x, w_query, w_key, w_value, start):
+    if np.asarray(x).dtype == np.float16:  # eager, as fused_attention: XLA:CPU refuses F16_F16_F32 under jit
+        return _np(_causal_flag(x, w_query, w_key, w_value, start))
+    return _causal_flag_compiled(x, w_query, w_key, w_value, start)
+
+
+@_compiled()
+def dropout(weights, p, seed):
+    weights = jnp.asarray(weights)
+    keep = jax.random.bernoulli(jax.random.key(seed), 1 - p, weights.shape)
+    return {"dropout_eval": weights, "dropout_train": jnp.where(keep, weights / (1 - p), 0)}
+
+
+@_compiled("num_heads", "causal")
+def multi_head_attention(x, w_query, w_key, w_value, w_out, num_heads, causal):
+    x = jnp.asarray(x)
+    d_out = w_query.shape[1]
+    head_dim = d_out // num_heads
+    queries, keys, values = (_split_heads(x @ jnp.asarray(w), num_heads, head_dim) for w in (w_query, w_key, w_value))
+    scores = queries @ jnp.swapaxes(keys, -1, -2)
+    weights = _masked_weights(scores, keys, _causal_mask(x.shape[-2])) if causal else _scaled_softmax(scores, keys)
+    heads = weights @ values  # (.., N, T, H)
+    merged = jnp.swapaxes(heads, -3, -2).reshape(*x.shape[:-1], d_out)
+    return {"heads": heads, "context": merged @ jnp.asarray(w_out)}
+
+
+def _fused(x, w_query, w_key, w_value, num_heads, causal):
+    x = jnp.asarray(x)
+    head_dim = w_query.shape[1] // num_heads
+    queries, keys, values = (_split_last(x @ jnp.asarray(w), num_heads, head_dim) for w in (w_query, w_key, w_value))
+    heads = jax.nn.dot_product_attention(queries, keys, values, is_causal=causal)  # (.., T, N, H)
+    return jnp.swapaxes(heads, -3, -2)
+
+
+_fused_compiled = _compiled("num_heads", "causal")(_fused)
+
+
+def fused_attention(x, w_query, w_key, w_value, num_heads, causal):
+    # float16 goes op by op: under jax.jit with the suite's pinned "highest" matmul precision, XLA:CPU
+    # refuses dot_product_attention's float32-accumulating float16 dot ("The precision 'F16_F16_F32'
+    # is not supported by dot_general on CPU", jax 0.10.2, measured); eagerly it runs.
+    if np.asarray(x).dtype == np.float16:
+        return _np(_fused(x, w_query, w_key, w_value, num_heads, causal))
+    return _fused_compiled(x, w_query, w_key, w_value, num_heads, causal)
+
+
+@_compiled("num_heads", "num_kv_heads", "causal")
+def grouped_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal):
+    x = jnp.asarray(x)
+    head_dim = w_query.shape[1] // num_heads
+    group = num_heads // num_kv_heads
+    queries = _split_heads(x @ jnp.asarray(w_query), num_heads, head_dim)
+    keys, values = (
+        jnp.repeat(_split_heads(x @ jnp.asarray(w), num_kv_heads, head_dim), group, axis=-3)  # in place
+        for w in (w_key, w_value)
+    )
+    scores = queries @ jnp.swapaxes(keys, -1, -2)
+    weights = _masked_weights(scores, keys, _causal_mask(x.shape[-2])) if causal else _scaled_softmax(scores, keys)
+    return weights @ values
+
+
+def _grouped_fused(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal):
+    x = jnp.asarray(x)
+    head_dim = w_query.shape[1] // num_heads
+    queries, keys, values = (
+        _split_last(x @ jnp.asarray(w), n, head_dim)
+        for w, n in ((w_query, num_heads), (w_key, num_kv_heads), (w_value, num_kv_heads))
+    )
+    return jnp.swapaxes(
+        jax.nn.dot_product_attention(queries, keys, values, is_causal=causal), -3, -2
+    )  # fewer K/V heads allowed
+
+
+_grouped_fused_compiled = _compiled("num_heads", "num_kv_heads", "causal")(_grouped_fused)
+
+
+def grouped_fused_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal):
+    if np.asarray(x).dtype == np.float16:  # eager, as fused_attention: XLA:CPU refuses F16_F16_F32 under jit
+        return _np(_grouped_fused(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal))
+    return _grouped_fused_compiled(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal)

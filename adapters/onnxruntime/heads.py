@@ -1,0 +1,161 @@
+"""ONNX Runtime: past the one head: masks, decoding with a cache, dropout, several heads and grouped heads."""
+
+import numpy as np
+from onnx import TensorProto
+
+from .documents import project
+from .shared import _attend_one_head, _attention, _batched, _one_head, _run
+
+
+def masked_attention(x, w_query, w_key, w_value, mask):
+    out = _run(_attention, x=x, w_query=w_query, w_key=w_key, w_value=w_value, mask=np.asarray(mask, dtype=bool))
+    return {"weights": out["weights"], "context": out["context"]}
+
+
+def _causal_mask(T_q, T_k):
+    # The query at absolute position p = T_k - T_q + i may see keys 0..p; above that diagonal is the future.
+    return np.triu(np.ones((T_q, T_k), dtype=bool), k=T_k - T_q + 1)
+
+
+def causal_attention(x, w_query, w_key, w_value):
+    T = np.shape(x)[-2]
+    return masked_attention(x, w_query, w_key, w_value, _causal_mask(T, T))
+
+
+def _fused(g, ranks, num_heads, num_kv_heads, causal):
+    """The standard Attention operator on [B, N, T, H] heads; K/V may have fewer heads (grouped)."""
+    query = g.heads(g("MatMul", "x", "w_query"), num_heads, ranks["x"])
+    key, value = (g.heads(g("MatMul", "x", w), num_kv_heads, ranks["x"]) for w in ("w_key", "w_value"))
+    return {"heads": g("Attention", query, key, value, is_causal=int(causal))}
+
+
+def fused_attention(x, w_query, w_key, w_value, num_heads, causal):
+    return grouped_fused_attention(x, w_query, w_key, w_value, num_heads, num_heads, causal)
+
+
+def grouped_fused_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal):
+    heads = _run(_fused, num_heads, num_kv_heads, causal, x=_batched(x), w_query=w_query, w_key=w_key, w_value=w_value)[
+        "heads"
+    ]
+    return heads[0] if np.ndim(x) == 2 else heads
+
+
+def _grouped(g, ranks, num_heads, num_kv_heads):
+    """Heads by Reshape and Transpose; each K/V head repeated in place (Unsqueeze, Expand, Reshape:
+    ONNX has no repeat_interleave)."""
+    group = num_heads // num_kv_heads
+    query = g.heads(g("MatMul", "x", "w_query"), num_heads, ranks["x"])
+    shape = g("Shape", query)  # (.., N, T, H)
+
+    def repeated(w):
+        kv = g.heads(g("MatMul", "x", w), num_kv_heads, ranks["x"])  # (.., K, T, H)
+        lead = g("Shape", kv, end=-3)
+        tail = g("Shape", kv, start=-2)
+        grown = g("Concat", lead, g.const([num_kv_heads, group], TensorProto.INT64), tail, axis=0)
+        expanded = g("Expand", g("Unsqueeze", kv, g.const([-3], TensorProto.INT64)), grown)  # (.., K, G, T, H)
+        return g("Reshape", expanded, shape)  # (.., K*G, T, H): head n is K/V head n // G
+
+    key, value = repeated("w_key"), repeated("w_value")
+    weights = g.scaled_softmax(g("MatMul", query, g.t(key, ranks["x"] + 1)), key, "mask")
+    return {"heads": g("MatMul", weights, value)}
+
+
+def grouped_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal):
+    T = np.shape(x)[-2]
+    hidden = _causal_mask(T, T) if causal else np.zeros((T, T), dtype=bool)
+    return _run(_grouped, num_heads, num_kv_heads, x=x, w_query=w_query, w_key=w_key, w_value=w_value, mask=hidden)[
+        "heads"
+    ]
+
+
+def mask_conventions(x, w_query, w_key, w_value, mask, api, fill):
+    hidden = np.asarray(mask, dtype=bool)
+    hidden = hidden[:, None] if hidden.ndim == 3 else hidden  # [B, 1, T, S]: every head
+    dtype = np.asarray(x).dtype
+    if api == "bool":  # the Attention operator's boolean mask: True = the key takes part, the suite's opposite
+        attn_mask = ~hidden
+    else:  # a float mask added to the scores
+        value = {"neg_inf": -np.inf, "large_negative": -1e9, "dtype_min": np.finfo(dtype).min}[fill]
+        attn_mask = np.where(hidden, value, 0).astype(dtype)
+    return _attend_one_head(x, *(_one_head(x, w) for w in (w_query, w_key, w_value)), mask=attn_mask)
+
+
+def _decode_step(g, ranks):
+    """One token with a KV cache, as a deployed decoder runs: past keys and values in, the new
+    token's appended (Concat), present keys and values out for the next step; no mask, the future
+    is not in the cache yet."""
+    key = g("Concat", "past_key", g("MatMul", "token", "w_key"), axis=-2)
+    value = g("Concat", "past_value", g("MatMul", "token", "w_value"), axis=-2)
+    scores = g("MatMul", g("MatMul", "token", "w_query"), g.t(key, ranks["token"]))
+    return {"context": g("MatMul", g.scaled_softmax(scores, key), value), "present_key": key, "present_value": value}
+
+
+def _decode(g, ranks):
+    key, value = g("MatMul", "x", "w_key"), g("MatMul", "x", "w_value")
+    scores = g("MatMul", g("MatMul", "queries", "w_query"), g.t(key, ranks["x"]))
+    return {"context": g("MatMul", g.scaled_softmax(scores, key, "mask"), value)}
+
+
+def decode_attention(x, w_query, w_key, w_value, start):
+    x = np.asarray(x)
+    T = x.shape[-2]
+    out = _run(
+        _decode,
+        x=x,
+        queries=x[..., start:, :],
+        w_query=w_query,
+        w_key=w_key,
+        w_value=w_value,
+        mask=_causal_mask(T - start, T),
+    )
+    prefix = x[..., :start, :]  # the prompt: its keys and values fill the cache, computed by the runtime too
+    past = {"past_key": project(prefix, w_key), "past_value": project(prefix, w_value)}
+    steps = []
+    for p in range(start, T):
+        step = _run(_decode_step, token=x[..., p : p + 1, :], w_query=w_query, w_key=w_key, w_value=w_value, **past)
+        past = {"past_key": step["present_key"], "past_value": step["present_value"]}
+        steps.append(step["context"])
+    return {"context": out["context"], "stepwise": np.concatenate(steps, axis=-2)}
+
+
+def causal_flag(x, w_query, w_key, w_value, start):
+    x = np.asarray(x)
+    return _attend_one_head(
+        x, _one_head(x[..., start:, :], w_query), _one_head(x, w_key), _one_head(x, w_value), causal=True
+    )
+
+
+def _dropout(g, ranks, p, seed):
+    ratio, training = g.const(p), g.const(True, TensorProto.BOOL)
+    return {
+        "dropout_eval": g("Dropout", "weights", ratio, seed=seed),  # training_mode defaults to False
+        "dropout_train": g("Dropout", "weights", ratio, training, seed=seed),
+    }
+
+
+def dropout(weights, p, seed):
+    return _run(_dropout, p, seed, weights=weights)
+
+
+def _multi_head(g, ranks, num_heads):
+    rank = ranks["x"]
+    query, key, value = (g.heads(g("MatMul", "x", w), num_heads, rank) for w in ("w_query", "w_key", "w_value"))
+    weights = g.scaled_softmax(g("MatMul", query, g.t(key, rank + 1)), key, "mask")
+    heads = g("MatMul", weights, value)  # (.., N, T, H)
+    merged = g(
+        "Reshape",
+        g("Transpose", heads, perm=[*range(rank - 2), rank - 1, rank - 2, rank]),
+        g.const([0] * (rank - 1) + [-1], TensorProto.INT64),
+    )  # (.., T, N*H)
+    return {"heads": heads, "context": g("MatMul", merged, "w_out")}
+
+
+def multi_head_attention(x, w_query, w_key, w_value, w_out, num_heads, causal):
+    T = np.shape(x)[-2]
+    hidden = _causal_mask(T, T) if causal else np.zeros((T, T), dtype=bool)
+    return _run(_multi_head, num_heads, x=x, w_query=w_query, w_key=w_key, w_value=w_value, w_out=w_out, mask=hidden)
+
+
+def attention_layer(x, w_query, w_key, w_value):
+    """The Attention operator fed the projections (one head): ONNX's own scaled dot-product attention."""
+    return _attend_one_head(x, *(_one_head(x, w) for w in (w_query, w_key, w_value)))

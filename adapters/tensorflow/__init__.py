@@ -1,0 +1,32 @@
+"""TensorFlow 2 with Keras 3, in the idiom of the TF.js document's right-hand column."""
+
+import os
+
+os.environ["KERAS_BACKEND"] = "tensorflow"  # this adapter is TensorFlow; Keras must not pick another backend
+import keras
+import tensorflow as tf
+
+from .documents import *
+from .heads import *
+from .layers import *
+
+DTYPES = ("float32", "float64", "float16", "bfloat16")
+
+
+NOT_APPLICABLE = {
+    "layer_mha_averaged": "keras.layers.MultiHeadAttention returns per-head scores only (no average_attn_weights)",
+    "layer_mha_seq_first": "keras.layers.MultiHeadAttention is batch-first only",
+}
+
+
+def version():
+    return f"tensorflow {tf.__version__}, keras {keras.__version__}"
+
+
+def pin_numerics():
+    tf.config.experimental.enable_tensor_float_32_execution(False)  # a GPU's float32 must be a CPU's
+    return {"tensorflow.tensor_float_32_execution": tf.config.experimental.tensor_float_32_execution_enabled()}
+
+
+def devices():
+    return ["cpu"] + ["gpu"] * bool(tf.config.list_physical_devices("GPU"))

@@ -1,0 +1,46 @@
+"""PyTorch, written the way the PyTorch document writes it (SelfAttention_v1 and _v2)."""
+
+import torch
+
+from .documents import *
+from .heads import *
+from .layers import *
+
+DTYPES = ("float32", "float64", "float16", "bfloat16")
+
+
+NOT_APPLICABLE = {
+    "attention_layer": "keras.layers.Attention's case; nn.MultiheadAttention owns its projections",
+    "grouped_attention_layer": (
+        "torch.nn has no grouped-query attention layer (nn.MultiheadAttention has one K/V head per query head); "
+        "grouped heads run through F.scaled_dot_product_attention(enable_gqa=True)"
+    ),
+}
+
+
+def version():
+    return f"torch {torch.__version__}"
+
+
+def pin_numerics():
+    # On an AMX CPU, "medium" runs float32 matmuls of size >= 32 in bfloat16 (relative error ~2e-3, far
+    # beyond float32's tolerance); TF32 only matters on a GPU, whose float32 must be a CPU's.
+    torch.set_float32_matmul_precision("highest")
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    return {
+        "torch.float32_matmul_precision": torch.get_float32_matmul_precision(),
+        "torch.cuda.matmul.allow_tf32": torch.backends.cuda.matmul.allow_tf32,
+        "torch.cudnn.allow_tf32": torch.backends.cudnn.allow_tf32,
+        # Not switches set here, but what picks torch's CPU kernels: recorded beside them.
+        "torch.cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "torch.num_threads": torch.get_num_threads(),
+    }
+
+
+def devices():
+    return ["cpu"] + ["gpu"] * torch.cuda.is_available()
+
+
+def attention_layer(x, w_query, w_key, w_value):
+    raise NotImplementedError(NOT_APPLICABLE["attention_layer"])
