@@ -27,9 +27,9 @@ ORACLE_ONLY = {
 ADAPTER_MOST_LINES = 450
 
 
-def _modules(root, package):
+def _modules(root, package, paths=None):
     found = {}
-    for path in sorted(root.rglob("*.py")):
+    for path in sorted(root.rglob("*.py") if paths is None else paths):
         parts = list(path.relative_to(root).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts = parts[:-1]
@@ -38,12 +38,16 @@ def _modules(root, package):
 
 
 MODULES = _modules(PACKAGE, "attention_conformance")
-# A built-in adapter is a file in adapters/ or a package there (adapters/tfjs_node is the Node.js side of tfjs).
-ADAPTER_FILES = {
-    name: path
-    for name, path in _modules(ROOT / "adapters", "attention_conformance.adapters").items()
-    if path.parent == ROOT / "adapters" or (path.parent / "__init__.py").is_file()
-}
+# A built-in adapter is a file in adapters/ or a package there, one level deep (adapters/tfjs_node, the Node.js side
+# of tfjs, is no package: its node_modules is not read).
+ADAPTER_FILES = _modules(
+    ROOT / "adapters",
+    "attention_conformance.adapters",
+    [
+        *(ROOT / "adapters").glob("*.py"),
+        *(p for init in (ROOT / "adapters").glob("*/__init__.py") for p in init.parent.glob("*.py")),
+    ],
+)
 ADAPTER_MODULES = set(ADAPTER_FILES)
 
 
