@@ -140,3 +140,10 @@ def sgd_step(x, w_query, w_key, w_value, g, lr):
 #         "weights": ...,
 #         "round_trip": ports.flat(ports.from_layout("torch", read_back, num_heads)),
 #     }
+#
+# Optional: sliding-window attention, the band built from your framework's own ops. Causal, and query p (absolute:
+# the queries are x[..., start:, :]) sees only keys p-window+1..p, its own included (spec conventions.sliding_window).
+#
+# def window_attention(x, w_query, w_key, w_value, window, start):
+#     ...  # hide key j from query p when j > p or j <= p - window, then the masked softmax
+#     return {"weights": ..., "context": ...}

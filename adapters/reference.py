@@ -194,8 +194,10 @@ def mask_conventions(x, w_query, w_key, w_value, mask, api, fill):
     return masked_attention(x, w_query, w_key, w_value, mask)["context"]
 
 
-def _future(T):
-    return np.triu(np.ones((T, T), dtype=bool), k=1)  # key j > query i is the future
+def _future(T, window=None):
+    """Key j hidden from query i: the future (j > i), and with a window the keys j <= i - window."""
+    i, j = np.arange(T)[:, None], np.arange(T)[None, :]
+    return (j > i) | (j <= i - window) if window else j > i
 
 
 def causal_attention(x, w_query, w_key, w_value):
@@ -208,6 +210,13 @@ def decode_attention(x, w_query, w_key, w_value, start):
     cache is the same computation, so both outputs are rows start.. of the full causal pass."""
     context = causal_attention(x, w_query, w_key, w_value)["context"][..., start:, :]
     return {"context": context, "stepwise": context}
+
+
+def window_attention(x, w_query, w_key, w_value, window, start):
+    """Sliding window (conventions.sliding_window): causal, query p seeing the `window` keys p-window+1..p, for
+    the queries start..T-1; as decode_attention, rows start.. of the whole sequence's pass."""
+    out = masked_attention(x, w_query, w_key, w_value, _future(np.shape(x)[-2], window))
+    return {name: value[..., start:, :] for name, value in out.items()}
 
 
 def causal_flag(x, w_query, w_key, w_value, start):
@@ -313,11 +322,7 @@ def grouped_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causa
     x, w_query, w_key, w_value = _f64(x, w_query, w_key, w_value)
     H = w_query.shape[-1] // num_heads
     group = num_heads // num_kv_heads
-    queries, keys, values = (
-        project(x, w_query),
-        project(x, w_key),
-        project(x, w_value),
-    )  # (B, T, N*H), (B, S, K*H) twice
+    queries, keys, values = project(x, w_query), project(x, w_key), project(x, w_value)  # (B, T, N*H), (B, S, K*H) x2
     hidden = _future(x.shape[-2]) if causal else None  # as causal_attention
     heads = []
     for n in range(num_heads):

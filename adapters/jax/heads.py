@@ -78,6 +78,17 @@ def decode_attention(x, w_query, w_key, w_value, start):
     return {"context": weights @ values, "stepwise": stepwise}
 
 
+@_compiled("window", "start")
+def window_attention(x, w_query, w_key, w_value, window, start):
+    x = jnp.asarray(x)
+    keys, values = x @ jnp.asarray(w_key), x @ jnp.asarray(w_value)
+    queries = x[..., start:, :] @ jnp.asarray(w_query)
+    # Query p (absolute, from start) sees keys p-window+1..p: the future and the keys before the window hidden.
+    p, j = jnp.arange(start, x.shape[-2])[:, None], jnp.arange(x.shape[-2])
+    weights = _masked_weights(queries @ jnp.swapaxes(keys, -1, -2), keys, (j > p) | (j <= p - window))
+    return {"weights": weights, "context": weights @ values}
+
+
 def _causal_flag(x, w_query, w_key, w_value, start):
     x = jnp.asarray(x)
     queries, keys, values = (t @ jnp.asarray(w) for t, w in ((x[..., start:, :], w_query), (x, w_key), (x, w_value)))

@@ -57,6 +57,16 @@ def decode_attention(x, w_query, w_key, w_value, start):
     return {"context": _np(context), "stepwise": _np(mx.concatenate(steps, axis=-2))}
 
 
+def window_attention(x, w_query, w_key, w_value, window, start):
+    x, W_query, W_key, W_value = _mx(x), _mx(w_query), _mx(w_key), _mx(w_value)
+    keys, values = x @ W_key, x @ W_value
+    queries = x[..., start:, :] @ W_query
+    # Query p (absolute, from start) sees keys p-window+1..p: the future and the keys before the window hidden.
+    p, j = mx.arange(start, x.shape[-2])[:, None], mx.arange(x.shape[-2])
+    weights = _masked_weights(queries @ keys.swapaxes(-1, -2), keys, (j > p) | (j <= p - window))
+    return {"weights": _np(weights), "context": _np(weights @ values)}
+
+
 def causal_flag(x, w_query, w_key, w_value, start):
     x = _mx(x)
     queries = _heads(x[..., start:, :] @ _mx(w_query), 1)

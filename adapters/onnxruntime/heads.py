@@ -118,6 +118,30 @@ def decode_attention(x, w_query, w_key, w_value, start):
     return {"context": out["context"], "stepwise": np.concatenate(steps, axis=-2)}
 
 
+def window_attention(x, w_query, w_key, w_value, window, start):
+    """Opset 23 has no sliding window (opset 25's Attention adds one): the band is built here, in NumPy, and
+    hides keys through the graph's Where as any mask does."""
+    x = np.asarray(x)
+    p, j = np.arange(start, x.shape[-2])[:, None], np.arange(x.shape[-2])
+    out = _run(
+        _windowed,
+        x=x,
+        queries=x[..., start:, :],
+        w_query=w_query,
+        w_key=w_key,
+        w_value=w_value,
+        mask=(j > p) | (j <= p - window),
+    )
+    return {"weights": out["weights"], "context": out["context"]}
+
+
+def _windowed(g, ranks):
+    key, value = g("MatMul", "x", "w_key"), g("MatMul", "x", "w_value")
+    scores = g("MatMul", g("MatMul", "queries", "w_query"), g.t(key, ranks["x"]))
+    weights = g.scaled_softmax(scores, key, "mask")
+    return {"weights": weights, "context": g("MatMul", weights, value)}
+
+
 def causal_flag(x, w_query, w_key, w_value, start):
     x = np.asarray(x)
     return _attend_one_head(

@@ -66,6 +66,16 @@ def decode_attention(x, w_query, w_key, w_value, start):
     return {"context": _np(tf.linalg.matmul(weights, V)), "stepwise": _np(tf.concat(steps, axis=-2))}
 
 
+def window_attention(x, w_query, w_key, w_value, window, start):
+    x = _t(x)
+    K, V = _matmul(x, _t(w_key)), _matmul(x, _t(w_value))
+    Q = _matmul(x[..., start:, :], _t(w_query))
+    # Query p (absolute, from start) sees keys p-window+1..p: the future and the keys before the window hidden.
+    p, j = tf.range(start, x.shape[-2])[:, None], tf.range(x.shape[-2])[None, :]
+    weights = _masked_weights(tf.linalg.matmul(Q, K, transpose_b=True), K, (j > p) | (j <= p - window))
+    return {"weights": _np(weights), "context": _np(tf.linalg.matmul(weights, V))}
+
+
 def causal_flag(x, w_query, w_key, w_value, start):
     x = _t(x)
     batched = len(x.shape) == 3

@@ -58,6 +58,17 @@ def decode_attention(x, w_query, w_key, w_value, start):
     return {"context": _np(context), "stepwise": _np(torch.cat(steps, dim=-2))}
 
 
+def window_attention(x, w_query, w_key, w_value, window, start):
+    x = _t(x)
+    keys, values = x @ _t(w_key), x @ _t(w_value)
+    queries = x[..., start:, :] @ _t(w_query)
+    # Query p (absolute, from start) sees keys p-window+1..p: the future and the keys before the window hidden.
+    p, j = torch.arange(start, x.shape[-2])[:, None], torch.arange(x.shape[-2])
+    attn_scores = (queries @ keys.mT).masked_fill((j > p) | (j <= p - window), -torch.inf)
+    weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
+    return {"weights": _np(weights), "context": _np(weights @ values)}
+
+
 def causal_flag(x, w_query, w_key, w_value, start):
     x = _t(x)
     queries, keys, values = x[..., start:, :] @ _t(w_query), x @ _t(w_key), x @ _t(w_value)

@@ -164,6 +164,10 @@ SCALARS = {
     ),
     "seed": (functools.partial(yaml_values.is_int, low=0, high=MAX_SEED), f"an integer in 0..{MAX_SEED}"),
     "start": (functools.partial(yaml_values.is_int, low=0, high=4095), "an integer in 0..4095, below the token count"),
+    "window": (
+        functools.partial(yaml_values.is_int, low=1, high=1_000_000),
+        "an integer in 1..1000000 (keys a query sees)",
+    ),
     "n": (functools.partial(yaml_values.is_int, low=1, high=10_000_000), "an integer in 1..10000000"),
     "d_k": (lambda v: yaml_values.is_number(v) and v > 0, "a number > 0"),
     "p": (lambda v: yaml_values.is_number(v) and 0 <= v < 1, "a probability, 0 <= p < 1"),

@@ -127,6 +127,13 @@ MEANINGS = {
         ),
         "decoding; both must equal rows start.. of the causal pass",
     ),
+    "window_attention": (
+        (
+            '`{"weights", "context"}`: the queries at positions start..T-1 over all T keys, query p seeing only keys '
+            "p-window+1..p (the band built from the framework's own ops)"
+        ),
+        "sliding-window attention; a window of W is W keys, the query's own included",
+    ),
     "causal_flag": (
         "context of the same query block through the framework's own causal flag",
         "records how the flag aligns when T_q < T_k",

@@ -51,6 +51,11 @@ OPS = {
     # framework's built-in causal flag on that block, however it aligns.
     "decode_attention": (_X_W + ("start",), ("context", "stepwise")),
     "causal_flag": (_X_W + ("start",), ("context",)),
+    # Sliding-window attention (Mistral, Gemma 2, gpt-oss): causal, and query p sees only the `window`
+    # keys p-window+1..p (its own included; spec conventions.sliding_window), for the queries start..T-1
+    # (decoding: the band's diagonal offset as the causal mask's). The textbook path, the band built from
+    # the framework's own ops.
+    "window_attention": (_X_W + ("window", "start"), ("weights", "context")),
     # Grouped-query attention: w_key and w_value have num_kv_heads heads; query head n uses K/V head
     # n // (num_heads / num_kv_heads) (repeat-interleave). The textbook path, then the fused kernel.
     "grouped_attention": (_X_W + ("num_heads", "num_kv_heads", "causal"), ("heads",)),
@@ -83,7 +88,8 @@ CHOICES = {
 # What each parameter is. Tensors: "tokens" [.., T, D]; "square" [.., T, S] (scores, weights);
 # "mask" bool [.., T, S], True = hidden; "padding" bool [B, S], True = a padded key; "weight"
 # [D, D] (x @ W layout); "bias" [D]. Scalars: "width" (a size), "heads", "seed", "probability",
-# "count", "rate", "offset" (a token index), "switch" (true/false), "choice" (one of CHOICES).
+# "count", "rate", "offset" (a token index), "window" (keys a query sees), "switch" (true/false), "choice" (one
+# of CHOICES).
 # The `check` command builds its tiny inputs from this table, so every parameter of OPS must be here
 # (tests/cases/test_spec.py), never a name the `check` command happens to know.
 PARAMETERS = {
@@ -115,6 +121,7 @@ PARAMETERS = {
     "n": "count",
     "lr": "rate",
     "start": "offset",
+    "window": "window",
     "causal": "switch",
     **{name: "choice" for name in CHOICES},
 }
@@ -149,6 +156,7 @@ FORMS = {
             "attention_module",
             "decode_attention",
             "causal_flag",
+            "window_attention",
             "grouped_attention",
             "grouped_fused_attention",
             "mask_conventions",
@@ -166,6 +174,7 @@ OPTIONAL = frozenset(
         "layer_defaults",
         "decode_attention",
         "causal_flag",
+        "window_attention",
         "grouped_attention",
         "grouped_fused_attention",
         "mask_conventions",

@@ -25,6 +25,7 @@ _SCALARS = {
     "count": 64,
     "rate": 0.1,
     "offset": T - 2,
+    "window": 2,  # shorter than the tiny sequence: the band hides a key
     "switch": True,
 }
 
