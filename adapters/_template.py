@@ -147,3 +147,6 @@ def sgd_step(x, w_query, w_key, w_value, g, lr):
 # def window_attention(x, w_query, w_key, w_value, window, start):
 #     ...  # hide key j from query p when j > p or j <= p - window, then the masked softmax
 #     return {"weights": ..., "context": ...}
+#
+# def window_flag(x, w_query, w_key, w_value, window, start):  # your attention op's own window switch, if it has one
+#     return ...  # the context

@@ -159,12 +159,11 @@ _ROWS = 128  # query rows at a time in _masked_head: a (128, S) block stays in t
 
 
 def _masked_head(q, k, v, hidden):
-    """blend(_masked_softmax(scale(q k^T)), v) for one head: (weights, context), in blocks of query
-    rows, each only up to its last visible key. On GPT-2's causal shape that is half the work, in
-    pieces that fit the CPU's cache, and, for finite inputs (the spec's), every number is the one the
-    whole computation gives (a NaN in v would reach a fully hidden block there, not here): the
-    products' slices are per row and per column (deterministic.matmul skips a's all-zero last columns),
-    and the softmax's sum pairs the same terms, the hidden keys' zeros included."""
+    """blend(_masked_softmax(scale(q k^T)), v) for one head: (weights, context), in blocks of query rows, each only up
+    to its last visible key. On GPT-2's causal shape that is half the work, in pieces that fit the CPU's cache, and, for
+    finite inputs (the spec's), every number is the one the whole computation gives (a NaN in v would reach a fully
+    hidden block there, not here): the products' slices are per row and per column (deterministic.matmul skips a's
+    all-zero last columns), and the softmax's sum pairs the same terms, the hidden keys' zeros included."""
     T, S = q.shape[-2], k.shape[-2]
     hidden = np.broadcast_to(hidden, np.broadcast_shapes(np.shape(hidden), q.shape[:-2] + (T, S)))
     weights = _zeros(hidden.shape, q)
@@ -219,8 +218,11 @@ def window_attention(x, w_query, w_key, w_value, window, start):
     return {name: value[..., start:, :] for name, value in out.items()}
 
 
-def causal_flag(x, w_query, w_key, w_value, start):
-    """What a causal flag must compute on the query block start..T-1: the decoding convention."""
+def window_flag(x, w_query, w_key, w_value, window, start):  # what a sliding-window switch must compute on the block
+    return window_attention(x, w_query, w_key, w_value, window, start)["context"]
+
+
+def causal_flag(x, w_query, w_key, w_value, start):  # what a causal flag must compute on the block: decoding's
     return decode_attention(x, w_query, w_key, w_value, start)["context"]
 
 
@@ -246,11 +248,10 @@ def fused_attention(x, w_query, w_key, w_value, num_heads, causal):
 def attention_module(
     x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, causal, layer, checkpoint
 ):
-    """A framework's attention layer: the heads convention with a bias on every projection.
-
-    The oracle holds the weights in its own form, so `checkpoint` (the layout they were saved in)
-    changes nothing here; round_trip is those weights as one vector. `layer` "mha_averaged" returns
-    the weights averaged over heads, as nn.MultiheadAttention does by default."""
+    """A framework's attention layer: the heads convention with a bias on every projection. The oracle holds the weights
+    in its own form, so `checkpoint` (the layout they were saved in) changes nothing here; round_trip is those weights
+    as one vector. `layer` "mha_averaged" returns the weights averaged over heads, as nn.MultiheadAttention does by
+    default."""
     T = np.shape(x)[-2]
     hidden = _future(T) if causal else np.zeros((T, T), dtype=bool)
     weights, context, own = _layer(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, hidden)
@@ -262,10 +263,10 @@ def attention_module(
 
 
 def deciding_inputs(op, inputs):
-    """The inputs that decide this oracle's answer to `op` (the oracle cache's key): for
-    attention_module, not the checkpoint's layout (the weights arrive in the reference form) nor the
-    layer, except that "mha_averaged" averages the weights. The GPT-2-shaped layer through GPT-2's
-    block and through the mha layer is then computed once (1.3 s on an empty cache)."""
+    """The inputs that decide this oracle's answer to `op` (the oracle cache's key): for attention_module, not the
+    checkpoint's layout (the weights arrive in the reference form) nor the layer, except that "mha_averaged" averages
+    the weights. The GPT-2-shaped layer through GPT-2's block and through the mha layer is then computed once (1.3 s on
+    an empty cache)."""
     if op == "attention_module":
         return inputs | {
             "checkpoint": "reference",
@@ -276,14 +277,13 @@ def deciding_inputs(op, inputs):
 
 def layer_mask(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, mask):
     """The layer of attention_module with a mask (True = hidden, [B, T, S]) on every head."""
-    return _layer(
-        x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, np.asarray(mask, dtype=bool)
-    )[1]
+    hidden = np.asarray(mask, dtype=bool)
+    return _layer(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, hidden)[1]
 
 
 def layer_key_padding(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, padding, causal):
-    """The same layer with padded keys (`padding` [B, S], True = padded) hidden from every query, and
-    the future too when causal: the [B, T, S] mask a user would otherwise build by hand."""
+    """The same layer with padded keys (`padding` [B, S], True = padded) hidden from every query, and the future too
+    when causal: the [B, T, S] mask a user would otherwise build by hand."""
     hidden = np.asarray(padding, dtype=bool)[..., None, :]  # (B, 1, S): the same keys hidden from every query
     if causal:
         hidden = hidden | _future(np.shape(x)[-2])
@@ -314,11 +314,11 @@ def layer_defaults(d_in, num_heads, seed):
 
 @remembered(_round_to.get)
 def grouped_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal):
-    """Grouped-query attention: head n of N uses columns n*H:(n+1)*H of W_query and K/V head
-    n // (N / num_kv_heads) (each K/V head repeated N / num_kv_heads times in place: repeat-interleave,
-    as torch's repeat_interleave and Llama's repeat_kv). num_kv_heads = 1 is multi-query attention.
-    A head's columns of the whole projection are the numbers projecting that head alone would give:
-    each output column is computed from its own weight column only (deterministic.matmul included)."""
+    """Grouped-query attention: head n of N uses columns n*H:(n+1)*H of W_query and K/V head n // (N / num_kv_heads)
+    (each K/V head repeated N / num_kv_heads times in place: repeat-interleave, as torch's repeat_interleave and Llama's
+    repeat_kv). num_kv_heads = 1 is multi-query attention. A head's columns of the whole projection are the numbers
+    projecting that head alone would give: each output column is computed from its own weight column only
+    (deterministic.matmul included)."""
     x, w_query, w_key, w_value = _f64(x, w_query, w_key, w_value)
     H = w_query.shape[-1] // num_heads
     group = num_heads // num_kv_heads

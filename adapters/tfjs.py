@@ -21,6 +21,7 @@ _ONLY_FLOAT32 = "TensorFlow.js computes in float32 only"
 # nn.Linear's counterpart, tf.layers.dense, comes with @tensorflow/tfjs (installed for its gradients).
 _NO_V2 = "not built yet: the v2 form needs tf.layers.dense (installed with @tensorflow/tfjs, not written here)"
 NOT_APPLICABLE = {
+    "window_flag": "TensorFlow.js has no attention op, so no sliding-window switch",
     "float64": _ONLY_FLOAT32,
     "float16": _ONLY_FLOAT32,
     "bfloat16": _ONLY_FLOAT32,

@@ -4,7 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .shared import _causal_mask, _compiled, _masked_weights, _np, _scaled_softmax, _split_heads, _split_last
+from .shared import _causal_mask, _compiled, _masked_weights, _scaled_softmax, _split_heads, _split_last
 
 
 def _masked_attention(x, w_query, w_key, w_value, mask):
@@ -29,14 +29,12 @@ def _mask_conventions(x, w_query, w_key, w_value, mask, api, fill):
     return out[..., 0, :]
 
 
-_mask_conventions_compiled = _compiled("api")(_mask_conventions)
+_mask_conventions_compiled = _compiled("api", eager_float16=True)(_mask_conventions)
 
 
 def mask_conventions(x, w_query, w_key, w_value, mask, api, fill):
     dtype = np.asarray(x).dtype
     value = {"neg_inf": -np.inf, "large_negative": -1e9, "dtype_min": float(jnp.finfo(dtype).min)}[fill]
-    if dtype == np.float16:  # eager, as fused_attention: XLA:CPU refuses F16_F16_F32 under jit
-        return _np(_mask_conventions(x, w_query, w_key, w_value, mask, api, value))
     return _mask_conventions_compiled(x, w_query, w_key, w_value, mask, api, value)
 
 
@@ -89,22 +87,25 @@ def window_attention(x, w_query, w_key, w_value, window, start):
     return {"weights": weights, "context": weights @ values}
 
 
-def _causal_flag(x, w_query, w_key, w_value, start):
+@_compiled("window", "start", eager_float16=True)
+def window_flag(x, w_query, w_key, w_value, window, start):
+    x = jnp.asarray(x)
+    queries, keys, values = (t @ jnp.asarray(w) for t, w in ((x[..., start:, :], w_query), (x, w_key), (x, w_value)))
+    # local_window_size=(left, right): keys i-left..i+right; (W-1, 0) is causal with W keys, the query's own included
+    heads = jax.nn.dot_product_attention(
+        *(t[..., None, :] for t in (queries, keys, values)), local_window_size=(window - 1, 0)
+    )  # [B, T, N=1, H]
+    return heads[..., 0, :]
+
+
+@_compiled("start", eager_float16=True)
+def causal_flag(x, w_query, w_key, w_value, start):
     x = jnp.asarray(x)
     queries, keys, values = (t @ jnp.asarray(w) for t, w in ((x[..., start:, :], w_query), (x, w_key), (x, w_value)))
     heads = jax.nn.dot_product_attention(
         *(t[..., None, :] for t in (queries, keys, values)), is_causal=True
     )  # [B, T, N=1, H]
     return heads[..., 0, :]
-
-
-_causal_flag_compiled = _compiled("start")(_causal_flag)
-
-
-def causal_flag(x, w_query, w_key, w_value, start):
-    if np.asarray(x).dtype == np.float16:  # eager, as fused_attention: XLA:CPU refuses F16_F16_F32 under jit
-        return _np(_causal_flag(x, w_query, w_key, w_value, start))
-    return _causal_flag_compiled(x, w_query, w_key, w_value, start)
 
 
 @_compiled()
@@ -127,24 +128,13 @@ def multi_head_attention(x, w_query, w_key, w_value, w_out, num_heads, causal):
     return {"heads": heads, "context": merged @ jnp.asarray(w_out)}
 
 
-def _fused(x, w_query, w_key, w_value, num_heads, causal):
+@_compiled("num_heads", "causal", eager_float16=True)
+def fused_attention(x, w_query, w_key, w_value, num_heads, causal):
     x = jnp.asarray(x)
     head_dim = w_query.shape[1] // num_heads
     queries, keys, values = (_split_last(x @ jnp.asarray(w), num_heads, head_dim) for w in (w_query, w_key, w_value))
     heads = jax.nn.dot_product_attention(queries, keys, values, is_causal=causal)  # (.., T, N, H)
     return jnp.swapaxes(heads, -3, -2)
-
-
-_fused_compiled = _compiled("num_heads", "causal")(_fused)
-
-
-def fused_attention(x, w_query, w_key, w_value, num_heads, causal):
-    # float16 goes op by op: under jax.jit with the suite's pinned "highest" matmul precision, XLA:CPU
-    # refuses dot_product_attention's float32-accumulating float16 dot ("The precision 'F16_F16_F32'
-    # is not supported by dot_general on CPU", jax 0.10.2, measured); eagerly it runs.
-    if np.asarray(x).dtype == np.float16:
-        return _np(_fused(x, w_query, w_key, w_value, num_heads, causal))
-    return _fused_compiled(x, w_query, w_key, w_value, num_heads, causal)
 
 
 @_compiled("num_heads", "num_kv_heads", "causal")
@@ -162,7 +152,8 @@ def grouped_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causa
     return weights @ values
 
 
-def _grouped_fused(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal):
+@_compiled("num_heads", "num_kv_heads", "causal", eager_float16=True)
+def grouped_fused_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal):
     x = jnp.asarray(x)
     head_dim = w_query.shape[1] // num_heads
     queries, keys, values = (
@@ -172,12 +163,3 @@ def _grouped_fused(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal):
     return jnp.swapaxes(
         jax.nn.dot_product_attention(queries, keys, values, is_causal=causal), -3, -2
     )  # fewer K/V heads allowed
-
-
-_grouped_fused_compiled = _compiled("num_heads", "num_kv_heads", "causal")(_grouped_fused)
-
-
-def grouped_fused_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal):
-    if np.asarray(x).dtype == np.float16:  # eager, as fused_attention: XLA:CPU refuses F16_F16_F32 under jit
-        return _np(_grouped_fused(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal))
-    return _grouped_fused_compiled(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal)

@@ -17,6 +17,7 @@ DTYPES = ("float32", "float64", "float16", "bfloat16")
 
 
 NOT_APPLICABLE = {
+    "window_flag": ("mx.fast.scaled_dot_product_attention takes no window (mlx-lm builds the band as a mask array)"),
     "attention_layer": (
         "keras.layers.Attention's case; MLX's attention layer (nn.MultiHeadAttention) owns its projections"
     ),

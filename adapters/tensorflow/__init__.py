@@ -14,6 +14,7 @@ DTYPES = ("float32", "float64", "float16", "bfloat16")
 
 
 NOT_APPLICABLE = {
+    "window_flag": "keras.ops.dot_product_attention and keras.layers.MultiHeadAttention take no sliding window",
     "layer_mha_averaged": "keras.layers.MultiHeadAttention returns per-head scores only (no average_attn_weights)",
     "layer_mha_seq_first": "keras.layers.MultiHeadAttention is batch-first only",
 }

@@ -10,6 +10,10 @@ DTYPES = ("float32", "float64", "float16", "bfloat16")
 
 
 NOT_APPLICABLE = {
+    "window_flag": (
+        "torch has no sliding-window switch: F.scaled_dot_product_attention takes none, and flex_attention's "
+        "mask_mod is the user's own band (eager flex_attention is a debugging path, its own warning says)"
+    ),
     "attention_layer": "keras.layers.Attention's case; nn.MultiheadAttention owns its projections",
     "grouped_attention_layer": (
         "torch.nn has no grouped-query attention layer (nn.MultiheadAttention has one K/V head per query head); "

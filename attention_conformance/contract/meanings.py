@@ -134,6 +134,10 @@ MEANINGS = {
         ),
         "sliding-window attention; a window of W is W keys, the query's own included",
     ),
+    "window_flag": (
+        "context of the same query block through the framework's own sliding-window switch",
+        "records how the switch aligns the band when T_q < T_k",
+    ),
     "causal_flag": (
         "context of the same query block through the framework's own causal flag",
         "records how the flag aligns when T_q < T_k",

@@ -56,6 +56,9 @@ OPS = {
     # (decoding: the band's diagonal offset as the causal mask's). The textbook path, the band built from
     # the framework's own ops.
     "window_attention": (_X_W + ("window", "start"), ("weights", "context")),
+    # The framework's own sliding-window switch on that query block (jax.nn.dot_product_attention's
+    # local_window_size), however it aligns the band.
+    "window_flag": (_X_W + ("window", "start"), ("context",)),
     # Grouped-query attention: w_key and w_value have num_kv_heads heads; query head n uses K/V head
     # n // (num_heads / num_kv_heads) (repeat-interleave). The textbook path, then the fused kernel.
     "grouped_attention": (_X_W + ("num_heads", "num_kv_heads", "causal"), ("heads",)),
@@ -157,6 +160,7 @@ FORMS = {
             "decode_attention",
             "causal_flag",
             "window_attention",
+            "window_flag",
             "grouped_attention",
             "grouped_fused_attention",
             "mask_conventions",
@@ -175,6 +179,7 @@ OPTIONAL = frozenset(
         "decode_attention",
         "causal_flag",
         "window_attention",
+        "window_flag",
         "grouped_attention",
         "grouped_fused_attention",
         "mask_conventions",

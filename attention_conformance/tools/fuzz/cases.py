@@ -24,6 +24,7 @@ COVERED = (
     "decode_attention",
     "causal_flag",
     "window_attention",
+    "window_flag",
     "grouped_attention",
     "grouped_fused_attention",
     "grouped_attention_layer",
@@ -150,7 +151,7 @@ def strategy(drawn_ops):
             else:
                 start = draw(st.integers(0, T - 1))
             return op, {"x": x(t=T), "w_query": w(D, H), "w_key": w(D, H), "w_value": w(D, H), "start": start}
-        if op == "window_attention":  # windows of one key, shorter than the sequence, and longer
+        if op in ("window_attention", "window_flag"):  # windows of one key, shorter than the sequence, and longer
             start = draw(st.integers(0, T - 1))
             window = draw(st.sampled_from((1, 2, 3, max(1, T // 2), T, T + 3)))
             weights = {"w_query": w(D, H), "w_key": w(D, H), "w_value": w(D, H)}
