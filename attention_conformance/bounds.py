@@ -21,7 +21,7 @@ sums and elementwise math run at u = u_accumulate: the dtype's own in float32 an
 in float16 and bfloat16, where the frameworks judged here accumulate. A framework that accumulates,
 or keeps a softmax's insides, in the half type is outside the bound: a declared divergence.
 
-The reference (adapters/reference.py) runs its own steps on Bounded arrays (tolerance_model.bound): what it
+The reference (adapters/reference/) runs its own steps on Bounded arrays (tolerance_model.bound): what it
 computes is the exact value, what it carries is the bound. A NumPy call this module does not bound
 raises, so no step can drop its bound silently. NumPy only.
 """

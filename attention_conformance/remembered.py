@@ -1,4 +1,4 @@
-"""An answer computed once, given again: the oracle's (adapters/reference.py) speed, never its numbers.
+"""An answer computed once, given again: the oracle's (adapters/reference/) speed, never its numbers.
 
 fused_attention and multi_head_attention compute the same heads, and the layers the same projections,
 from the same GPT-2-shaped inputs (seconds each); float32 inputs are the float64 ones' numbers. An

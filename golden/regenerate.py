@@ -2,7 +2,7 @@
 
 Inputs are drawn once with torch's CPU generator, because the PyTorch document's numbers come
 from it and no other framework reproduces it; every expected value is then computed in float64
-by adapters/reference.py from those float32 inputs. Writing refuses to start if a regenerated
+by adapters/reference/ from those float32 inputs. Writing refuses to start if a regenerated
 value no longer rounds to a number the documents print, and replaces files only after every
 new file is complete on disk, manifest last.
 

@@ -7,7 +7,7 @@ import pytest
 
 from attention_conformance import cli
 from attention_conformance.paths import ADAPTERS_DIR
-from attention_conformance.tools import sweep_cases
+from attention_conformance.tools import sweep_cases, template
 
 
 def test_validate_reads_the_spec_and_its_goldens(capsys):
@@ -26,7 +26,7 @@ def test_template_prints_the_template_or_a_built_in_adapter(capsys):
     assert cli.main(["template"]) == 0
     assert capsys.readouterr().out == (ADAPTERS_DIR / "_template.py").read_text()
     assert cli.main(["template", "reference"]) == 0
-    assert capsys.readouterr().out == (ADAPTERS_DIR / "reference.py").read_text()
+    assert capsys.readouterr().out == template.text("reference")
 
 
 def test_examples_writes_the_explain_files(tmp_path, capsys):

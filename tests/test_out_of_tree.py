@@ -14,7 +14,6 @@ import numpy as np
 import yaml
 
 from attention_conformance.contract import ops, registry
-from attention_conformance.paths import ADAPTERS_DIR
 from attention_conformance.tools import template
 
 COMMAND = str(Path(sys.executable).parent / "attention-conformance")  # the console script pip installed
@@ -27,7 +26,7 @@ def _run(args, tmp_path):
 
 def test_an_adapter_outside_the_repository_runs_the_spec_from_anywhere(tmp_path):
     # The float64 reference, copied out as somebody's own module: it imports nothing from the suite.
-    shutil.copy(ADAPTERS_DIR / "reference.py", tmp_path / "someones_numpy_adapter.py")
+    (tmp_path / "someones_numpy_adapter.py").write_text(template.text("reference"))
     done = _run(["run", "--adapter", "someones_numpy_adapter", "-q"], tmp_path)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert re.search(r"\d+ passed", done.stdout)
@@ -75,7 +74,7 @@ def test_an_adapter_that_raises_stops_the_run_with_a_usage_error_not_an_internal
 
 def test_the_self_check_names_wrong_keys_shapes_and_dtypes(tmp_path):
     (tmp_path / "sloppy.py").write_text(
-        (ADAPTERS_DIR / "reference.py").read_text() + "\n\n"
+        template.text("reference") + "\n\n"
         "def softmax(scores):  # over the wrong axis\n"
         "    return np.exp(scores).sum(axis=0)\n\n\n"
         "def causal_attention(x, w_query, w_key, w_value):\n"
@@ -115,7 +114,7 @@ def masked_attention(x, w_query, w_key, w_value, mask):  # the textbook -inf mas
 
 
 def test_an_adapter_declares_its_own_known_divergences_held_to_the_strict_rules(tmp_path):
-    base = (ADAPTERS_DIR / "reference.py").read_text() + TEXTBOOK_MASK
+    base = template.text("reference") + TEXTBOOK_MASK
 
     def run(declared, *args):
         (tmp_path / "textbook.py").write_text(base + f"\nKNOWN_DIVERGENCES = {declared!r}\n")
@@ -174,7 +173,7 @@ def test_an_adapter_declares_its_own_known_divergences_held_to_the_strict_rules(
 
 def test_reports_from_two_machines_merge_into_one_matrix(tmp_path):
     """Two frameworks, two report folders (as two machines would write them), one summary."""
-    shutil.copy(ADAPTERS_DIR / "reference.py", tmp_path / "second_framework.py")
+    (tmp_path / "second_framework.py").write_text(template.text("reference"))
     for name, folder in (("reference", "machine_a"), ("second_framework", "machine_b")):
         done = _run(["run", "--adapter", name, "--reports", folder, "-q"], tmp_path)
         assert done.returncode == 0, done.stdout[-1500:]
@@ -417,7 +416,7 @@ def test_an_adapter_declares_one_output_or_one_parameter_value_not_applicable(tm
 
 
 def test_test_ids_read_the_same_installed_or_in_a_checkout_and_are_accepted_back(tmp_path):
-    (tmp_path / "textbook.py").write_text((ADAPTERS_DIR / "reference.py").read_text() + TEXTBOOK_MASK)
+    (tmp_path / "textbook.py").write_text(template.text("reference") + TEXTBOOK_MASK)
     done = _run(
         ["run", "--adapter", "textbook", "-rfs", "--junitxml", "junit.xml", "-k", "padding_fully_masked"], tmp_path
     )
@@ -446,7 +445,7 @@ def test_test_ids_read_the_same_installed_or_in_a_checkout_and_are_accepted_back
 
 
 def test_collecting_writes_no_report_and_succeeds(tmp_path):
-    shutil.copy(ADAPTERS_DIR / "reference.py", tmp_path / "mine.py")
+    (tmp_path / "mine.py").write_text(template.text("reference"))
     (tmp_path / "reports").mkdir()
     (tmp_path / "reports" / "mine.json").write_text("the last run's report")
     done = _run(["run", "--adapter", "mine", "--collect-only", "-q"], tmp_path)
@@ -491,7 +490,7 @@ def test_command_problems_are_one_line_on_stderr(tmp_path):
 
 
 def test_the_self_check_calls_each_op_in_every_declared_dtype(tmp_path):
-    source = (ADAPTERS_DIR / "reference.py").read_text()
+    source = template.text("reference")
     source = source.replace('DTYPES = ("float64",)', 'DTYPES = ("float64", "float16")')
     source = source.replace('    "float16": "the oracle computes in float64 only",\n', "")
     source = source.replace(

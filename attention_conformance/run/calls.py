@@ -83,7 +83,7 @@ def outputs(adapter_name, adapter, case, dtype, goldens, input_dtype=None, round
             # Inputs the oracle says do not change its answer are left out of the key: cases that differ
             # only in them (a checkpoint's layout, which layer holds the weights) share one cache entry.
             deciding = getattr(adapter, "deciding_inputs", lambda op, given: given)(case.op, kwargs)
-            result = oracle_cache.cached(case.op, deciding, rounding, adapter.__file__, call, keep)
+            result = oracle_cache.cached(case.op, deciding, rounding, oracle_cache.sources(adapter), call, keep)
         else:  # nor does an output under test stay in memory beyond what its expectations read
             compared = {
                 getattr(exp, f.name) for exp in case.expect.values() for f in fields.FIELDS.values() if f.other_output

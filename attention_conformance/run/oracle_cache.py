@@ -1,10 +1,10 @@
 """The oracle cache: the oracle's outputs, computed once per inputs and kept on disk outside the repository.
 
-Every framework environment is compared with the same answers: adapters/reference.py on the
+Every framework environment is compared with the same answers: adapters/reference/ on the
 inputs as that framework received them, and in half precision the plain rounded-at-every-step
 baseline. Recomputing them was most of each environment's run (the GPT-2-sized cases in four
 dtypes), so each is stored under a key hashing everything it depends on: the op, the inputs'
-dtypes, shapes and bytes, the rounding, the source of adapters/reference.py (and of the modules it
+dtypes, shapes and bytes, the rounding, the source of adapters/reference/ (and of the modules it
 computes with) and NumPy's version.
 A file whose content does not match the digest recorded inside it is recomputed, never trusted;
 writes go to a temporary file renamed into place, so parallel environments never see half a file.
@@ -35,6 +35,14 @@ def _digest(arrays):
     for name in sorted(arrays):
         _hash_array(h, name, arrays[name])
     return h.hexdigest()
+
+
+def sources(oracle):
+    """The files an oracle module computes with: its file, every module of a package (the reference), or the tuple
+    a bound's oracle names (tolerance_model.Derived)."""
+    if getattr(oracle, "__path__", None):
+        return tuple(sorted(p for folder in oracle.__path__ for p in Path(folder).glob("*.py")))
+    return oracle.__file__
 
 
 def key(op, kwargs, rounding, oracle_file, keep=None):

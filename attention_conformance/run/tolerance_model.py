@@ -32,6 +32,7 @@ from attention_conformance.contract.ops import OPS
 from attention_conformance.dtypes import DTYPES, np_dtype
 from attention_conformance.margin import compare
 from attention_conformance.paths import SPEC_DIR
+from attention_conformance.run import oracle_cache
 
 MODEL_FILE = SPEC_DIR / "model.yaml"
 _STAND_IN = {"float64": ("float32", 2.0**-53 / 2.0**-24)}  # dtype -> (plain dtype, factor on its error)
@@ -142,7 +143,8 @@ class Derived:
 
     def __init__(self, dtype):
         self.dtype = dtype
-        self.__file__ = (reference.__file__, bounds.__file__, __file__)  # what the cached answer depends on
+        # What the cached answer depends on: the oracle's modules, the bounds' rules and this model.
+        self.__file__ = (*oracle_cache.sources(reference), bounds.__file__, __file__)
         self.deciding_inputs, self.DTYPES = reference.deciding_inputs, reference.DTYPES
 
     def __getattr__(self, op):

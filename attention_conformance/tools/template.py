@@ -23,7 +23,7 @@ def text(name=None):
         lines = source.splitlines(keepends=True)
         banner = _banner(name, package=False) if (SPEC_DIR / "divergences" / f"{name}.yaml").is_file() else ""
         return "".join(lines[:end]) + banner + "".join(lines[end:])
-    imports, parts, docstring = [], [], None
+    imports, names_from, parts, docstring = [], {}, [], None
     for path in [files[0], *_dependencies_first(files[1:])]:
         source = path.read_text()
         lines = source.splitlines(keepends=True)
@@ -38,15 +38,26 @@ def text(name=None):
             segment = "".join(lines[_start(lines, node) : node.end_lineno])
             if isinstance(node, ast.ImportFrom) and node.level:
                 continue  # the families' imports of each other: one module now
-            if isinstance(node, (ast.Import, ast.ImportFrom)) or _sets_environment(node):
+            if isinstance(node, ast.ImportFrom) and "#" not in segment:  # one line per module, its names merged
+                names_from.setdefault(node.module, set()).update((a.name, a.asname) for a in node.names)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)) or _sets_environment(node):
                 if segment not in imports:
                     imports.append(segment)
             else:
                 kept.append(segment)
         title = f"{path.parent.name}/{path.name}"
         parts.append(f"# --- {title} " + "-" * max(3, 100 - len(title)) + "\n\n" + "\n\n".join(kept))
+    for module, names in names_from.items():
+        listed = ", ".join(
+            n if a is None else f"{n} as {a}" for n, a in sorted(names, key=lambda na: (na[0], na[1] or ""))
+        )
+        imports.append(f"from {module} import {listed}\n")
     imports.sort(key=_import_group)
-    return docstring + _banner(name, package=True) + "\n" + "".join(imports) + "\n\n" + "\n\n".join(parts)
+    grouped = "".join(
+        ("\n" if i and _import_group(line)[0] != _import_group(imports[i - 1])[0] else "") + line
+        for i, line in enumerate(imports)
+    )
+    return docstring + _banner(name, package=True) + "\n" + grouped + "\n\n" + "\n\n".join(parts)
 
 
 def _banner(name, package):

@@ -10,8 +10,7 @@ import pytest
 from attention_conformance.adapters import reference
 from attention_conformance.cases import divergences, loader
 from attention_conformance.contract import ids
-from attention_conformance.paths import ADAPTERS_DIR
-from attention_conformance.tools import preflight
+from attention_conformance.tools import preflight, template
 from attention_conformance.tools.fuzz import command, search
 
 SCORES = {"scores": np.array([[0.3, -1.2, 2.0, 0.7], [1.0, 1.0, -0.5, 0.25]])}
@@ -62,7 +61,7 @@ def test_without_within_it_excuses_any_result():
 
 def test_a_run_that_judged_nothing_says_so(tmp_path, monkeypatch, capsys):
     (tmp_path / "excused.py").write_text(
-        (ADAPTERS_DIR / "reference.py").read_text() + '\nKNOWN_DIVERGENCES = {"fuzz_softmax": "every softmax"}\n'
+        template.text("reference") + '\nKNOWN_DIVERGENCES = {"fuzz_softmax": "every softmax"}\n'
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     assert command.main("excused", examples=5, chosen=["softmax"], out=str(tmp_path / "out")) == 0
@@ -94,7 +93,7 @@ def test_no_spec_case_may_take_a_generated_id(tmp_path):
 
 def test_a_generated_entry_naming_no_op_is_refused_by_fuzz(tmp_path, monkeypatch, capsys):
     (tmp_path / "typo.py").write_text(
-        (ADAPTERS_DIR / "reference.py").read_text() + '\nKNOWN_DIVERGENCES = {"fuzz_sofmax/weights": "a typo"}\n'
+        template.text("reference") + '\nKNOWN_DIVERGENCES = {"fuzz_sofmax/weights": "a typo"}\n'
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     assert command.main("typo", examples=1, out=str(tmp_path / "out")) == 2

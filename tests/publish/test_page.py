@@ -24,9 +24,9 @@ from pathlib import Path
 import pytest
 
 from attention_conformance.contract import ids, registry
-from attention_conformance.paths import ADAPTERS_DIR
 from attention_conformance.publish import matrix
 from attention_conformance.run import reports
+from attention_conformance.tools import template
 
 COMMAND = str(Path(sys.executable).parent / "attention-conformance")
 INSTALL = "apt-get install chromium chromium-driver"  # Debian's packages; as root, or with sudo
@@ -96,7 +96,7 @@ def _run(args, cwd):
 def demo(tmp_path_factory):
     """A reports folder and its page, made outside the checkout: page_good conforms, page_wrong does not."""
     where = tmp_path_factory.mktemp("outside")
-    reference = (ADAPTERS_DIR / "reference.py").read_text()
+    reference = template.text("reference")
     (where / "page_good.py").write_text(reference)
     (where / "page_wrong.py").write_text(reference + WRONG)
     for name in ("page_good", "page_wrong"):

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from attention_conformance.cases import golden, inputs, loader
-from attention_conformance.paths import ADAPTERS_DIR
+from attention_conformance.tools import template
 
 COMMAND = str(Path(sys.executable).parent / "attention-conformance")
 EXACT_ZERO = "e = np.where(hidden, 0.0, exp(filled - np.where(empty, 0.0, row_max)))"
@@ -31,7 +31,7 @@ def _command(args, cwd):
 
 def _adapter(tmp_path, clipped):
     name = "clipped_softmax" if clipped else "unclipped_softmax"
-    source = (ADAPTERS_DIR / "reference.py").read_text()
+    source = template.text("reference")
     assert EXACT_ZERO in source
     (tmp_path / f"{name}.py").write_text(source.replace(EXACT_ZERO, CLIPPED) if clipped else source)
     return name

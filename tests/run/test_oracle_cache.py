@@ -156,7 +156,8 @@ def test_an_output_under_test_holds_only_what_its_expectations_read():
 def exponentials(monkeypatch):
     """How many numbers the oracle's softmax exponentiates: the measure of attention it computes."""
     counted, real = [], reference.exp
-    monkeypatch.setattr(reference, "exp", lambda x: counted.append(np.size(x)) or real(x))
+    for family in (reference.documents, reference.heads):  # every softmax of the oracle's
+        monkeypatch.setattr(family, "exp", lambda x: counted.append(np.size(x)) or real(x))
     monkeypatch.setattr(remembered, "_ANSWERS", collections.OrderedDict())  # nothing computed before this test
     return counted
 

@@ -8,15 +8,14 @@ import numpy as np
 import pytest
 
 from attention_conformance.adapters import reference
-from attention_conformance.paths import ADAPTERS_DIR
-from attention_conformance.tools import preflight
+from attention_conformance.tools import preflight, template
 
 
 def _copy(tmp_path, name, wrong):
     """The reference adapter's source with `wrong` appended, imported as the adapter `name`. `wrong` replaces
     a function no other one of the reference calls, so only its own check can fail."""
     path = tmp_path / f"{name}.py"
-    path.write_text((ADAPTERS_DIR / "reference.py").read_text() + "\n\n" + wrong)
+    path.write_text(template.text("reference") + "\n\n" + wrong)
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

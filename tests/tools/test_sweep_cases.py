@@ -1,5 +1,5 @@
 """The model sweep's cases (attention_conformance/tools/sweep_cases.py): drawn from the seed alone, in range, and
-answered by the same oracle as adapters/reference.py."""
+answered by the same oracle as adapters/reference/."""
 
 import numpy as np
 
@@ -9,7 +9,7 @@ from attention_conformance.tools import sweep_cases
 
 def test_the_sweeps_oracle_is_the_references():
     """The sweep's exact computation (tolerance_model.attend on the reference's projections) gives the
-    numbers adapters/reference.py does, on the sweep's own small cases of every op."""
+    numbers adapters/reference/ does, on the sweep's own small cases of every op."""
     seen = set()
     for index in range(200):
         case = sweep_cases.draw_case(0, index)

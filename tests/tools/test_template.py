@@ -22,7 +22,9 @@ def _defined(tree):
 
 def test_a_file_adapter_and_the_template_are_printed_as_they_are():
     assert template.text() == (ADAPTERS_DIR / "_template.py").read_text()
-    assert template.text("reference") == (ADAPTERS_DIR / "reference.py").read_text()
+    banner = template._banner("tfjs", package=False)  # how a copy takes over tfjs's known divergences
+    assert banner in template.text("tfjs")
+    assert template.text("tfjs").replace(banner, "") == (ADAPTERS_DIR / "tfjs.py").read_text()
 
 
 def test_the_built_in_packages_are_those_over_one_file():

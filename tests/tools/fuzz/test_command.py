@@ -3,7 +3,7 @@ work, a correct adapter exits 0 and says what it judged, a wrong one exits 1 and
 
 import pytest
 
-from attention_conformance.paths import ADAPTERS_DIR
+from attention_conformance.tools import template
 from attention_conformance.tools.fuzz import command
 
 
@@ -32,7 +32,7 @@ def test_the_reference_exits_0_and_says_what_it_judged(tmp_path, capsys):
 
 
 def test_a_wrong_adapter_exits_1_and_names_the_case_and_the_reproducer(tmp_path, monkeypatch, capsys):
-    source = (ADAPTERS_DIR / "reference.py").read_text()
+    source = template.text("reference")
     (tmp_path / "unscaled.py").write_text(source + "\n\ndef scale(scores, d_k):\n    return np.asarray(scores)\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     assert command.main("unscaled", examples=20, chosen=["scale"], out=str(tmp_path / "out")) == 1

@@ -1,0 +1,51 @@
+"""The oracle's arithmetic: every product, sum and exponential in deterministic float64, or on bounds.Bounded
+arrays the same steps carrying their error bound; and the rounding of every step's inputs (rounding_to)."""
+
+import contextlib
+import contextvars
+
+import numpy as np
+
+from attention_conformance import bounds, deterministic
+
+_round_to = contextvars.ContextVar("round_to", default=None)
+
+
+@contextlib.contextmanager
+def rounding_to(dtype):
+    """Round every step's inputs to `dtype`: the plain half-precision baseline for tolerances."""
+    token = _round_to.set(dtype)
+    try:
+        yield
+    finally:
+        _round_to.reset(token)
+
+
+def _f64(*arrays):
+    dtype = _round_to.get()
+    if dtype is not None:
+        arrays = [np.asarray(a, dtype=np.float64).astype(dtype) for a in arrays]
+    return [bounds.stored(a) if isinstance(a, bounds.Bounded) else np.asarray(a, dtype=np.float64) for a in arrays]
+
+
+exp = deterministic.exp
+
+
+# Every product and sum goes through these two, and every softmax checks _bounded: given bounds.Bounded
+# arrays (tolerance_model.bound), the same steps also carry how far a correct computation in another summation
+# order or dtype may land.
+def mm(a, b):
+    return bounds.matmul(a, b) if _bounded(a, b) else deterministic.matmul(a, b)
+
+
+def fsum(a, axis=-1, keepdims=False):
+    return (bounds.sum if _bounded(a) else deterministic.sum)(a, axis=axis, keepdims=keepdims)
+
+
+def _bounded(*arrays):
+    return any(isinstance(a, bounds.Bounded) for a in arrays)
+
+
+def _zeros(shape, like):
+    """A buffer the steps fill in pieces: Bounded where `like` is, so no piece drops its bound."""
+    return bounds.Bounded(np.zeros(shape)) if _bounded(like) else np.zeros(shape)
