@@ -150,3 +150,20 @@ def sgd_step(x, w_query, w_key, w_value, g, lr):
 #
 # def window_flag(x, w_query, w_key, w_value, window, start):  # your attention op's own window switch, if it has one
 #     return ...  # the context
+#
+# Optional: rotary position embeddings (spec conventions.rotary). x's rows are one head's tokens at positions
+# position, position+1, ..; pairs (2i, 2i+1) for pairing "interleaved", (i, i + rotary_dim/2) for "rotate_half"; dims
+# rotary_dim.. unchanged; frequency theta ** (-2i / rotary_dim), scaled per `scaling` ("none", "linear", "llama3").
+#
+# def rotary_embedding(x, pairing, rotary_dim, theta, position, scaling, factor):
+#     return ...  # x turned, from your framework's ops
+#
+# def fused_rotary(x, pairing, rotary_dim, theta, position, scaling, factor):  # your framework's RoPE kernel, if any
+#     return ...
+#
+# def rotary_attention(x, w_query, w_key, w_value, num_heads, pairing, rotary_dim, start):
+#     return ...  # causal heads, queries and keys turned (theta 10000), queries start..T-1; heads concatenated
+#
+# def rotary_port(x, w_query, w_key, w_value, num_heads, rotary_dim, start):
+#     ...  # the interleaved model's context as it is, with each head's query/key columns permuted for rotate_half
+#     return {"interleaved": ..., "converted": ..., "restored": ...}

@@ -39,6 +39,11 @@ from attention_conformance import deterministic
 # Within 1 ULP for Sleef (torch), 1-2 for Eigen (TensorFlow, XLA) and MLAS's softmax (ONNX Runtime),
 # as their sources state; 4 ULP leaves room for a vectorised exp none of them documents.
 EXP_ULPS = 4
+# Sleef's u10 cos and sin (torch) within 1 ULP, Eigen's (TensorFlow, XLA) and NumPy's float32 SIMD ones (ONNX
+# Runtime's caches here) within 1-2 of 1 where range reduction leaves an absolute error; the power of a RoPE
+# frequency, theta ** -e, within 1-2 ULP in glibc, Sleef and Eigen: 4 and 2 leave room for a kernel none documents.
+TRIG_ULPS = 4
+POW_ULPS = 2
 _units = contextvars.ContextVar("units", default=None)
 
 
@@ -60,6 +65,21 @@ def computed_in(dtype, sums_in_dtype=False):
         yield overflowed
     finally:
         _units.reset(token)
+
+
+@contextlib.contextmanager
+def in_float32_at_least():
+    """Steps a framework computes in float32 whatever the dtype: RoPE's positions, frequencies and angles (HF's
+    rotary embedding, MLX's fast.rope and ONNX's caches keep them there; in bfloat16 position 257 is 256). A
+    result made here and stored outside rounds to the dtype then (stored)."""
+    store, _, _, overflowed = _units.get()
+    single = unit_roundoff("float32")
+    token = _units.set((single, single, np.float32, overflowed)) if store > single else None
+    try:
+        yield
+    finally:
+        if token is not None:
+            _units.reset(token)
 
 
 def _store():
@@ -222,7 +242,7 @@ def _split(a, *args, **kwargs):
 
 # What the reference's steps do to Bounded arrays besides arithmetic; any other NumPy function raises.
 _FUNCTIONS = {np.split: _split, np.concatenate: _joined(np.concatenate), np.stack: _joined(np.stack)}
-_FUNCTIONS |= {f: _both(f) for f in (np.swapaxes, np.ravel, np.repeat)}
+_FUNCTIONS |= {f: _both(f) for f in (np.swapaxes, np.ravel, np.repeat, np.reshape)}
 _FUNCTIONS |= {np.shape: lambda a: a.shape, np.ndim: lambda a: a.ndim}
 
 
@@ -327,3 +347,20 @@ def softmax(scaled, hidden=None, keys=None):
     err = np.where(hidden | empty, 0.0, np.nan_to_num(spread, nan=np.inf) + own + floor)
     # A weight lies in [0, 1] however uncertain its logits: no bound beyond that (and no inf x 0 after it).
     return Bounded(w, np.minimum(err, 1.0 + own + floor))
+
+
+def power(exact, base, exponents):
+    """base ** -exponents (RoPE's frequencies), given `exact`, as a framework computes it: a kernel's power is
+    exp2(-e log2 base), so the rounding of e, of log2 base and of their product each move the power by |e ln base| u
+    relative (found by the fuzzer: mx.fast.rope's frequency 2.1 |e ln base| u off at pair 5 of 8), then its own
+    POW_ULPS and a division (HF's 1 / base ** e)."""
+    return Bounded(exact, exact * (3 * np.abs(exponents) * math.log(base) + POW_ULPS + 1) * _accumulate())
+
+
+def cos_sin(angle):
+    """cos and sin of a bounded angle: each moves by at most the angle's error (|d cos| <= |d angle|) and errs
+    TRIG_ULPS units itself; the oracle's own float64 angle and cos_sin are within 2**-52 (|angle| + 1). Never
+    beyond 2, whatever the angle's error."""
+    value, err = _parts(angle)
+    own = err + 2.0**-52 * (np.abs(value) + 1) + TRIG_ULPS * _accumulate()
+    return tuple(Bounded(v, np.minimum(own, 2.0)) for v in deterministic.cos_sin(value))

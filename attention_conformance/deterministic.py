@@ -20,6 +20,7 @@ result does not depend on how they are vectorised:
   sum     pairwise, in a fixed order of elementwise additions: error below log2(n) ULP of
           the sum of magnitudes, like np.sum's, but the same order on every machine.
   exp     range reduction and a fixed polynomial, elementwise: within 2 ULP of exp.
+  cos/sin the same, by multiples of pi/2: within 2 ULP of |angle| + 1 (RoPE's angles).
 """
 
 import math
@@ -144,3 +145,43 @@ def _exp(x):
         half = np.floor(k / 2)
         out = np.ldexp(np.ldexp(p, half.astype(np.int32)), (k - half).astype(np.int32))
     return np.where(np.isnan(x), x, out)
+
+
+# cos and sin: x = k pi/2 + r, |r| <= pi/4 (plus a rounding), pi/2 in fdlibm's parts (pio2_1, pio2_2, pio2_3 of
+# 33 bits each, so k * part is exact for |k| < 2**20, and pio2_3t), then Taylor in r: truncation below 2**-80.
+_PIO2 = tuple(
+    float.fromhex(h)
+    for h in ("0x1.921fb54400000p+0", "0x1.0b4611a600000p-34", "0x1.3198a2e000000p-69", "0x1.b839a252049c1p-104")
+)
+_SIN = tuple((-1) ** n / math.factorial(2 * n + 1) for n in range(12, -1, -1))
+_COS = tuple((-1) ** n / math.factorial(2 * n) for n in range(13, -1, -1))
+LARGEST_ANGLE = 2.0**19 * math.pi / 2  # k stays below 2**19, where the parts' products are exact
+
+
+def _horner(coefficients, z):
+    p = np.full_like(z, coefficients[0])
+    for c in coefficients[1:]:
+        p *= z
+        p += c
+    return p
+
+
+def cos_sin(x):
+    """(np.cos(x), np.sin(x)) in float64 from basic operations: the same bytes on every machine. Raises ValueError
+    for an angle beyond LARGEST_ANGLE (about 8e5 radians), where the reduction's parts stop being exact."""
+    x = np.asarray(x, dtype=np.float64)
+    finite = np.isfinite(x)
+    if np.any(np.abs(x[finite]) > LARGEST_ANGLE):
+        raise ValueError(f"an angle of {np.abs(x[finite]).max():.4g} radians: cos_sin takes |angle| <= 8e5")
+    with np.errstate(invalid="ignore"):
+        k = np.rint(np.where(finite, x, 0.0) / (math.pi / 2))
+        r = np.where(finite, x, 0.0)
+        for part in _PIO2:
+            r = r - k * part
+        z = r * r
+        s, c = r * _horner(_SIN, z), _horner(_COS, z)
+        quadrant = np.mod(k, 4)
+        sin = np.select([quadrant == 0, quadrant == 1, quadrant == 2], [s, c, -s], -c)
+        cos = np.select([quadrant == 0, quadrant == 1, quadrant == 2], [c, -s, -c], s)
+    nan = np.where(finite, 0.0, np.nan)  # cos and sin of inf or NaN are NaN
+    return cos + nan, sin + nan

@@ -10,6 +10,7 @@ import math
 import os
 import subprocess
 import sys
+from decimal import Decimal, localcontext
 from fractions import Fraction
 from pathlib import Path
 
@@ -51,7 +52,9 @@ rng = np.random.default_rng(0)
 a, b = rng.uniform(-1, 1, (1024, 768)), rng.uniform(-1, 1, (768, 768))
 s = rng.uniform(-30, 0, (4, 1024, 1024))
 d = lambda x: hashlib.sha256(np.ascontiguousarray(x).tobytes()).hexdigest()
-ours = [d(deterministic.matmul(a, b)), d(deterministic.exp(s)), d(deterministic.sum(s, axis=-1))]
+angles = rng.uniform(-8e5, 8e5, 1 << 16)  # RoPE's: up to 131072 positions x frequencies up to 1, and more
+ours = [d(deterministic.matmul(a, b)), d(deterministic.exp(s)), d(deterministic.sum(s, axis=-1)),
+        d(deterministic.cos_sin(angles))]
 print(json.dumps({"portable": ours,
                   "numpy": [d(a @ b), d(np.exp(s)), d(s.sum(axis=-1))]}))
 """
@@ -165,6 +168,40 @@ def test_exp_is_within_two_ulp_and_keeps_the_edges():
     assert (np.abs(deterministic.exp(x) - exact) / np.spacing(exact)).max() <= 2
     edges = deterministic.exp(np.array([-np.inf, -800.0, 0.0, 710.0, np.inf, np.nan]))
     assert edges[:3].tolist() == [0.0, 0.0, 1.0] and np.isinf(edges[3:5]).all() and np.isnan(edges[5])
+
+
+def _cos_sin_exactly(x):
+    """cos and sin of a float64 to 40 digits: reduction by 2 pi in decimals, then their Taylor series."""
+    with localcontext() as c:
+        c.prec = 60
+        two_pi = Decimal("6.28318530717958647692528676655900576839433879875021164194988918461563281257241799726")
+        r = Decimal(float(x)) % two_pi
+        term, cos, sin, n = Decimal(1), Decimal(0), Decimal(0), 0
+        while abs(term) > Decimal("1e-45") or n < 4:
+            if n % 2 == 0:
+                cos += term if n % 4 == 0 else -term
+            else:
+                sin += term if n % 4 == 1 else -term
+            n += 1
+            term = term * r / n
+        return float(cos), float(sin)
+
+
+def test_cos_and_sin_are_within_one_unit_of_the_angle_and_two_ulp_of_themselves():
+    """RoPE's angles, from a small one to 8e5 radians: within 2**-52 (|angle| + 1), what bounds.cos_sin says of
+    the oracle's own error, and within 2 ULP of the result where the angle is small; beyond 8e5, a clear error."""
+    rng = np.random.default_rng(3)
+    x = np.concatenate([rng.uniform(-4, 4, 300), rng.uniform(-8e5, 8e5, 300), np.arange(64) * math.pi / 4, [0.0]])
+    cos, sin = deterministic.cos_sin(x)
+    exact = np.array([_cos_sin_exactly(v) for v in x])
+    assert (np.abs(cos - exact[:, 0]) <= 2.0**-52 * (np.abs(x) + 1)).all()
+    assert (np.abs(sin - exact[:, 1]) <= 2.0**-52 * (np.abs(x) + 1)).all()
+    small = np.abs(x) <= 4
+    assert (np.abs(cos - exact[:, 0]) / np.spacing(np.abs(exact[:, 0])))[small].max() <= 2
+    assert (np.abs(sin - exact[:, 1]) / np.spacing(np.abs(exact[:, 1])))[small & (x != 0)].max() <= 2
+    assert np.isnan(deterministic.cos_sin(np.array([np.inf, np.nan]))).all()
+    with pytest.raises(ValueError, match="8e5"):
+        deterministic.cos_sin(np.array([1e6]))
 
 
 def test_sum_is_numpys_sum_to_rounding():

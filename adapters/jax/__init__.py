@@ -16,6 +16,7 @@ from attention_conformance import cache
 from .documents import *
 from .heads import *
 from .layers import *
+from .rotary import *
 
 # XLA executables kept in the suite's cache (attention_conformance.cache), so a rerun loads what an earlier
 # run compiled; a user's own JAX_COMPILATION_CACHE_DIR wins. Not numeric: pin_numerics does not record it.
@@ -29,6 +30,7 @@ DTYPES = ("float32", "float64", "float16", "bfloat16")
 
 
 NOT_APPLICABLE = {
+    "fused_rotary": "JAX has no RoPE kernel (Flax's and Gemma's are written from jax.numpy, rotary_embedding's)",
     "attention_layer": "keras.layers.Attention's case; JAX has no attention layer of its own",
     "layer_mha_averaged": "flax.nnx.MultiHeadAttention sows per-head weights only (no average over heads)",
     "layer_mha_seq_first": "flax.nnx.MultiHeadAttention is batch-first only ([batch..., length, features])",

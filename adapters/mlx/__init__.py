@@ -12,6 +12,7 @@ import mlx.core as mx
 from .documents import *
 from .heads import *
 from .layers import *
+from .rotary import *
 
 DTYPES = ("float32", "float64", "float16", "bfloat16")
 

@@ -15,6 +15,7 @@ import onnxruntime as ort
 
 from .documents import *
 from .heads import *
+from .rotary import *
 from .shared import OPSET
 
 DTYPES = ("float32", "float64", "float16")
@@ -27,6 +28,7 @@ _NO_TRAINING = (
 
 
 NOT_APPLICABLE = {
+    "fused_rotary/float64": "ONNX's RotaryEmbedding is defined for float, float16 and bfloat16 only (opset 23)",
     "window_flag": (
         "opset 23's Attention operator has no sliding window (opset 25 adds one; onnxruntime 1.31 runs 23)"
     ),

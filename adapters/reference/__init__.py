@@ -18,6 +18,7 @@ from .documents import *
 from .heads import *
 from .heads import _future, _masked_head, _masked_softmax
 from .layers import *
+from .rotary import *
 from .shared import _f64, exp, fsum, mm, rounding_to
 
 DTYPES = ("float64",)

@@ -9,11 +9,16 @@ import tensorflow as tf
 from .documents import *
 from .heads import *
 from .layers import *
+from .rotary import *
 
 DTYPES = ("float32", "float64", "float16", "bfloat16")
 
 
 NOT_APPLICABLE = {
+    "fused_rotary": (
+        "TensorFlow has no RoPE kernel (keras-hub's RotaryEmbedding, not a dependency here, is written from these "
+        "ops, rotary_embedding's)"
+    ),
     "window_flag": "keras.ops.dot_product_attention and keras.layers.MultiHeadAttention take no sliding window",
     "layer_mha_averaged": "keras.layers.MultiHeadAttention returns per-head scores only (no average_attn_weights)",
     "layer_mha_seq_first": "keras.layers.MultiHeadAttention is batch-first only",

@@ -5,11 +5,16 @@ import torch
 from .documents import *
 from .heads import *
 from .layers import *
+from .rotary import *
 
 DTYPES = ("float32", "float64", "float16", "bfloat16")
 
 
 NOT_APPLICABLE = {
+    "fused_rotary": (
+        "core torch has no RoPE kernel (torchtune's RotaryPositionalEmbeddings and HF's are modules written from "
+        "these ops, rotary_embedding's)"
+    ),
     "window_flag": (
         "torch has no sliding-window switch: F.scaled_dot_product_attention takes none, and flex_attention's "
         "mask_mod is the user's own band (eager flex_attention is a debugging path, its own warning says)"

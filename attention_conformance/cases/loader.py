@@ -168,6 +168,16 @@ SCALARS = {
         functools.partial(yaml_values.is_int, low=1, high=1_000_000),
         "an integer in 1..1000000 (keys a query sees)",
     ),
+    "rotary_dim": (
+        lambda v: yaml_values.is_int(v, low=2, high=4096) and v % 2 == 0,
+        "an even integer in 2..4096, at most a head's width",
+    ),
+    "theta": (lambda v: yaml_values.is_number(v) and 1 < v <= 1e9, "a number in (1, 1e9], RoPE's base"),
+    "factor": (lambda v: yaml_values.is_number(v) and 1 <= v <= 1000, "a number in 1..1000"),
+    "position": (
+        functools.partial(yaml_values.is_int, low=0, high=500_000),
+        "an integer in 0..500000 (the first row's position)",
+    ),
     "n": (functools.partial(yaml_values.is_int, low=1, high=10_000_000), "an integer in 1..10000000"),
     "d_k": (lambda v: yaml_values.is_number(v) and v > 0, "a number > 0"),
     "p": (lambda v: yaml_values.is_number(v) and 0 <= v < 1, "a probability, 0 <= p < 1"),

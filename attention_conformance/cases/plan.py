@@ -54,7 +54,8 @@ def applies(spec, case, exp, dtype, primary):
 def not_applicable(adapter, case, dtype, output=None):
     """The adapter's stated reason this output of this case cannot run in this dtype, or None.
     NOT_APPLICABLE keys: a dtype, an op or a case id (everything it covers), "op/output" or
-    "case/output" (that output only: a path that returns no attention weights), or "param=value"
+    "case/output" (that output only: a path that returns no attention weights), "op/dtype" or "case/dtype" (an
+    operator defined for other dtypes only), or "param=value"
     (every case whose input `param` is `value`: an adapter whose only layer is GPT-2's says "layer=mha")."""
     reasons = getattr(adapter, "NOT_APPLICABLE", {})
     return next((reasons[k] for k in _keys(case, dtype, output) if k in reasons), None) or undeclared(
@@ -80,7 +81,8 @@ def _keys(case, dtype, output=None):
 def keys_of(op, case_ids, inputs, dtype, output=None):
     """Every NOT_APPLICABLE key that covers a case of `op` with these inputs, known by these spec case
     ids (none for a generated case, or the spec cases it stands with), in this dtype and output."""
-    keys = [dtype, op, *case_ids] + ([f"{op}/{output}"] + [f"{i}/{output}" for i in case_ids] if output else [])
+    keys = [dtype, op, *case_ids, f"{op}/{dtype}", *(f"{i}/{dtype}" for i in case_ids)]
+    keys += [f"{op}/{output}"] + [f"{i}/{output}" for i in case_ids] if output else []
     return keys + [
         ids.parameter_key(name, value)
         for name, value in inputs.items()
@@ -90,7 +92,9 @@ def keys_of(op, case_ids, inputs, dtype, output=None):
 
 def unmatched_not_applicable(spec, adapter):
     """The adapter's NOT_APPLICABLE keys that name nothing in this spec: a typo, or a renamed case."""
-    named = {key for case in spec.cases.values() for output in case.expect for key in _keys(case, DTYPES[0], output)}
+    named = {
+        key for case in spec.cases.values() for output in case.expect for d in DTYPES for key in _keys(case, d, output)
+    }
     return sorted(k for k in getattr(adapter, "NOT_APPLICABLE", {}) if k not in named | set(DTYPES))
 
 

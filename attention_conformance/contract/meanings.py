@@ -138,6 +138,24 @@ MEANINGS = {
         "context of the same query block through the framework's own sliding-window switch",
         "records how the switch aligns the band when T_q < T_k",
     ),
+    "rotary_embedding": (
+        "x with each row's pairs of dims turned by position x frequency (dims rotary_dim.. unchanged), from the "
+        "framework's own ops",
+        "rotary position embeddings (RoFormer eq. 34); the pairs interleaved or rotate_half",
+    ),
+    "fused_rotary": (
+        "the same, through the framework's own RoPE kernel",
+        "`mx.fast.rope`, ONNX's RotaryEmbedding",
+    ),
+    "rotary_attention": (
+        "context: causal attention, each head's queries and keys rotated, the queries start..T-1 over all T keys",
+        "RoPE in attention, decoding with the positions offset by a cache",
+    ),
+    "rotary_port": (
+        '`{"interleaved", "converted", "restored"}`: the context of an interleaved model as it is, with its query and '
+        "key columns permuted for rotate_half, and permuted back",
+        "converting a checkpoint between the RoPE layouts (HF's Llama conversion)",
+    ),
     "causal_flag": (
         "context of the same query block through the framework's own causal flag",
         "records how the flag aligns when T_q < T_k",

@@ -73,6 +73,18 @@ OPS = {
     # Padding as that layer takes it: `padding` [B, S], True = a padded key (hidden from every query),
     # through the layer's own key-padding argument, and `causal` through its own causal switch.
     "layer_key_padding": (_X_W + ("w_out",) + _BIASES + ("num_heads", "padding", "causal"), ("context",)),
+    # Rotary position embeddings (spec conventions.rotary): x's rows are one head's tokens at positions
+    # position, position+1, ..; `pairing` "interleaved" turns dims (2i, 2i+1), "rotate_half" dims (i, i+R/2);
+    # dims rotary_dim.. pass unchanged; frequencies theta ** (-2i/R), scaled by `scaling` ("none", "linear" or
+    # "llama3", with `factor`). The textbook path from the framework's ops, then its own kernel (fused_rotary).
+    "rotary_embedding": (("x", "pairing", "rotary_dim", "theta", "position", "scaling", "factor"), ("rotated",)),
+    "fused_rotary": (("x", "pairing", "rotary_dim", "theta", "position", "scaling", "factor"), ("rotated",)),
+    # Causal attention with each head's queries and keys rotated (theta 10000), the queries start..T-1
+    # over all T keys (decoding: the queries' positions offset by the cache); context is the heads
+    # concatenated. rotary_port: weights of an interleaved model run as they are, converted to
+    # rotate_half (each head's query and key columns permuted) and converted back.
+    "rotary_attention": (_X_W + ("num_heads", "pairing", "rotary_dim", "start"), ("context",)),
+    "rotary_port": (_X_W + ("num_heads", "rotary_dim", "start"), ("interleaved", "converted", "restored")),
     # The framework's grouped-query attention layer holding w_query, w_key and w_value as its kernels,
     # no biases and an identity output projection, so that what it returns is the heads.
     "grouped_attention_layer": (_X_W + ("num_heads", "num_kv_heads", "causal"), ("heads",)),
@@ -87,12 +99,15 @@ CHOICES = {
     "checkpoint": ports.LAYOUTS,
     "api": ("bool", "additive"),
     "fill": ("neg_inf", "large_negative", "dtype_min"),
+    "pairing": ("interleaved", "rotate_half"),
+    "scaling": ("none", "linear", "llama3"),
 }
 # What each parameter is. Tensors: "tokens" [.., T, D]; "square" [.., T, S] (scores, weights);
 # "mask" bool [.., T, S], True = hidden; "padding" bool [B, S], True = a padded key; "weight"
 # [D, D] (x @ W layout); "bias" [D]. Scalars: "width" (a size), "heads", "seed", "probability",
-# "count", "rate", "offset" (a token index), "window" (keys a query sees), "switch" (true/false), "choice" (one
-# of CHOICES).
+# "count", "rate", "offset" (a token index), "window" (keys a query sees), "rotary" (dims RoPE turns, even), "base"
+# (RoPE's theta), "factor" (a frequency scaling's), "position" (a token's position), "switch" (true/false),
+# "choice" (one of CHOICES).
 # The `check` command builds its tiny inputs from this table, so every parameter of OPS must be here
 # (tests/cases/test_spec.py), never a name the `check` command happens to know.
 PARAMETERS = {
@@ -125,6 +140,10 @@ PARAMETERS = {
     "lr": "rate",
     "start": "offset",
     "window": "window",
+    "rotary_dim": "rotary",
+    "theta": "base",
+    "factor": "factor",
+    "position": "position",
     "causal": "switch",
     **{name: "choice" for name in CHOICES},
 }
@@ -161,6 +180,10 @@ FORMS = {
             "causal_flag",
             "window_attention",
             "window_flag",
+            "rotary_embedding",
+            "fused_rotary",
+            "rotary_attention",
+            "rotary_port",
             "grouped_attention",
             "grouped_fused_attention",
             "mask_conventions",
@@ -180,6 +203,10 @@ OPTIONAL = frozenset(
         "causal_flag",
         "window_attention",
         "window_flag",
+        "rotary_embedding",
+        "fused_rotary",
+        "rotary_attention",
+        "rotary_port",
         "grouped_attention",
         "grouped_fused_attention",
         "mask_conventions",

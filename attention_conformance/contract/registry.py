@@ -95,7 +95,8 @@ def contract_problems(module):
 
 def not_applicable_key_problem(key):
     """What is wrong with a NOT_APPLICABLE key, or None. Keys: a dtype, an op or a case id;
-    "op/output" or "case/output"; "param=value" for a word, switch or count a case passes."""
+    "op/output" or "case/output"; "op/dtype" or "case/dtype"; "param=value" for a word, switch or count a case
+    passes."""
     match = ids.NOT_APPLICABLE_KEY.fullmatch(key)
     written = key.partition("=")
     if not match and written[1] and written[2] != written[2].lower():
@@ -103,11 +104,11 @@ def not_applicable_key_problem(key):
     if not match:
         return (
             "must be a dtype, an op or a case id, 'op/output' or 'case/output' (e.g. 'attention_module/weights'), "
-            "or 'param=value' (e.g. 'layer=mha')"
+            "'op/dtype' (e.g. 'fused_rotary/float64') or 'param=value' (e.g. 'layer=mha')"
         )
     name, output, param = match.group(1), match.group(3), match.group(4)
-    if name in OPS and output is not None and output not in OPS[name][1]:
-        return f"{name}() has no output {output!r}: its outputs are {', '.join(OPS[name][1])}"
+    if name in OPS and output is not None and output not in OPS[name][1] and output not in DTYPES:
+        return f"{name}() has no output {output!r}: its outputs are {', '.join(OPS[name][1])}, or write a dtype"
     if name in DTYPES and output is not None:
         return "a dtype covers every output; write the dtype alone"
     if param is not None:

@@ -8,7 +8,17 @@ from attention_conformance.contract import ids
 from attention_conformance.contract.ops import CHOICES, CONTRACT, FORMS, LAYERS, OPS, OPTIONAL, OUTPUTS, PARAMETERS
 
 KINDS = {"tokens", "square", "mask", "padding", "weight", "bias", "width", "heads", "seed", "probability", "count"}
-KINDS |= {"rate", "offset", "window", "switch", "choice"}  # PARAMETERS' comment lists these, and no other
+KINDS |= {
+    "rate",
+    "offset",
+    "window",
+    "rotary",
+    "base",
+    "factor",
+    "position",
+    "switch",
+    "choice",
+}  # PARAMETERS' comment lists these, and no other
 TOKEN_KINDS = {"tokens", "square", "mask", "padding"}
 
 

@@ -1,4 +1,5 @@
-"""The oracle is tested too: its analytic gradients against central finite differences in float64."""
+"""The oracle is tested too: its analytic gradients against central finite differences in float64, and RoPE by
+what defines it."""
 
 import numpy as np
 import pytest
@@ -60,3 +61,33 @@ def test_softmax_rows_sum_to_one_and_survive_huge_scores():
     assert np.all(np.isfinite(weights))
     assert np.allclose(weights.sum(axis=-1), 1.0, rtol=0, atol=1e-15)
     assert np.allclose(weights[1], 1 / 3, rtol=0, atol=1e-16)
+
+
+@pytest.mark.parametrize("pairing", ["interleaved", "rotate_half"])
+def test_rotary_scores_depend_only_on_the_distance_between_positions(pairing):
+    """RoFormer's point (eq. 16): q at m and k at n score as q at m + s and k at n + s; and the pairs turn, so
+    each pair's length is kept."""
+    rng = np.random.default_rng(5)
+    q, k = rng.uniform(-1, 1, (1, 1, 8)), rng.uniform(-1, 1, (1, 1, 8))
+
+    def score(m, n):
+        turned = [reference.rotary_embedding(t, pairing, 8, 10000.0, p, "none", 1.0) for t, p in ((q, m), (k, n))]
+        return float((turned[0] * turned[1]).sum())
+
+    assert score(3, 7) == pytest.approx(score(103, 107), abs=1e-12) != pytest.approx(score(3, 8), abs=1e-6)
+    turned = reference.rotary_embedding(q, pairing, 8, 10000.0, 41, "none", 1.0)
+    halves = (q[..., 0::2], q[..., 1::2]) if pairing == "interleaved" else (q[..., :4], q[..., 4:])
+    turned_halves = (
+        (turned[..., 0::2], turned[..., 1::2]) if pairing == "interleaved" else (turned[..., :4], turned[..., 4:])
+    )
+    assert np.hypot(*turned_halves) == pytest.approx(np.hypot(*halves), abs=1e-14)
+
+
+def test_the_two_pairings_are_one_permutation_apart_and_the_dims_past_rotary_dim_stay():
+    rng = np.random.default_rng(6)
+    x = rng.uniform(-1, 1, (2, 5, 12))
+    to_halves = np.r_[0:8:2, 1:8:2, 8:12]  # pairs (2i, 2i+1) of the first 8 dims to (i, i + 4)
+    interleaved = reference.rotary_embedding(x, "interleaved", 8, 500000.0, 9, "llama3", 8.0)
+    rotate_half = reference.rotary_embedding(x[..., to_halves], "rotate_half", 8, 500000.0, 9, "llama3", 8.0)
+    assert np.array_equal(interleaved[..., to_halves], rotate_half)
+    assert np.array_equal(interleaved[..., 8:], x[..., 8:])

@@ -25,6 +25,10 @@ COVERED = (
     "causal_flag",
     "window_attention",
     "window_flag",
+    "rotary_embedding",
+    "fused_rotary",
+    "rotary_attention",
+    "rotary_port",
     "grouped_attention",
     "grouped_fused_attention",
     "grouped_attention_layer",
@@ -156,6 +160,27 @@ def strategy(drawn_ops):
             window = draw(st.sampled_from((1, 2, 3, max(1, T // 2), T, T + 3)))
             weights = {"w_query": w(D, H), "w_key": w(D, H), "w_value": w(D, H)}
             return op, {"x": x(), **weights, "window": window, "start": start}
+        if op in ("rotary_embedding", "fused_rotary"):  # both pairings, partial, far positions, each scaling
+            R = 2 * draw(st.integers(1, max(1, D // 2)))
+            if R > D:
+                D = R
+            return op, {
+                "x": x(d=D),
+                "pairing": draw(st.sampled_from(ops.CHOICES["pairing"])),
+                "rotary_dim": R,
+                "theta": draw(st.sampled_from((10000.0, 500000.0, 1e6, 100.0))),
+                "position": draw(st.sampled_from((0, 1, 7, 255, 257, 1000, 4096, 32767, 131071))),
+                "scaling": draw(st.sampled_from(ops.CHOICES["scaling"])),
+                "factor": draw(st.sampled_from((1.0, 2.0, 4.0, 8.0, 32.0))),
+            }
+        if op in ("rotary_attention", "rotary_port"):  # heads of even width, each turned whole or in part
+            N, half = draw(st.sampled_from((1, 2, 3, 4))), draw(st.sampled_from((1, 2, 4)))
+            R = 2 * draw(st.integers(1, half))
+            weights = {n: w(D, N * 2 * half) for n in ("w_query", "w_key", "w_value")}
+            inputs = {"x": x(), **weights, "num_heads": N, "rotary_dim": R, "start": draw(st.integers(0, T - 1))}
+            return op, inputs | (
+                {"pairing": draw(st.sampled_from(ops.CHOICES["pairing"]))} if op == "rotary_attention" else {}
+            )
         if op == "mask_conventions":
             return op, {
                 "x": x(),
