@@ -167,3 +167,21 @@ def sgd_step(x, w_query, w_key, w_value, g, lr):
 # def rotary_port(x, w_query, w_key, w_value, num_heads, rotary_dim, start):
 #     ...  # the interleaved model's context as it is, with each head's query/key columns permuted for rotate_half
 #     return {"interleaved": ..., "converted": ..., "restored": ...}
+#
+# Optional: soft-capping (spec conventions.softcap): the scaled scores s become cap * tanh(s / cap) before the causal
+# mask and the softmax; a cap of 0 is no cap.
+#
+# def softcap_attention(x, w_query, w_key, w_value, cap, causal):
+#     return {"weights": ..., "context": ...}
+#
+# def softcap_flag(x, w_query, w_key, w_value, cap, causal):  # your attention op's own soft cap, if it has one
+#     return ...  # the context
+#
+# Optional: attention sinks (spec conventions.sinks): head n's logit sinks[n] joins every row's softmax as one more
+# key with no value; mask [B, T, S] is True = hidden and may hide every key of a row (then the context is 0).
+#
+# def sink_attention(x, w_query, w_key, w_value, sinks, num_heads, mask):
+#     return {"weights": ..., "context": ...}  # weights [B, N, T, S] without the sink; context the heads concatenated
+#
+# def fused_sink_attention(x, w_query, w_key, w_value, sinks, num_heads, mask):  # your fused kernel's sinks, if any
+#     return ...  # the context

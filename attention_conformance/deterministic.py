@@ -21,6 +21,7 @@ result does not depend on how they are vectorised:
           the sum of magnitudes, like np.sum's, but the same order on every machine.
   exp     range reduction and a fixed polynomial, elementwise: within 2 ULP of exp.
   cos/sin the same, by multiples of pi/2: within 2 ULP of |angle| + 1 (RoPE's angles).
+  tanh    sinh / cosh by their series near 0, 1 - 2 / (exp(2|x|) + 1) beyond: within 3 ULP (soft-capping).
 """
 
 import math
@@ -185,3 +186,19 @@ def cos_sin(x):
         cos = np.select([quadrant == 0, quadrant == 1, quadrant == 2], [c, -s, -c], s)
     nan = np.where(finite, 0.0, np.nan)  # cos and sin of inf or NaN are NaN
     return cos + nan, sin + nan
+
+
+# tanh: below 0.625 sinh and cosh by their series (truncation below 2**-70), tanh their quotient; beyond, from exp,
+# where 1 - 2 / (e^2|x| + 1) keeps at least half its bits (>= 0.55).
+_SINH = tuple(1.0 / math.factorial(2 * n + 1) for n in range(10, -1, -1))
+_COSH = tuple(1.0 / math.factorial(2 * n) for n in range(10, -1, -1))
+
+
+def tanh(x):
+    """np.tanh in float64 from basic operations: the same bytes on every machine."""
+    x = np.asarray(x, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        z = x * x
+        near = x * _horner(_SINH, z) / _horner(_COSH, z)
+        far = np.sign(x) * (1 - 2 / (exp(2 * np.minimum(np.abs(x), 40.0)) + 1))  # past 20, tanh is 1 in float64
+    return np.where(np.abs(x) < 0.625, near, far)

@@ -107,3 +107,11 @@ def test_float32_cos_and_sin_of_float32_angles_are_within_their_bound_and_a_half
         assert _within(np.cos(angles32), cos) and _within(np.sin(angles32), sin)
         assert not _within(np.cos(angles16.astype(np.float32)), cos)
         assert cos.err.max() < 1e-3  # 4096 x float32's rounding, not bfloat16's (2**-9 of 4096 is 8 radians)
+
+
+def test_a_float32_soft_cap_is_within_its_bound_and_a_float16_one_is_not():
+    with bounds.computed_in("float32"):
+        capped = bounds.tanh(Bounded(SCORES * 8) / 5.0) * 5.0
+        got = np.tanh(SCORES * 8 / np.float32(5.0)) * np.float32(5.0)
+        assert _within(got, capped)
+        assert not _within(np.tanh((SCORES * 8).astype(np.float16) / np.float16(5)) * np.float16(5), capped)

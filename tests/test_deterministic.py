@@ -54,7 +54,7 @@ s = rng.uniform(-30, 0, (4, 1024, 1024))
 d = lambda x: hashlib.sha256(np.ascontiguousarray(x).tobytes()).hexdigest()
 angles = rng.uniform(-8e5, 8e5, 1 << 16)  # RoPE's: up to 131072 positions x frequencies up to 1, and more
 ours = [d(deterministic.matmul(a, b)), d(deterministic.exp(s)), d(deterministic.sum(s, axis=-1)),
-        d(deterministic.cos_sin(angles))]
+        d(deterministic.cos_sin(angles)), d(deterministic.tanh(s / 10))]
 print(json.dumps({"portable": ours,
                   "numpy": [d(a @ b), d(np.exp(s)), d(s.sum(axis=-1))]}))
 """
@@ -202,6 +202,22 @@ def test_cos_and_sin_are_within_one_unit_of_the_angle_and_two_ulp_of_themselves(
     assert np.isnan(deterministic.cos_sin(np.array([np.inf, np.nan]))).all()
     with pytest.raises(ValueError, match="8e5"):
         deterministic.cos_sin(np.array([1e6]))
+
+
+def test_tanh_is_within_two_ulp_and_keeps_the_edges():
+    rng = np.random.default_rng(4)
+    x = np.concatenate([rng.uniform(-25, 25, 500), rng.uniform(-1, 1, 500), [0.6249999999, 0.625, 1e-9]])
+
+    def exactly(v):
+        with localcontext() as c:
+            c.prec = 60
+            e = (2 * Decimal(float(v))).exp()
+            return float((e - 1) / (e + 1))
+
+    exact = np.array([exactly(v) for v in x])
+    assert (np.abs(deterministic.tanh(x) - exact) / np.spacing(np.abs(exact))).max() <= 2
+    edges = deterministic.tanh(np.array([0.0, 1e-300, -np.inf, np.inf, 1e10, np.nan]))
+    assert edges[:5].tolist() == [0.0, 1e-300, -1.0, 1.0, 1.0] and np.isnan(edges[5])
 
 
 def test_sum_is_numpys_sum_to_rounding():

@@ -16,6 +16,7 @@ from attention_conformance import cache
 from .documents import *
 from .heads import *
 from .layers import *
+from .logits import *
 from .rotary import *
 
 # XLA executables kept in the suite's cache (attention_conformance.cache), so a rerun loads what an earlier
@@ -30,6 +31,8 @@ DTYPES = ("float32", "float64", "float16", "bfloat16")
 
 
 NOT_APPLICABLE = {
+    "softcap_flag": "jax.nn.dot_product_attention takes no soft cap (jax 0.10)",
+    "fused_sink_attention": "jax.nn.dot_product_attention takes no sinks (jax 0.10)",
     "fused_rotary": "JAX has no RoPE kernel (Flax's and Gemma's are written from jax.numpy, rotary_embedding's)",
     "attention_layer": "keras.layers.Attention's case; JAX has no attention layer of its own",
     "layer_mha_averaged": "flax.nnx.MultiHeadAttention sows per-head weights only (no average over heads)",

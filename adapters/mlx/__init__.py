@@ -12,12 +12,14 @@ import mlx.core as mx
 from .documents import *
 from .heads import *
 from .layers import *
+from .logits import *
 from .rotary import *
 
 DTYPES = ("float32", "float64", "float16", "bfloat16")
 
 
 NOT_APPLICABLE = {
+    "softcap_flag": "mx.fast.scaled_dot_product_attention takes no soft cap",
     "window_flag": ("mx.fast.scaled_dot_product_attention takes no window (mlx-lm builds the band as a mask array)"),
     "attention_layer": (
         "keras.layers.Attention's case; MLX's attention layer (nn.MultiHeadAttention) owns its projections"

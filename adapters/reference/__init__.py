@@ -18,8 +18,9 @@ from .documents import *
 from .heads import *
 from .heads import _future, _masked_head, _masked_softmax
 from .layers import *
+from .logits import *
 from .rotary import *
-from .shared import _f64, exp, fsum, mm, rounding_to
+from .shared import _f64, _zeros, exp, fsum, mm, rounding_to, tanh
 
 DTYPES = ("float64",)
 NOT_APPLICABLE = {

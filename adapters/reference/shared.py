@@ -31,6 +31,10 @@ def _f64(*arrays):
 exp = deterministic.exp
 
 
+def tanh(a):
+    return bounds.tanh(a) if _bounded(a) else deterministic.tanh(a)
+
+
 # Every product and sum goes through these two, and every softmax checks _bounded: given bounds.Bounded
 # arrays (tolerance_model.bound), the same steps also carry how far a correct computation in another summation
 # order or dtype may land.

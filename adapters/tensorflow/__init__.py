@@ -9,12 +9,15 @@ import tensorflow as tf
 from .documents import *
 from .heads import *
 from .layers import *
+from .logits import *
 from .rotary import *
 
 DTYPES = ("float32", "float64", "float16", "bfloat16")
 
 
 NOT_APPLICABLE = {
+    "softcap_flag": "TensorFlow's and Keras's attention ops take no soft cap",
+    "fused_sink_attention": "TensorFlow's and Keras's attention ops take no sinks",
     "fused_rotary": (
         "TensorFlow has no RoPE kernel (keras-hub's RotaryEmbedding, not a dependency here, is written from these "
         "ops, rotary_embedding's)"

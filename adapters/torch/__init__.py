@@ -5,12 +5,18 @@ import torch
 from .documents import *
 from .heads import *
 from .layers import *
+from .logits import *
 from .rotary import *
 
 DTYPES = ("float32", "float64", "float16", "bfloat16")
 
 
 NOT_APPLICABLE = {
+    "softcap_flag": (
+        "torch's SDPA takes no soft cap (flex_attention's score_mod would be the user's own function, eager "
+        "flex_attention a debugging path)"
+    ),
+    "fused_sink_attention": "torch's SDPA takes no sinks (gpt-oss's torch code concatenates them, as sink_attention)",
     "fused_rotary": (
         "core torch has no RoPE kernel (torchtune's RotaryPositionalEmbeddings and HF's are modules written from "
         "these ops, rotary_embedding's)"

@@ -178,6 +178,7 @@ SCALARS = {
         functools.partial(yaml_values.is_int, low=0, high=500_000),
         "an integer in 0..500000 (the first row's position)",
     ),
+    "cap": (lambda v: yaml_values.is_number(v) and 0 <= v <= 10_000, "a number in 0..10000 (0: no cap)"),
     "n": (functools.partial(yaml_values.is_int, low=1, high=10_000_000), "an integer in 1..10000000"),
     "d_k": (lambda v: yaml_values.is_number(v) and v > 0, "a number > 0"),
     "p": (lambda v: yaml_values.is_number(v) and 0 <= v < 1, "a probability, 0 <= p < 1"),

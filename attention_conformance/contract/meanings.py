@@ -156,6 +156,24 @@ MEANINGS = {
         "key columns permuted for rotate_half, and permuted back",
         "converting a checkpoint between the RoPE layouts (HF's Llama conversion)",
     ),
+    "softcap_attention": (
+        '`{"weights", "context"}`: the scaled scores capped, cap * tanh(s / cap), then masked (causal) and the '
+        "softmax; a cap of 0 is none",
+        "logit soft-capping (Gemma 2: 50.0 for attention)",
+    ),
+    "softcap_flag": (
+        "context through the framework's own soft-capping switch",
+        "ONNX's Attention `softcap`",
+    ),
+    "sink_attention": (
+        '`{"weights", "context"}`: each head\'s sink logit joins every row\'s softmax as a key with no value; weights '
+        "[B, N, T, S] without the sink, context the heads concatenated",
+        "attention sinks (gpt-oss's learned per-head logit)",
+    ),
+    "fused_sink_attention": (
+        "context through the framework's fused attention with its sinks argument",
+        "`mx.fast.scaled_dot_product_attention(sinks=)`",
+    ),
     "causal_flag": (
         "context of the same query block through the framework's own causal flag",
         "records how the flag aligns when T_q < T_k",

@@ -85,6 +85,15 @@ OPS = {
     # rotate_half (each head's query and key columns permuted) and converted back.
     "rotary_attention": (_X_W + ("num_heads", "pairing", "rotary_dim", "start"), ("context",)),
     "rotary_port": (_X_W + ("num_heads", "rotary_dim", "start"), ("interleaved", "converted", "restored")),
+    # Soft-capping (Gemma 2; spec conventions.softcap): the scaled scores capped, cap * tanh(s / cap), before
+    # the mask and the softmax; a cap of 0 is none. The textbook path, then the framework's own switch.
+    "softcap_attention": (_X_W + ("cap", "causal"), ("weights", "context")),
+    "softcap_flag": (_X_W + ("cap", "causal"), ("context",)),
+    # Attention sinks (gpt-oss; conventions.sinks): head n's logit sinks[n] joins every row's softmax as a key
+    # with no value; `mask` [B, T, S], True = hidden, may hide every key of a row. weights [B, N, T, S] leave the
+    # sink's column out; context is the heads concatenated. The textbook path, then the framework's kernel.
+    "sink_attention": (_X_W + ("sinks", "num_heads", "mask"), ("weights", "context")),
+    "fused_sink_attention": (_X_W + ("sinks", "num_heads", "mask"), ("context",)),
     # The framework's grouped-query attention layer holding w_query, w_key and w_value as its kernels,
     # no biases and an identity output projection, so that what it returns is the heads.
     "grouped_attention_layer": (_X_W + ("num_heads", "num_kv_heads", "causal"), ("heads",)),
@@ -102,11 +111,11 @@ CHOICES = {
     "pairing": ("interleaved", "rotate_half"),
     "scaling": ("none", "linear", "llama3"),
 }
-# What each parameter is. Tensors: "tokens" [.., T, D]; "square" [.., T, S] (scores, weights);
-# "mask" bool [.., T, S], True = hidden; "padding" bool [B, S], True = a padded key; "weight"
-# [D, D] (x @ W layout); "bias" [D]. Scalars: "width" (a size), "heads", "seed", "probability",
-# "count", "rate", "offset" (a token index), "window" (keys a query sees), "rotary" (dims RoPE turns, even), "base"
-# (RoPE's theta), "factor" (a frequency scaling's), "position" (a token's position), "switch" (true/false),
+# What each parameter is. Tensors: "tokens" [.., T, D]; "square" [.., T, S] (scores, weights); "mask" bool
+# [.., T, S], True = hidden; "padding" bool [B, S], True = a padded key; "weight" [D, D] (x @ W layout); "bias" [D];
+# "sink" [N], one logit a head. Scalars: "width" (a size), "heads", "seed", "probability", "count", "rate", "offset"
+# (a token index), "window" (keys a query sees), "rotary" (dims RoPE turns, even), "base" (RoPE's theta), "factor"
+# (a frequency scaling's), "position" (a token's position), "cap" (a soft cap, 0 = none), "switch" (true/false),
 # "choice" (one of CHOICES).
 # The `check` command builds its tiny inputs from this table, so every parameter of OPS must be here
 # (tests/cases/test_spec.py), never a name the `check` command happens to know.
@@ -144,6 +153,8 @@ PARAMETERS = {
     "theta": "base",
     "factor": "factor",
     "position": "position",
+    "cap": "cap",
+    "sinks": "sink",
     "causal": "switch",
     **{name: "choice" for name in CHOICES},
 }
@@ -184,6 +195,10 @@ FORMS = {
             "fused_rotary",
             "rotary_attention",
             "rotary_port",
+            "softcap_attention",
+            "softcap_flag",
+            "sink_attention",
+            "fused_sink_attention",
             "grouped_attention",
             "grouped_fused_attention",
             "mask_conventions",
@@ -207,6 +222,10 @@ OPTIONAL = frozenset(
         "fused_rotary",
         "rotary_attention",
         "rotary_port",
+        "softcap_attention",
+        "softcap_flag",
+        "sink_attention",
+        "fused_sink_attention",
         "grouped_attention",
         "grouped_fused_attention",
         "mask_conventions",

@@ -30,6 +30,7 @@ _SCALARS = {
     "base": 10000.0,
     "factor": 2.0,
     "position": 7,
+    "cap": 5.0,
     "switch": True,
 }
 
@@ -55,6 +56,8 @@ def tiny_input(name, kind, form, dtype, rng, choose):
         return tensor(D, D)
     if kind == "bias":
         return tensor(D)
+    if kind == "sink":
+        return tensor(HEADS)
     if kind in ("choice", "switch"):
         return choose(name)
     return _SCALARS[kind]

@@ -16,6 +16,8 @@ KINDS |= {
     "base",
     "factor",
     "position",
+    "cap",
+    "sink",
     "switch",
     "choice",
 }  # PARAMETERS' comment lists these, and no other

@@ -91,3 +91,27 @@ def test_the_two_pairings_are_one_permutation_apart_and_the_dims_past_rotary_dim
     rotate_half = reference.rotary_embedding(x[..., to_halves], "rotate_half", 8, 500000.0, 9, "llama3", 8.0)
     assert np.array_equal(interleaved[..., to_halves], rotate_half)
     assert np.array_equal(interleaved[..., 8:], x[..., 8:])
+
+
+def test_a_capped_score_stays_within_the_cap_and_a_hidden_key_weighs_nothing():
+    rng = np.random.default_rng(7)
+    x, *w = (rng.uniform(-4, 4, shape) for shape in ((1, 6, 8), (8, 8), (8, 8), (8, 8)))
+    capped = reference.softcap_attention(x, *w, cap=1.0, causal=True)["weights"]
+    plain = reference.causal_attention(x, *w)["weights"]
+    assert (capped[0][np.triu_indices(6, 1)] == 0).all()
+    for i in range(6):  # scores within 1 of 0: of i + 1 keys, none weighs more than e^2 / (e^2 + i)
+        assert capped[0, i].max() <= np.e**2 / (np.e**2 + i) + 1e-12
+    assert np.array_equal(reference.softcap_attention(x, *w, cap=0.0, causal=True)["weights"], plain)
+
+
+def test_a_sink_takes_what_the_keys_leave_and_all_of_a_row_with_none():
+    rng = np.random.default_rng(8)
+    x, *w = (rng.uniform(-1, 1, shape) for shape in ((1, 4, 8), (8, 8), (8, 8), (8, 8)))
+    mask = np.zeros((1, 4, 4), dtype=bool)
+    mask[0, 2] = True  # query 2 sees no key
+    sinks = np.array([1.5, -0.5])
+    out = reference.sink_attention(x, *w, sinks=sinks, num_heads=2, mask=mask)
+    rows = out["weights"].sum(axis=-1)  # [1, N, T]
+    assert (rows < 1).all() and (out["weights"][0, :, 2] == 0).all() and (out["context"][0, 2] == 0).all()
+    scores = reference.scale(reference.transposed_matmul(x @ w[0][:, :4], x @ w[1][:, :4]), 4)[0, 0]
+    assert rows[0, 0, 0] == pytest.approx(np.exp(scores).sum() / (np.exp(scores).sum() + np.exp(1.5)), abs=1e-14)

@@ -29,6 +29,10 @@ COVERED = (
     "fused_rotary",
     "rotary_attention",
     "rotary_port",
+    "softcap_attention",
+    "softcap_flag",
+    "sink_attention",
+    "fused_sink_attention",
     "grouped_attention",
     "grouped_fused_attention",
     "grouped_attention_layer",
@@ -181,6 +185,15 @@ def strategy(drawn_ops):
             return op, inputs | (
                 {"pairing": draw(st.sampled_from(ops.CHOICES["pairing"]))} if op == "rotary_attention" else {}
             )
+        if op in ("softcap_attention", "softcap_flag"):  # no cap, caps that bend large scores, and tiny ones
+            weights = {"w_query": w(D, H), "w_key": w(D, H), "w_value": w(D, H)}
+            cap = draw(st.sampled_from((0.0, 0.5, 5.0, 30.0, 50.0)))
+            return op, {"x": x(), **weights, "cap": cap, "causal": draw(st.booleans())}
+        if op in ("sink_attention", "fused_sink_attention"):  # sinks beside, above and far above the scores
+            N = draw(st.sampled_from((1, 2, 3, 4)))
+            sinks = tensor(draw, [N], ((-3.0, 3.0), (5.0, 10.0), (-40.0, 40.0)))
+            weights = {n: w(D, N * H) for n in ("w_query", "w_key", "w_value")}
+            return op, {"x": x(), **weights, "sinks": sinks, "num_heads": N, "mask": mask(draw, lead, T, T)}
         if op == "mask_conventions":
             return op, {
                 "x": x(),

@@ -1,0 +1,43 @@
+"""MLX: the scores before the softmax past the documents', soft-capped (Gemma 2's order) and with gpt-oss's sinks,
+from mlx.core's ops and through mx.fast.scaled_dot_product_attention's sinks argument."""
+
+import mlx.core as mx
+
+from .shared import _causal_mask, _mx, _np, _split_heads
+
+
+def softcap_attention(x, w_query, w_key, w_value, cap, causal):
+    x = _mx(x)
+    queries, keys, values = x @ _mx(w_query), x @ _mx(w_key), x @ _mx(w_value)
+    scores = queries @ keys.swapaxes(-1, -2) / keys.shape[-1] ** 0.5
+    if cap:  # Gemma 2: the scaled scores capped, then the mask
+        scores = mx.tanh(scores / cap) * cap
+    if causal:
+        scores = mx.where(_causal_mask(x.shape[-2], x.shape[-2]), -mx.inf, scores)
+    weights = mx.softmax(scores, axis=-1)
+    return {"weights": _np(weights), "context": _np(weights @ values)}
+
+
+def sink_attention(x, w_query, w_key, w_value, sinks, num_heads, mask):
+    x = _mx(x)
+    queries, keys, values = (_split_heads(x @ _mx(w), num_heads) for w in (w_query, w_key, w_value))
+    scores = queries @ keys.swapaxes(-1, -2) / queries.shape[-1] ** 0.5
+    scores = mx.where(_mx(mask)[:, None], -mx.inf, scores)  # True = hidden
+    sink = mx.broadcast_to(_mx(sinks).reshape(num_heads, 1, 1), (*scores.shape[:-1], 1))
+    weights = mx.softmax(mx.concatenate([scores, sink], axis=-1), axis=-1)[..., :-1]
+    context = (weights @ values).swapaxes(-3, -2)
+    return {"weights": _np(weights), "context": _np(context.reshape(*context.shape[:-2], -1))}
+
+
+def fused_sink_attention(x, w_query, w_key, w_value, sinks, num_heads, mask):
+    x = _mx(x)
+    queries, keys, values = (_split_heads(x @ _mx(w), num_heads) for w in (w_query, w_key, w_value))
+    context = mx.fast.scaled_dot_product_attention(
+        queries,
+        keys,
+        values,
+        scale=queries.shape[-1] ** -0.5,
+        mask=~_mx(mask)[:, None],  # a boolean mask here is True = attend
+        sinks=_mx(sinks),
+    ).swapaxes(-3, -2)
+    return _np(context.reshape(*context.shape[:-2], -1))

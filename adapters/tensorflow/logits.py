@@ -1,0 +1,32 @@
+"""TensorFlow: the scores before the softmax past the documents', soft-capped (Gemma 2's order) and with gpt-oss's
+sinks (a sink column concatenated, softmaxed, then dropped)."""
+
+import math
+
+import tensorflow as tf
+
+from .shared import _causal_mask, _np, _split_heads, _swap_tokens_and_heads, _t
+
+
+def softcap_attention(x, w_query, w_key, w_value, cap, causal):
+    x = _t(x)
+    Q, K, V = tf.linalg.matmul(x, _t(w_query)), tf.linalg.matmul(x, _t(w_key)), tf.linalg.matmul(x, _t(w_value))
+    scores = tf.linalg.matmul(Q, K, transpose_b=True) / math.sqrt(K.shape[-1])
+    if cap:  # Gemma 2: the scaled scores capped, then the mask
+        scores = tf.tanh(scores / cap) * cap
+    if causal:
+        scores = tf.where(_causal_mask(x.shape[-2]), tf.constant(-math.inf, scores.dtype), scores)
+    weights = tf.nn.softmax(scores, axis=-1)
+    return {"weights": _np(weights), "context": _np(tf.linalg.matmul(weights, V))}
+
+
+def sink_attention(x, w_query, w_key, w_value, sinks, num_heads, mask):
+    x = _t(x)
+    H = w_query.shape[-1] // num_heads
+    Q, K, V = (_split_heads(tf.linalg.matmul(x, _t(w)), num_heads, H) for w in (w_query, w_key, w_value))
+    scores = tf.linalg.matmul(Q, K, transpose_b=True) / math.sqrt(H)
+    scores = tf.where(_t(mask)[:, tf.newaxis], tf.constant(-math.inf, scores.dtype), scores)  # True = hidden
+    sink = tf.broadcast_to(tf.reshape(_t(sinks), [num_heads, 1, 1]), tf.concat([tf.shape(scores)[:-1], [1]], 0))
+    weights = tf.nn.softmax(tf.concat([scores, sink], axis=-1), axis=-1)[..., :-1]
+    context = tf.transpose(tf.linalg.matmul(weights, V), _swap_tokens_and_heads(4))
+    return {"weights": _np(weights), "context": _np(tf.reshape(context, [x.shape[0], x.shape[1], -1]))}

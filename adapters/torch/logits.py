@@ -1,0 +1,28 @@
+"""PyTorch: the scores before the softmax past the documents', soft-capped as HF's Gemma 2 writes it and with
+gpt-oss's sinks as its reference torch code adds them (a sink column concatenated, softmaxed, then dropped)."""
+
+import torch
+
+from .shared import _causal_mask, _np, _split_heads, _t
+
+
+def softcap_attention(x, w_query, w_key, w_value, cap, causal):
+    x = _t(x)
+    queries, keys, values = x @ _t(w_query), x @ _t(w_key), x @ _t(w_value)
+    attn_scores = queries @ keys.mT / keys.shape[-1] ** 0.5
+    if cap:  # Gemma 2: the scaled scores capped, then the mask
+        attn_scores = torch.tanh(attn_scores / cap) * cap
+    if causal:
+        attn_scores = attn_scores.masked_fill(_causal_mask(x.shape[-2]), -torch.inf)
+    weights = torch.softmax(attn_scores, dim=-1)
+    return {"weights": _np(weights), "context": _np(weights @ values)}
+
+
+def sink_attention(x, w_query, w_key, w_value, sinks, num_heads, mask):
+    x = _t(x)
+    H = w_query.shape[-1] // num_heads
+    queries, keys, values = (_split_heads(x @ _t(w), num_heads, H) for w in (w_query, w_key, w_value))
+    attn_scores = (queries @ keys.mT / H**0.5).masked_fill(_t(mask)[..., None, :, :], -torch.inf)  # True = hidden
+    sink = _t(sinks).reshape(num_heads, 1, 1).expand(*attn_scores.shape[:-1], 1)  # gpt-oss's, one per head
+    weights = torch.softmax(torch.cat([attn_scores, sink], dim=-1), dim=-1)[..., :-1]
+    return {"weights": _np(weights), "context": _np((weights @ values).transpose(-3, -2).flatten(-2))}
