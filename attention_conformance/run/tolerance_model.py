@@ -63,12 +63,16 @@ def model(path=MODEL_FILE):
 # --- the computation ---------------------------------------------------------------------------
 
 
-def hidden_keys(T, S, mask=None, causal=False):
+def hidden_keys(T, S, mask=None, causal=False, window=None):
     """True where query i may not see key j: the user's mask (True = hidden), and with `causal` the
-    keys after i + (S - T), bottom-right aligned (the last query sees every key), as the spec states."""
+    keys after i + (S - T), bottom-right aligned (the last query sees every key), as the spec states; a `window`
+    (causal) hides the keys at or before i + (S - T) - window too (conventions.sliding_window)."""
     hidden = np.zeros((T, S), dtype=bool)
-    if causal:
-        hidden = np.arange(S)[None, :] > np.arange(T)[:, None] + (S - T)
+    position = np.arange(T)[:, None] + (S - T)
+    if causal or window:
+        hidden = np.arange(S)[None, :] > position
+    if window:
+        hidden |= np.arange(S)[None, :] <= position - window
     return hidden if mask is None else hidden | np.asarray(mask, dtype=bool)
 
 
@@ -77,11 +81,14 @@ def share_kv_heads(t, num_heads):
     return np.repeat(t, num_heads // t.shape[-3], axis=-3)
 
 
-def attend(q, k, v, hidden, scale=None, rounding=None, over_queries=False):
+def attend(q, k, v, hidden, scale=None, rounding=None, over_queries=False, cap=None, sinks=None, cap_after_mask=False):
     """{"scores": q k^T, "weights", "out"} in float64; q [..., T, H], k and v [..., S, H] with the same
     leading axes (broadcastable), `hidden` broadcastable to [..., T, S]. `scale` None is 1/sqrt(H).
     With `rounding` (a dtype name), every step's inputs are rounded to it and results stored in it.
-    `over_queries` normalises the weights over the wrong axis, a mistake `explain` recognises."""
+    `cap` soft-caps the scaled scores before the mask (conventions.softcap; 0 is none, "zero" every logit 0);
+    `sinks` (one logit, or one per head of q's axis -3) joins each row's softmax (conventions.sinks).
+    `over_queries` normalises the weights over the wrong axis and `cap_after_mask` caps a hidden key's -inf to
+    -cap: mistakes `explain` recognises."""
     steps = reference.rounding_to(np_dtype(rounding)) if rounding else contextlib.nullcontext()
     stored = (lambda a: np.asarray(a).astype(np_dtype(rounding)).astype(np.float64)) if rounding else (lambda a: a)
     with steps:
@@ -93,12 +100,28 @@ def attend(q, k, v, hidden, scale=None, rounding=None, over_queries=False):
             scaled = scores_in * factor
         (scaled,) = reference._f64(scaled)  # the softmax's input is a step's input too
         hidden = np.broadcast_to(hidden, scaled.shape)
+        if cap == "zero":
+            scaled = scaled * 0.0
+        elif cap:
+            scaled = reference.tanh(scaled / cap) * cap
+        if cap_after_mask and cap and hidden.any():
+            capped = reference._zeros(scaled.shape, scaled)
+            capped[...] = scaled
+            capped[hidden] = -cap  # cap tanh(-inf / cap)
+            scaled, hidden = capped, np.zeros(hidden.shape, dtype=bool)
+        if sinks is not None:
+            shape = np.shape(scaled)[:-1] + (1,)
+            sink = np.broadcast_to(sinks[:, None, None] if np.ndim(sinks) else sinks, shape)
+            scaled = np.concatenate([scaled, sink], axis=-1)
+            hidden = np.concatenate([hidden, np.zeros(shape, dtype=bool)], axis=-1)
         if over_queries:
             weights = np.swapaxes(
                 reference._masked_softmax(np.swapaxes(scaled, -1, -2), np.swapaxes(hidden, -1, -2)), -1, -2
             )
         else:
             weights = reference._masked_softmax(scaled, hidden)
+        if sinks is not None:
+            weights = weights[..., :-1]
         out = reference.blend(weights, v)
     return {"scores": stored(scores), "weights": stored(weights), "out": stored(out)}
 

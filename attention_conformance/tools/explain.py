@@ -57,6 +57,7 @@ def _conventions(p):
                     dict(scale=value),
                 )
             )
+    found += _past_the_documents(p)
     found.append(
         (
             "softmax over the wrong axis",
@@ -92,6 +93,70 @@ def _conventions(p):
             )
     if p.headed and 1 < p.kv_heads < p.heads:
         found.append(_TILED + (dict(zip("qkv", p._project(w, "tile"))),))
+    return found
+
+
+def _past_the_documents(p):
+    """The conventions of issue 40's families that a file states: windows, soft caps, sinks and RoPE."""
+    found = []
+    if p.window:
+        wider = tolerance_model.hidden_keys(p.T, p.S, p.mask, p.causal, p.window + 1)
+        found.append(
+            (
+                "a window one key wider",
+                f"query p saw keys p-{p.window}..p, {p.window + 1} keys (the Mistral paper's wording, "
+                f"transformers#29623); a window of {p.window} is p-{p.window - 1}..p, the query's own included",
+                dict(hidden=wider),
+            )
+        )
+        if p.T != p.S:
+            top_left = tolerance_model.hidden_keys(p.T, p.T, None, True, p.window)
+            top_left = np.concatenate([top_left, np.ones((p.T, p.S - p.T), dtype=bool)], axis=-1)
+            found.append(
+                (
+                    "a window aligned top-left",
+                    "the band started at key 0 for the first query; decoding needs it at the query's own position",
+                    dict(hidden=top_left if p.mask is None else top_left | p.mask),
+                )
+            )
+    if p.cap:
+        found.append(
+            (
+                "soft-capping after the mask",
+                f"a hidden key's -inf capped to -{p.cap:g}, so probability leaks to it (onnx#7867); capping comes "
+                "before the mask",
+                dict(cap_after_mask=True),
+            )
+        )
+        found.append(("no soft-capping", f"the scores used uncapped, where the cap is {p.cap:g}", dict(cap=0.0)))
+    elif p.cap == 0:
+        found.append(
+            (
+                "a cap of 0 read as zero logits",
+                "0 x tanh(s / 0) makes every score 0 and every row uniform; a cap of 0 is no cap (Megatron-LM#6590)",
+                dict(cap="zero"),
+            )
+        )
+    if p.sinks is not None:
+        found.append(("the sink ignored", "a plain softmax over the keys, each row summing to 1", dict(sinks=None)))
+    if p.pairing:
+        other = "rotate_half" if p.pairing == "interleaved" else "interleaved"
+        found.append(
+            (
+                f"RoPE with {other} pairs",
+                f"the pairs turned as {other}, where the model's are {p.pairing}: its query and key columns need "
+                "permuting (docs/frameworks.md)",
+                dict(pairing=other),
+            )
+        )
+        if p.position:
+            found.append(
+                (
+                    "no RoPE position offset",
+                    f"the queries turned from position 0, not {p.position}: the cache's length not added",
+                    dict(position=0),
+                )
+            )
     return found
 
 

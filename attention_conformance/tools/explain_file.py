@@ -30,12 +30,22 @@ INPUTS = (
     "scores",
     "weights",
     "dtype",
+    "window",
+    "softcap",
+    "sinks",
+    "pairing",
+    "rotary_dim",
+    "theta",
+    "position",
 )
 USAGE = (
     "keys: q, k, v ([..., T, H], [..., S, H]; heads as [..., N, T, H] and [..., K, S, H] with num_kv_heads = K) "
     "or x, w_query, w_key, w_value ([..., T, D], [D, columns]; with num_heads and num_kv_heads, out is per head, "
     "[..., N, T, H]); out; optional mask (bool, True = hidden), causal, scale, scores (q k^T, before scaling), "
-    "weights, dtype (when out is stored wider than the dtype judged, e.g. 'bfloat16')"
+    "weights, dtype (when out is stored wider than the dtype judged, e.g. 'bfloat16'); window (a causal band of "
+    "that many keys), softcap (cap tanh(s / cap) before the mask; 0 is none), sinks (a logit per head joining each "
+    "softmax), pairing ('interleaved' or 'rotate_half': q and k before RoPE, keys at positions 0..S-1) with "
+    "rotary_dim (default H), theta (10000) and position (the first query's, default S - T)"
 )
 
 
@@ -144,10 +154,54 @@ class Problem:
             )
         self.form = "q/k/v" if qkv else "x and weights"
         self.headed = False
+        self.window = _scalar(path, arrays, "window", "i", None)
+        self.cap = _scalar(path, arrays, "softcap", "fi", None)
+        if self.window is not None and self.window < 1 or self.cap is not None and not 0 <= self.cap < np.inf:
+            refuse(path, f"window {self.window!r}, softcap {self.cap!r}: a window is >= 1 key, a cap >= 0 (0: none)")
         if qkv:
             self._from_qkv(path, arrays)
         else:
             self._from_x(path, arrays)
+        self._rope(path, arrays)
+        self.sinks = None
+        if "sinks" in arrays:
+            self.sinks = self._f64("sinks")
+            heads = self.q.shape[-3] if self.headed else 1
+            if self.sinks.shape not in ((), (heads,)) or not np.isfinite(self.sinks).all():
+                refuse(path, f"'sinks' {list(self.sinks.shape)}: one finite logit, or one per head ({heads})")
+            if self.headed and self.sinks.ndim == 0:
+                self.sinks = np.full(heads, float(self.sinks))
+
+    def _rope(self, path, arrays):
+        """RoPE on q and k, where the file gives them before it: the pairing, rotary_dim, theta, the queries'
+        first position (keys at 0..S-1)."""
+        self.pairing = _scalar(path, arrays, "pairing", "U", None)
+        if self.pairing is None:
+            return
+        self.rotary_dim = _scalar(path, arrays, "rotary_dim", "i", self.q.shape[-1])
+        self.theta = float(_scalar(path, arrays, "theta", "fi", 10000.0))
+        self.position = _scalar(path, arrays, "position", "i", self.S - self.T)
+        if (
+            self.pairing not in ("interleaved", "rotate_half")
+            or not 2 <= self.rotary_dim <= self.q.shape[-1]
+            or self.rotary_dim % 2
+            or not 1 < self.theta < np.inf
+            or not 0 <= self.position <= 500_000
+        ):
+            refuse(
+                path,
+                f"pairing {self.pairing!r}, rotary_dim {self.rotary_dim}, theta {self.theta}, position "
+                f"{self.position}: 'interleaved' or 'rotate_half', an even rotary_dim up to the head size "
+                f"{self.q.shape[-1]}, theta > 1, a position in 0..500000",
+            )
+
+    def _turned(self, q, k, pairing, position):
+        """q and k turned by RoPE (reference.rotary_embedding), the queries from `position`, the keys from 0."""
+        turn = reference.rotary_embedding
+        return (
+            turn(q, pairing, self.rotary_dim, self.theta, position, "none", 1.0),
+            turn(k, pairing, self.rotary_dim, self.theta, 0, "none", 1.0),
+        )
 
     def _f64(self, name):
         return np.asarray(self.arrays[name], dtype=np.float64)
@@ -246,20 +300,28 @@ class Problem:
                 f"[..., T, S] = {list(lead + (T, S))} is {elements} scores; explain computes in float64 and "
                 f"handles up to {MAX_SCORES} (a few heads or a slice of the batch show the same)",
             )
-        self.hidden = tolerance_model.hidden_keys(T, S, mask, self.causal)
+        self.hidden = tolerance_model.hidden_keys(T, S, mask, self.causal, self.window)
         for name, want in (("out", lead + (T, H)), ("scores", lead + (T, S)), ("weights", lead + (T, S))):
             if name in self.arrays and tuple(self.arrays[name].shape) != tuple(want):
                 refuse(path, f"{name!r} has shape {list(self.arrays[name].shape)}; these inputs give {list(want)}")
 
-    def compute(self, rounding=None, hidden=None, scale="given", q=None, k=None, v=None, over_queries=False):
+    def compute(self, rounding=None, hidden=None, scale="given", q=None, k=None, v=None, over_queries=False, **more):
+        """The attention the file states, or with one of its parts changed: `more` takes cap, sinks and
+        cap_after_mask (tolerance_model.attend) and pairing and position (RoPE's)."""
+        q, k = self.q if q is None else q, self.k if k is None else k
+        if self.pairing is not None:
+            q, k = self._turned(q, k, more.pop("pairing", self.pairing), more.pop("position", self.position))
         return tolerance_model.attend(
-            self.q if q is None else q,
-            self.k if k is None else k,
+            q,
+            k,
             self.v if v is None else v,
             self.hidden if hidden is None else hidden,
             self.scale if scale == "given" else scale,
             rounding,
             over_queries,
+            cap=more.pop("cap", self.cap),
+            sinks=more.pop("sinks", self.sinks),
+            **more,
         )
 
     def bound(self, **arguments):
@@ -282,6 +344,10 @@ class Problem:
             heads += f" over {int(self.arrays['num_kv_heads'])} K/V heads"
         scale = "1/sqrt(H)" if self.scale is None else repr(self.scale)
         masking = (", mask" if self.mask is not None else "") + (", causal (bottom-right)" if self.causal else "")
+        masking += f", a window of {self.window}" if self.window else ""
+        masking += f", soft cap {self.cap:g}" if self.cap is not None else ""
+        masking += ", sinks" if self.sinks is not None else ""
+        masking += f", RoPE {self.pairing} from position {self.position}" if self.pairing else ""
         return (
             f"out {list(self.shape)} {self.dtype}, from {self.form}: T {self.T}, S {self.S}, H {self.H}{heads}"
             f"{masking}, scale {scale}"

@@ -360,3 +360,81 @@ def test_weights_on_a_hidden_key_are_named_as_such(tmp_path, qkv):
     assert code == 1 and "give a hidden key nonzero probability" in text and "the only answer is exactly 0.0" in text, (
         text
     )
+
+
+def _float32_attention(q, k, v, hidden, cap=None, sinks=None, cap_after_mask=False):
+    """Attention in float32 with the later families' parts, written plainly in NumPy, as a user's kernel."""
+    scores = q @ np.swapaxes(k, -1, -2) / np.float32(np.sqrt(q.shape[-1]))
+    if cap and not cap_after_mask:
+        scores = np.tanh(scores / np.float32(cap)) * np.float32(cap)
+    scores = np.where(hidden, np.float32(-np.inf), scores)
+    if cap and cap_after_mask:
+        scores = np.tanh(scores / np.float32(cap)) * np.float32(cap)
+    if sinks is not None:
+        sink = np.broadcast_to(np.asarray(sinks, np.float32)[:, None, None], scores.shape[:-1] + (1,))
+        scores = np.concatenate([scores, sink], axis=-1)
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    weights = (e / e.sum(axis=-1, keepdims=True))[..., : k.shape[-2]]
+    return (weights @ v).astype(np.float32)
+
+
+def _turned(t, pairing, first):
+    """RoPE in float32 as HF writes it (theta 10000, every dim turned), rows at positions first, first + 1, .."""
+    H = t.shape[-1]
+    angles = np.arange(first, first + t.shape[-2], dtype=np.float32)[:, None] * (
+        np.float32(1) / np.float32(10000) ** (np.arange(0, H, 2, dtype=np.float32) / np.float32(H))
+    )
+    cos, sin = np.cos(angles), np.sin(angles)
+    a, b = (t[..., 0::2], t[..., 1::2]) if pairing == "interleaved" else (t[..., : H // 2], t[..., H // 2 :])
+    first_half, second_half = a * cos - b * sin, a * sin + b * cos
+    if pairing == "interleaved":
+        return np.stack([first_half, second_half], axis=-1).reshape(t.shape)
+    return np.concatenate([first_half, second_half], axis=-1)
+
+
+def test_windows_soft_caps_sinks_and_rope_are_judged_and_their_mistakes_named(tmp_path, qkv):
+    """Issue 40's families: the right float32 answer is within, and each known mistake is named."""
+    q, k, v = qkv  # 3 heads, 6 queries over 9 keys
+    T, S = q.shape[-2], k.shape[-2]
+    band = tolerance_model.hidden_keys(T, S, window=3)
+    code, text = _explain(tmp_path, q=q, k=k, v=v, window=np.array(3), out=_float32_attention(q, k, v, band))
+    assert code == 0 and "a window of 3" in text, text
+    for name, hidden in (
+        ("a window one key wider", tolerance_model.hidden_keys(T, S, window=4)),
+        ("a window aligned top-left", tolerance_model.hidden_keys(S, S, window=3)[:T]),  # the first T queries' band
+    ):
+        code, text = _explain(tmp_path, q=q, k=k, v=v, window=np.array(3), out=_float32_attention(q, k, v, hidden))
+        assert code == 1 and f"matches a known difference: {name}" in text, f"{name}:\n{text}"
+    large = (q * 6, k * 6, v)  # scores of tens: a cap of 5 bends them
+    causal = tolerance_model.hidden_keys(T, S, causal=True)
+    capped = dict(q=large[0], k=large[1], v=v, causal=np.array(True), softcap=np.array(5.0))
+    assert _explain(tmp_path, **capped, out=_float32_attention(*large, causal, cap=5.0))[0] == 0
+    for name, out in (
+        ("soft-capping after the mask", _float32_attention(*large, causal, cap=5.0, cap_after_mask=True)),
+        ("no soft-capping", _float32_attention(*large, causal)),
+    ):
+        code, text = _explain(tmp_path, **capped, out=out)
+        assert code == 1 and f"matches a known difference: {name}" in text, f"{name}:\n{text}"
+    zeroed = _float32_attention(q * 0, k, v, causal)
+    code, text = _explain(tmp_path, q=q, k=k, v=v, causal=np.array(True), softcap=np.array(0.0), out=zeroed)
+    assert code == 1 and "matches a known difference: a cap of 0 read as zero logits" in text, text
+    sinks = np.array([2.0, -1.0, 3.0], np.float32)
+    sunk = dict(q=q, k=k, v=v, num_kv_heads=np.array(3), sinks=sinks)
+    assert _explain(tmp_path, **sunk, out=_float32_attention(q, k, v, False, sinks=sinks))[0] == 0
+    code, text = _explain(tmp_path, **sunk, out=_float32_attention(q, k, v, False))
+    assert code == 1 and "matches a known difference: the sink ignored" in text, text
+    rope = dict(q=q, k=k, v=v, causal=np.array(True), pairing=np.array("rotate_half"))
+    right = _float32_attention(_turned(q, "rotate_half", S - T), _turned(k, "rotate_half", 0), v, causal)
+    assert _explain(tmp_path, **rope, out=right)[0] == 0
+    for name, out in (
+        (
+            "RoPE with interleaved pairs",
+            _float32_attention(_turned(q, "interleaved", 3), _turned(k, "interleaved", 0), v, causal),
+        ),
+        (
+            "no RoPE position offset",
+            _float32_attention(_turned(q, "rotate_half", 0), _turned(k, "rotate_half", 0), v, causal),
+        ),
+    ):
+        code, text = _explain(tmp_path, **rope, out=out)
+        assert code == 1 and f"matches a known difference: {name}" in text, f"{name}:\n{text}"
