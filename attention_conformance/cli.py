@@ -22,7 +22,7 @@
 
 NAME is a built-in adapter, an entry point name, or any importable module. Results go to stdout;
 problems, and a failing verdict, to stderr, one line each. Exit codes: 0 ok, 1 failures or errors
-found, 2 wrong usage, 4 (run) a usage error pytest reported.
+found, 2 wrong usage, 4 (run) a usage error pytest reported, 5 (run) no test selected (a -k that matches nothing).
 """
 
 import argparse
@@ -103,7 +103,8 @@ def main(argv=None):
     run_parser = commands.add_parser(
         "run",
         help="the spec against adapters; other arguments go to pytest",
-        description="Run the spec against adapters. Every other argument goes to pytest: -k EXPR, -q, -rs, "
+        description="Run the spec against adapters. Every other argument goes to pytest: -k EXPR (a case id, an op, "
+        "a family with underscores such as rotary_embeddings or soft_capping, a dtype), -q, -rs, "
         "--junitxml FILE, --collect-only, a test id as printed, and the suite's own --reports DIR (where "
         "<adapter>.json goes, default ./reports), --device, --golden-dir, --spec, --known-divergences "
         "(`pytest --help` lists them under attention-conformance).",

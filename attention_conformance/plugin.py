@@ -96,9 +96,7 @@ class State:
         self.loaded, self.numerics, self.versions, self.devices, self.divergences = {}, {}, {}, {}, {}
         self.divergence_of = {}  # test name -> its known divergence's reason (or None), found once at collection
         self.planned = []  # plan.Test, every test the spec defines for the requested adapters
-        self.expected = set()
-        self.results = {}
-        self.conformance_collected = False
+        self.expected, self.results, self.conformance_collected = set(), {}, False
         self.writes = False  # whether this run replaces the adapters' reports
         self.kept = {}  # adapter -> its last report's bytes (None: it had none), put back after a usage error
 
@@ -252,6 +250,9 @@ def pytest_collection_modifyitems(items):
         reason = state.divergence_of[item.name] = divergences.reason_for(item.name, state.divergences)
         if reason is not None:
             item.add_marker(pytest.mark.xfail(reason=f"known divergence: {reason}", strict=True))
+        test = getattr(item, "callspec", None) and item.callspec.params.get("conformance_test")
+        if test:  # `-k` selects a family ("rotary_embeddings", "soft_capping") or an op, as a case
+            item.extra_keyword_matches.update({ids.family_keyword(test.test.case.family), test.test.case.op})
 
     # One case's tests together (adapter, dtype, case), so its outputs are computed once and dropped after.
     def case_order(item):

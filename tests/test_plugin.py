@@ -155,3 +155,16 @@ def test_no_test_reads_the_wall_clock():
         if any(c in line for c in clocks)
     ]
     assert found == []
+
+
+def test_k_selects_a_family_or_an_op_by_its_words(run_pytest):
+    """`-k soft_capping` (a family's words joined by underscores) and `-k sink_attention` (an op) select exactly
+    that family's or op's tests; the ids stay the case's."""
+    spec = loader.load()
+    for selector, wanted in (
+        ("soft_capping", {c.id for c in spec.cases.values() if c.family == "soft-capping"}),
+        ("sink_attention", {c.id for c in spec.cases.values() if "sink_attention" in c.op}),
+    ):
+        code, out = run_pytest("--adapter", "reference", str(CONFORMANCE_TESTS), "--collect-only", "-k", selector)
+        collected = {line.rsplit("-", 1)[1].rstrip("]") for line in out.splitlines() if "::test_" in line}
+        assert code == 0 and collected == wanted, (selector, out[-1500:])

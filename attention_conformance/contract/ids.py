@@ -75,3 +75,8 @@ NOT_APPLICABLE_KEY = re.compile(r"([a-z0-9_]+)(/([a-z0-9_]+))?|([a-z_]+)=([a-z0-
 def parameter_key(name, value):
     """The NOT_APPLICABLE key "name=value" for an input value, true/false as YAML writes them."""
     return f"{name}={str(value).lower() if isinstance(value, bool) else value}"
+
+
+def family_keyword(family):
+    """A family as one `-k` word: "rotary embeddings" -> "rotary_embeddings", "soft-capping" -> "soft_capping"."""
+    return re.sub(r"[^a-z0-9]+", "_", family.lower()).strip("_")

@@ -139,17 +139,19 @@ MEANINGS = {
         "records how the switch aligns the band when T_q < T_k",
     ),
     "rotary_embedding": (
-        "x with each row's pairs of dims turned by position x frequency (dims rotary_dim.. unchanged), from the "
-        "framework's own ops",
-        "rotary position embeddings (RoFormer eq. 34); the pairs interleaved or rotate_half",
+        "x [B, T, H], row t being the token at integer position `position` + t, each pair of its first rotary_dim "
+        "dims turned by position x theta^(-2i/rotary_dim) (scaled: `scaling` none, linear or llama3, each with "
+        "`factor`; 1.0 when none), the rest unchanged, from the framework's own ops",
+        "rotary position embeddings (RoFormer eq. 34): `pairing` interleaved or rotate_half (conventions.rotary)",
     ),
     "fused_rotary": (
         "the same, through the framework's own RoPE kernel",
         "`mx.fast.rope`, ONNX's RotaryEmbedding",
     ),
     "rotary_attention": (
-        "context: causal attention, each head's queries and keys rotated, the queries start..T-1 over all T keys",
-        "RoPE in attention, decoding with the positions offset by a cache",
+        "context [B, T - start, N*H]: causal heads, each head's queries and keys turned (theta 10000, no scaling) at "
+        "their absolute positions, scores scaled by 1/sqrt(H), the queries start..T-1 over all T keys",
+        "RoPE in attention, decoding with the positions offset by a cache (conventions.rotary)",
     ),
     "rotary_port": (
         '`{"interleaved", "converted", "restored"}`: the context of an interleaved model as it is, with its query and '
@@ -157,18 +159,18 @@ MEANINGS = {
         "converting a checkpoint between the RoPE layouts (HF's Llama conversion)",
     ),
     "softcap_attention": (
-        '`{"weights", "context"}`: the scaled scores capped, cap * tanh(s / cap), then masked (causal) and the '
-        "softmax; a cap of 0 is none",
-        "logit soft-capping (Gemma 2: 50.0 for attention)",
+        '`{"weights", "context"}`: one head; the scores scaled by 1/sqrt(H), capped, cap * tanh(s / cap), then '
+        "masked (causal) and the softmax; a cap of 0 is none",
+        "logit soft-capping (Gemma 2: 50.0 for attention; conventions.softcap)",
     ),
     "softcap_flag": (
         "context through the framework's own soft-capping switch",
         "ONNX's Attention `softcap`",
     ),
     "sink_attention": (
-        '`{"weights", "context"}`: each head\'s sink logit joins every row\'s softmax as a key with no value; weights '
-        "[B, N, T, S] without the sink, context the heads concatenated",
-        "attention sinks (gpt-oss's learned per-head logit)",
+        '`{"weights", "context"}`: sinks [N], head n\'s logit joining every row\'s softmax (scores scaled by '
+        "1/sqrt(H)) as a key with no value; weights [B, N, T, S] without the sink, context [B, T, N*H]",
+        "attention sinks (gpt-oss's learned per-head logit; conventions.sinks)",
     ),
     "fused_sink_attention": (
         "context through the framework's fused attention with its sinks argument",

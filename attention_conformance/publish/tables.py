@@ -17,6 +17,7 @@ import re
 from pathlib import Path
 
 from attention_conformance import machine
+from attention_conformance.cases import loader
 from attention_conformance.contract import ops, registry
 from attention_conformance.contract.meanings import MEANINGS
 from attention_conformance.paths import SPEC_DIR
@@ -40,6 +41,11 @@ BLOCKS = {
         "docs/contract.md",
         "<!-- contract table: written by `attention-conformance publish` from contract/ops.py and meanings.py -->",
         "<!-- end of contract table -->",
+    ),
+    "conventions": (
+        "docs/contract.md",
+        "<!-- conventions: written by `attention-conformance publish` from spec/attention.yaml -->",
+        "<!-- end of conventions -->",
     ),
     "benchmark": (
         "docs/speed.md",
@@ -186,6 +192,16 @@ def contract_data():
     ]
 
 
+def conventions_data():
+    """{name: text} of the spec's conventions, the facts an adapter's author needs (RoPE's pairs, a window's count,
+    the cap's order, a sink's part): made from the spec, so a case's `conventions.<name>` is on the page."""
+    return loader.load().conventions
+
+
+def conventions_table(conventions):
+    return "\n\n".join(f"- **`conventions.{name}`**: {' '.join(text.split())}" for name, text in conventions.items())
+
+
 def contract_table(rows):
     lines = ["| function | returns | mapping-table row / document line |", "|---|---|---|"]
     return "\n".join(lines + [f"| `{signature}` | {returns} | {what} |" for signature, returns, what in rows])
@@ -194,10 +210,11 @@ def contract_table(rows):
 RENDER = {
     "summary": summary_table,
     "contract": contract_table,
+    "conventions": conventions_table,
     "benchmark": speed.tables,
     "portability": portability_table,
 }
-DATA_IN_CODE = ("contract",)  # rendered from the package itself: no docs/results/<name>.json
+DATA_IN_CODE = ("contract", "conventions")  # rendered from the package itself: no docs/results/<name>.json
 
 
 def block(name, root="."):
@@ -227,7 +244,8 @@ def main(directory=reports.DEFAULT_DIR, root="."):
     # The contract's table first: it is made from the package, so it needs no run (a contributor adding an op
     # writes it without every framework installed).
     put("contract", contract_table(contract_data()), root)
-    print(f"contract: {BLOCKS['contract'][0]} from the package")
+    put("conventions", conventions_table(conventions_data()), root)
+    print(f"contract: {BLOCKS['contract'][0]} from the package and the spec's conventions")
     made = {
         "summary": summary_data(directory),
         "benchmark": benchmark_data(directory),

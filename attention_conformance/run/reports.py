@@ -198,12 +198,12 @@ def merge(directories):
             )
             if key in found:
                 raise ReportError(f"{directory}: {key!r} is already reported by {origin[key]}: two runs for one column")
-            specs.setdefault(report.get("spec_sha256"), str(directory))
+            specs.setdefault(report.get("spec_sha256"), str(Path(directory) / f"{report['adapter']}.json"))
             if len(specs) > 1:
                 (first, where), (other, here) = list(specs.items())[:2]
                 raise ReportError(
                     f"{here}: made from spec {str(other)[:12]}, but {where} from spec {str(first)[:12]}: "
-                    "reports merge only when every machine ran the same spec"
+                    "reports merge only when every machine ran the same spec (rerun the older one, or move it out)"
                 )
             found[key], origin[key] = report, str(directory)
     return found, stopped
