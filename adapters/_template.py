@@ -151,6 +151,9 @@ def sgd_step(x, w_query, w_key, w_value, g, lr):
 # def window_flag(x, w_query, w_key, w_value, window, start):  # your attention op's own window switch, if it has one
 #     return ...  # the context
 #
+# def cache_flag(x, w_query, w_key, w_value, start):  # your attention op with keys 0..start-1 as its own KV cache
+#     return ...  # the context of the queries start..T-1, its causal flag on
+#
 # Optional: rotary position embeddings (spec conventions.rotary). x's rows are one head's tokens at positions
 # position, position+1, ..; pairs (2i, 2i+1) for pairing "interleaved", (i, i + rotary_dim/2) for "rotate_half"; dims
 # rotary_dim.. unchanged; frequency theta ** (-2i / rotary_dim), scaled per `scaling` ("none", "linear", "llama3").

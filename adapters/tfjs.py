@@ -22,6 +22,7 @@ _ONLY_FLOAT32 = "TensorFlow.js computes in float32 only"
 _NO_V2 = "not built yet: the v2 form needs tf.layers.dense (installed with @tensorflow/tfjs, not written here)"
 NOT_APPLICABLE = {
     "window_flag": "TensorFlow.js has no attention op, so no sliding-window switch",
+    "cache_flag": "TensorFlow.js has no attention op, so no KV cache input",
     "float64": _ONLY_FLOAT32,
     "float16": _ONLY_FLOAT32,
     "bfloat16": _ONLY_FLOAT32,

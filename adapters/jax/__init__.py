@@ -31,6 +31,10 @@ DTYPES = ("float32", "float64", "float16", "bfloat16")
 
 
 NOT_APPLICABLE = {
+    "cache_flag": (
+        "jax.nn.dot_product_attention takes no KV cache; a cache is the caller's concatenation "
+        "(decode_attention's stepwise)"
+    ),
     "softcap_flag": "jax.nn.dot_product_attention takes no soft cap (jax 0.10)",
     "fused_sink_attention": "jax.nn.dot_product_attention takes no sinks (jax 0.10)",
     "fused_rotary": "JAX has no RoPE kernel (Flax's and Gemma's are written from jax.numpy, rotary_embedding's)",

@@ -19,6 +19,10 @@ DTYPES = ("float32", "float64", "float16", "bfloat16")
 
 
 NOT_APPLICABLE = {
+    "cache_flag": (
+        "mx.fast.scaled_dot_product_attention takes no KV cache (mlx-lm's KVCache concatenates before it, as "
+        "causal_flag)"
+    ),
     "softcap_flag": "mx.fast.scaled_dot_product_attention takes no soft cap",
     "window_flag": ("mx.fast.scaled_dot_product_attention takes no window (mlx-lm builds the band as a mask array)"),
     "attention_layer": (

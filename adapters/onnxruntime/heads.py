@@ -149,6 +149,22 @@ def causal_flag(x, w_query, w_key, w_value, start):
     )
 
 
+def _cached(g, ranks):
+    """The Attention operator with a KV cache: past keys and values joined before the present ones."""
+    past = ("past_key", "past_value") if "past_key" in ranks else ()
+    return {"context": g("Attention", "q", "k", "v", *(("",) + past if past else ()), is_causal=1, outputs=3)[0]}
+
+
+def cache_flag(x, w_query, w_key, w_value, start):
+    x = np.asarray(x)
+    present = x[..., start:, :]
+    arrays = {"q": _one_head(present, w_query), "k": _one_head(present, w_key), "v": _one_head(present, w_value)}
+    if start:  # keys 0..start-1 as the cache
+        arrays |= {"past_key": _one_head(x[..., :start, :], w_key), "past_value": _one_head(x[..., :start, :], w_value)}
+    context = _run(_cached, **arrays)["context"]
+    return context[:, 0] if x.ndim == 3 else context[0, 0]
+
+
 def _dropout(g, ranks, p, seed):
     ratio, training = g.const(p), g.const(True, TensorProto.BOOL)
     return {

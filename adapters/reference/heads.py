@@ -93,6 +93,11 @@ def causal_flag(x, w_query, w_key, w_value, start):  # what a causal flag must c
     return decode_attention(x, w_query, w_key, w_value, start)["context"]
 
 
+def cache_flag(x, w_query, w_key, w_value, start):
+    """What an attention op given keys 0..start-1 as its KV cache and its causal flag must compute: decoding's."""
+    return decode_attention(x, w_query, w_key, w_value, start)["context"]
+
+
 def dropout(weights, p, seed):
     (weights,) = _f64(weights)
     keep = np.random.default_rng(seed).random(weights.shape) >= p

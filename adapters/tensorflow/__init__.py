@@ -16,6 +16,9 @@ DTYPES = ("float32", "float64", "float16", "bfloat16")
 
 
 NOT_APPLICABLE = {
+    "cache_flag": (
+        "Keras's attention ops take no KV cache; a cache is the caller's concatenation (decode_attention's stepwise)"
+    ),
     "softcap_flag": "TensorFlow's and Keras's attention ops take no soft cap",
     "fused_sink_attention": "TensorFlow's and Keras's attention ops take no sinks",
     "fused_rotary": (

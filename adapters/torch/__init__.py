@@ -12,6 +12,10 @@ DTYPES = ("float32", "float64", "float16", "bfloat16")
 
 
 NOT_APPLICABLE = {
+    "cache_flag": (
+        "F.scaled_dot_product_attention takes no KV cache; a cache is the caller's concatenation "
+        "(decode_attention's stepwise)"
+    ),
     "softcap_flag": (
         "torch's SDPA takes no soft cap (flex_attention's score_mod would be the user's own function, eager "
         "flex_attention a debugging path)"

@@ -176,6 +176,11 @@ MEANINGS = {
         "context through the framework's fused attention with its sinks argument",
         "`mx.fast.scaled_dot_product_attention(sinks=)`",
     ),
+    "cache_flag": (
+        "context of the same query block through the framework's attention op with keys 0..start-1 as its KV cache "
+        "(past keys and values) and its causal flag",
+        "ONNX Attention's past_key/past_value with is_causal: decoding as a cache API runs it",
+    ),
     "causal_flag": (
         "context of the same query block through the framework's own causal flag",
         "records how the flag aligns when T_q < T_k",

@@ -51,6 +51,9 @@ OPS = {
     # framework's built-in causal flag on that block, however it aligns.
     "decode_attention": (_X_W + ("start",), ("context", "stepwise")),
     "causal_flag": (_X_W + ("start",), ("context",)),
+    # The same block through the framework's attention op given the first `start` keys and values as its KV
+    # cache (ONNX Attention's past_key/past_value) and its causal flag: decoding as its cache API runs it.
+    "cache_flag": (_X_W + ("start",), ("context",)),
     # Sliding-window attention (Mistral, Gemma 2, gpt-oss): causal, and query p sees only the `window`
     # keys p-window+1..p (its own included; spec conventions.sliding_window), for the queries start..T-1
     # (decoding: the band's diagonal offset as the causal mask's). The textbook path, the band built from
@@ -189,6 +192,7 @@ FORMS = {
             "attention_module",
             "decode_attention",
             "causal_flag",
+            "cache_flag",
             "window_attention",
             "window_flag",
             "rotary_embedding",
@@ -216,6 +220,7 @@ OPTIONAL = frozenset(
         "layer_defaults",
         "decode_attention",
         "causal_flag",
+        "cache_flag",
         "window_attention",
         "window_flag",
         "rotary_embedding",

@@ -23,6 +23,7 @@ COVERED = (
     "fused_attention",
     "decode_attention",
     "causal_flag",
+    "cache_flag",
     "window_attention",
     "window_flag",
     "rotary_embedding",
@@ -152,7 +153,7 @@ def strategy(drawn_ops):
                 "w_value": w(D, H),
                 "mask": mask(draw, [], T, T),
             }
-        if op in ("decode_attention", "causal_flag"):
+        if op in ("decode_attention", "causal_flag", "cache_flag"):
             if draw(st.integers(0, 4)) == 4:  # a long cache, the last few queries
                 T = draw(st.sampled_from(_LONG_CACHE))
                 start = T - draw(st.integers(1, 4))
