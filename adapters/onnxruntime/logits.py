@@ -10,7 +10,7 @@ from .shared import _batched, _one_head, _run
 def _softcap(g, ranks, cap, causal):
     key, value = g("MatMul", "x", "w_key"), g("MatMul", "x", "w_value")
     scores = g("MatMul", g("MatMul", "x", "w_query"), g.t(key, ranks["x"]))
-    scaled = g("Div", scores, g("Sqrt", g("Cast", g("Shape", key, start=-1), to=g.elem)))
+    scaled = g.scaled(scores, key)
     if cap:  # Gemma 2: the scaled scores capped, then the mask
         scaled = g("Mul", g("Tanh", g("Div", scaled, g.const(cap))), g.const(cap))
     if causal:
@@ -41,8 +41,7 @@ def softcap_flag(x, w_query, w_key, w_value, cap, causal):
 def _sinks(g, ranks, num_heads):
     rank = ranks["x"]
     query, key, value = (g.heads(g("MatMul", "x", w), num_heads, rank) for w in ("w_query", "w_key", "w_value"))
-    scores = g("MatMul", query, g.t(key, rank + 1))
-    scaled = g("Div", scores, g("Sqrt", g("Cast", g("Shape", key, start=-1), to=g.elem)))
+    scaled = g.scaled(g("MatMul", query, g.t(key, rank + 1)), key)
     hidden = g("Unsqueeze", "mask", g.const([-3], TensorProto.INT64))  # [B, 1, T, S]: every head
     scaled = g("Where", hidden, g.const(-np.inf), scaled)
     column = g("Concat", g("Shape", scaled, end=-1), g.const([1], TensorProto.INT64), axis=0)

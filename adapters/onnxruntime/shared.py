@@ -39,9 +39,11 @@ class _Graph:
     def t(self, a, rank):  # Transpose with perm on the last two axes: the mapping table's tf.transpose(K)
         return self("Transpose", a, perm=[*range(rank - 2), rank - 1, rank - 2])
 
+    def scaled(self, scores, key):  # scores / sqrt(keys.shape[-1]), the width read as a tensor
+        return self("Div", scores, self("Sqrt", self("Cast", self("Shape", key, start=-1), to=self.elem)))
+
     def scaled_softmax(self, scores, key, mask=None):
-        d_k = self("Cast", self("Shape", key, start=-1), to=self.elem)  # keys.shape[-1], as a tensor
-        scaled = self("Div", scores, self("Sqrt", d_k))
+        scaled = self.scaled(scores, key)
         if mask is not None:  # True = hidden
             scaled = self("Where", mask, self.const(-np.inf), scaled)
         return self("Softmax", scaled, axis=-1)
