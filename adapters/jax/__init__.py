@@ -37,6 +37,8 @@ NOT_APPLICABLE = {
     ),
     "softcap_flag": "jax.nn.dot_product_attention takes no soft cap (jax 0.10)",
     "fused_sink_attention": "jax.nn.dot_product_attention takes no sinks (jax 0.10)",
+    "attention_stages": "jax.nn.dot_product_attention returns its output alone, none of its scores",
+    "packed_fused_attention": "jax.nn.dot_product_attention takes heads on their own axis [B, T, N, H], no counts",
     "fused_rotary": "JAX has no RoPE kernel (Flax's and Gemma's are written from jax.numpy, rotary_embedding's)",
     "attention_layer": "keras.layers.Attention's case; JAX has no attention layer of its own",
     "layer_mha_averaged": "flax.nnx.MultiHeadAttention sows per-head weights only (no average over heads)",

@@ -1,12 +1,14 @@
 """JAX: the scores before the softmax past the documents', soft-capped (Gemma 2's order, as its JAX code) and with
-gpt-oss's sinks (a sink column concatenated, softmaxed, then dropped)."""
+gpt-oss's sinks (a sink column concatenated, softmaxed, then dropped); a decoder with all of them;
+jax.nn.dot_product_attention's own scale and key lengths."""
 
 import math
 
 import jax
 import jax.numpy as jnp
 
-from .shared import _causal_mask, _compiled, _split_heads
+from .rotary import _rotate
+from .shared import _causal_mask, _compiled, _split_heads, _split_last
 
 
 @_compiled("cap", "causal")
@@ -32,3 +34,37 @@ def sink_attention(x, w_query, w_key, w_value, sinks, num_heads, mask):
     weights = jax.nn.softmax(jnp.concatenate([scores, sink], axis=-1), axis=-1)[..., :-1]
     context = jnp.swapaxes(weights @ values, -3, -2)
     return {"weights": weights, "context": context.reshape(*context.shape[:-2], -1)}
+
+
+@_compiled("num_heads", "num_kv_heads", "pairing", "window", "cap")
+def decoder_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, pairing, window, cap, sinks):
+    x = jnp.asarray(x)
+    T, H, group = x.shape[-2], w_query.shape[-1] // num_heads, num_heads // num_kv_heads
+    positions = jnp.arange(T)
+    queries = _rotate(_split_heads(x @ jnp.asarray(w_query), num_heads, H), positions, pairing, H)
+    keys = jnp.repeat(_rotate(_split_heads(x @ jnp.asarray(w_key), num_kv_heads, H), positions, pairing, H), group, -3)
+    values = jnp.repeat(_split_heads(x @ jnp.asarray(w_value), num_kv_heads, H), group, axis=-3)  # each head in place
+    scores = queries @ jnp.swapaxes(keys, -1, -2) / math.sqrt(H)
+    if cap:
+        scores = jnp.tanh(scores / cap) * cap
+    i, j = positions[:, None], positions
+    scores = jnp.where((j > i) | (j <= i - window), -jnp.inf, scores)
+    sink = jnp.broadcast_to(jnp.asarray(sinks).reshape(num_heads, 1, 1), scores.shape[:-1] + (1,))
+    weights = jax.nn.softmax(jnp.concatenate([scores, sink], axis=-1), axis=-1)[..., :-1]
+    context = jnp.swapaxes(weights @ values, -3, -2)
+    return context.reshape(*context.shape[:-2], -1)
+
+
+@_compiled("softmax_scale", "causal", eager_float16=True)
+def scale_flag(x, w_query, w_key, w_value, softmax_scale, causal):
+    x = jnp.asarray(x)  # jax.nn.dot_product_attention takes [B, T, N, H]: one head
+    q, k, v = (_split_last(x @ jnp.asarray(w), 1, w.shape[-1]) for w in (w_query, w_key, w_value))
+    return jax.nn.dot_product_attention(q, k, v, scale=softmax_scale, is_causal=causal)[..., 0, :]
+
+
+@_compiled(eager_float16=True)
+def key_padding_flag(x, w_query, w_key, w_value, padding):
+    x = jnp.asarray(x)
+    q, k, v = (_split_last(x @ jnp.asarray(w), 1, w.shape[-1]) for w in (w_query, w_key, w_value))
+    lengths = jnp.sum(~jnp.asarray(padding), axis=-1, dtype=jnp.int32)  # the padding trails: the real keys' count
+    return jax.nn.dot_product_attention(q, k, v, key_value_seq_lengths=lengths)[..., 0, :]

@@ -24,6 +24,9 @@ NOT_APPLICABLE = {
         "causal_flag)"
     ),
     "softcap_flag": "mx.fast.scaled_dot_product_attention takes no soft cap",
+    "attention_stages": "mx.fast.scaled_dot_product_attention returns its output alone, none of its scores",
+    "packed_fused_attention": "mx.fast.scaled_dot_product_attention takes heads on their own axis [B, N, T, H]",
+    "key_padding_flag": "mx.fast.scaled_dot_product_attention takes no key lengths: padding is its boolean mask",
     "window_flag": ("mx.fast.scaled_dot_product_attention takes no window (mlx-lm builds the band as a mask array)"),
     "attention_layer": (
         "keras.layers.Attention's case; MLX's attention layer (nn.MultiHeadAttention) owns its projections"

@@ -1,9 +1,11 @@
 """MLX: the scores before the softmax past the documents', soft-capped (Gemma 2's order) and with gpt-oss's sinks,
-from mlx.core's ops and through mx.fast.scaled_dot_product_attention's sinks argument."""
+from mlx.core's ops and through mx.fast.scaled_dot_product_attention's sinks argument; a decoder with all of them;
+the fused kernel's own scale."""
 
 import mlx.core as mx
 
-from .shared import _causal_mask, _mx, _np, _split_heads
+from .rotary import _rotate
+from .shared import _causal_mask, _heads, _mx, _np, _split_heads
 
 
 def softcap_attention(x, w_query, w_key, w_value, cap, causal):
@@ -41,3 +43,28 @@ def fused_sink_attention(x, w_query, w_key, w_value, sinks, num_heads, mask):
         sinks=_mx(sinks),
     ).swapaxes(-3, -2)
     return _np(context.reshape(*context.shape[:-2], -1))
+
+
+def decoder_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, pairing, window, cap, sinks):
+    x = _mx(x)
+    T, H, group = x.shape[-2], w_query.shape[-1] // num_heads, num_heads // num_kv_heads
+    positions = mx.arange(T)
+    queries = _rotate(_split_heads(x @ _mx(w_query), num_heads), positions, pairing, H)
+    keys = mx.repeat(_rotate(_split_heads(x @ _mx(w_key), num_kv_heads), positions, pairing, H), group, axis=-3)
+    values = mx.repeat(_split_heads(x @ _mx(w_value), num_kv_heads), group, axis=-3)  # each head in place
+    scores = queries @ keys.swapaxes(-1, -2) / H**0.5
+    if cap:
+        scores = mx.tanh(scores / cap) * cap
+    i, j = positions[:, None], positions
+    scores = mx.where((j > i) | (j <= i - window), -mx.inf, scores)  # mlx-lm's create_causal_mask with a window
+    sink = mx.broadcast_to(_mx(sinks).reshape(num_heads, 1, 1), (*scores.shape[:-1], 1))
+    weights = mx.softmax(mx.concatenate([scores, sink], axis=-1), axis=-1)[..., :-1]
+    context = (weights @ values).swapaxes(-3, -2)
+    return _np(context.reshape(*context.shape[:-2], -1))
+
+
+def scale_flag(x, w_query, w_key, w_value, softmax_scale, causal):
+    x = _mx(x)
+    q, k, v = (_heads(x @ _mx(w), 1) for w in (w_query, w_key, w_value))
+    out = mx.fast.scaled_dot_product_attention(q, k, v, scale=softmax_scale, mask="causal" if causal else None)
+    return _np(out[:, 0] if x.ndim == 3 else out[0, 0])

@@ -199,3 +199,26 @@ def multi_head_attention(x, w_query, w_key, w_value, w_out, num_heads, causal):
 def attention_layer(x, w_query, w_key, w_value):
     """The Attention operator fed the projections (one head): ONNX's own scaled dot-product attention."""
     return _attend_one_head(x, *(_one_head(x, w) for w in (w_query, w_key, w_value)))
+
+
+def _packed(g, ranks, num_heads, num_kv_heads, causal):
+    q, k, v = (g("MatMul", "x", w) for w in ("w_query", "w_key", "w_value"))  # [B, T, N*H]: 3-D, heads counted
+    return {"context": g("Attention", q, k, v, is_causal=int(causal), q_num_heads=num_heads, kv_num_heads=num_kv_heads)}
+
+
+def packed_fused_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal):
+    arrays = {"x": x, "w_query": w_query, "w_key": w_key, "w_value": w_value}
+    return _run(_packed, num_heads, num_kv_heads, bool(causal), **arrays)["context"]
+
+
+def _padded(g, ranks):
+    return {"context": g("Attention", "q", "k", "v", "", "", "", "lengths")}
+
+
+_padded.opset = 24  # nonpad_kv_seqlen: the count of real keys of each batch row
+
+
+def key_padding_flag(x, w_query, w_key, w_value, padding):
+    q, k, v = (_one_head(x, w) for w in (w_query, w_key, w_value))
+    lengths = np.sum(~np.asarray(padding, dtype=bool), axis=-1).astype(np.int64)  # the padding trails
+    return _run(_padded, q=q, k=k, v=v, lengths=lengths)["context"][:, 0]

@@ -145,3 +145,15 @@ def grouped_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causa
 
 def grouped_fused_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal):
     return grouped_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal)
+
+
+def packed_fused_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal):
+    heads = grouped_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal)
+    return np.concatenate([heads[..., n, :, :] for n in range(num_heads)], axis=-1)
+
+
+def key_padding_flag(x, w_query, w_key, w_value, padding):
+    """Each row's real keys counted: the padded ones hidden from every query, masked_attention's."""
+    padding = np.asarray(padding, dtype=bool)
+    mask = np.broadcast_to(padding[..., None, :], padding.shape[:-1] + (np.shape(x)[-2], padding.shape[-1]))
+    return masked_attention(x, w_query, w_key, w_value, mask)["context"]

@@ -1,25 +1,40 @@
-"""What is done to the scores before the softmax past the documents': soft-capping (Gemma 2; spec conventions.softcap)
-and attention sinks (gpt-oss, StreamingLLM; conventions.sinks)."""
+"""What is done to the scores before the softmax past the documents': soft-capping (Gemma 2; spec conventions.softcap),
+attention sinks (gpt-oss, StreamingLLM; conventions.sinks), a scale of one's own, and a decoder's attention with every
+family at once."""
 
 import numpy as np
 
+from attention_conformance import bounds
+
 from .documents import blend, project, scale, transposed_matmul
 from .heads import _future, _masked_softmax
+from .rotary import THETA, _cos_sin, _rotated
 from .shared import _f64, tanh
 
 
-def softcap_attention(x, w_query, w_key, w_value, cap, causal):
-    """Gemma 2's order: the scaled scores capped, cap x tanh(s / cap), then the mask, then the softmax; a cap of 0 is
-    no cap. A key the mask hides gets weight 0 however the scores were capped."""
+def _capped(scaled, cap):
+    """cap x tanh(s / cap); a cap of 0 is no cap."""
+    if not cap:
+        return scaled
+    (scaled,) = _f64(scaled)
+    return tanh(scaled / cap) * cap
+
+
+def attention_stages(x, w_query, w_key, w_value, cap, causal):
+    """Gemma 2's order, as ONNX's Attention returns its stages: the scaled scores, capped, then the mask and the
+    softmax. A key the mask hides gets weight 0 however the scores were capped."""
     x, w_query, w_key, w_value = _f64(x, w_query, w_key, w_value)
-    keys, values = project(x, w_key), project(x, w_value)
+    keys = project(x, w_key)
     scaled = scale(transposed_matmul(project(x, w_query), keys), np.shape(keys)[-1])
-    if cap:
-        (scaled,) = _f64(scaled)
-        scaled = tanh(scaled / cap) * cap
+    capped = _capped(scaled, cap)
     T = np.shape(x)[-2]
-    weights = _masked_softmax(scaled, _future(T) if causal else np.zeros((T, T), dtype=bool))
-    return {"weights": weights, "context": blend(weights, values)}
+    weights = _masked_softmax(capped, _future(T) if causal else np.zeros((T, T), dtype=bool))
+    return {"scaled": scaled, "capped": capped, "weights": weights}
+
+
+def softcap_attention(x, w_query, w_key, w_value, cap, causal):
+    weights = attention_stages(x, w_query, w_key, w_value, cap, causal)["weights"]
+    return {"weights": weights, "context": blend(weights, project(*_f64(x, w_value)))}
 
 
 def softcap_flag(x, w_query, w_key, w_value, cap, causal):
@@ -47,3 +62,42 @@ def sink_attention(x, w_query, w_key, w_value, sinks, num_heads, mask):
 
 def fused_sink_attention(x, w_query, w_key, w_value, sinks, num_heads, mask):
     return sink_attention(x, w_query, w_key, w_value, sinks, num_heads, mask)["context"]
+
+
+def scale_flag(x, w_query, w_key, w_value, softmax_scale, causal):
+    """ONNX's route: queries and keys each multiplied by sqrt(softmax_scale) before their product (against overflow,
+    its specification says); that route's bound covers scaling the product once, as most kernels do."""
+    x, w_query, w_key, w_value = _f64(x, w_query, w_key, w_value)
+    root = float(np.sqrt(softmax_scale))
+    scores = transposed_matmul(project(x, w_query) * root, project(x, w_key) * root)
+    T = np.shape(x)[-2]
+    weights = _masked_softmax(scores, _future(T) if causal else np.zeros((T, T), dtype=bool))
+    return blend(weights, project(x, w_value))
+
+
+def _value(a):  # a number to decide by, whether or not it carries a bound
+    return a.value if isinstance(a, bounds.Bounded) else np.asarray(a)
+
+
+def decoder_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, pairing, window, cap, sinks):
+    """Every family at once, as a decoder layer computes them: query head n over K/V head n // (N / num_kv_heads),
+    both turned whole at positions 0..T-1, the scaled scores capped, a causal window, and head n's sink joining its
+    softmax; a sink of -inf takes nothing (exp(-inf) = 0) and is left out."""
+    x, w_query, w_key, w_value, sinks = _f64(x, w_query, w_key, w_value, sinks)
+    T, H = np.shape(x)[-2], np.shape(w_query)[-1] // num_heads
+    cos, sin = _cos_sin(np.arange(T), H, THETA, "none", 1.0, x)
+    queries, keys, values = project(x, w_query), project(x, w_key), project(x, w_value)
+    hidden, group = _future(T, window), num_heads // num_kv_heads
+    contexts = []
+    for n in range(num_heads):
+        kv = slice(n // group * H, (n // group + 1) * H)
+        q = _rotated(queries[..., n * H : (n + 1) * H], cos, sin, pairing, H)
+        scaled = _capped(scale(transposed_matmul(q, _rotated(keys[..., kv], cos, sin, pairing, H)), H), cap)
+        if np.isneginf(_value(sinks)[n]):
+            weights = _masked_softmax(scaled, hidden)
+        else:
+            sink = np.broadcast_to(sinks[n], np.shape(scaled)[:-1] + (1,))
+            with_sink = np.concatenate([hidden, np.zeros((T, 1), dtype=bool)], axis=-1)
+            weights = _masked_softmax(np.concatenate([scaled, sink], axis=-1), with_sink)[..., :-1]
+        contexts.append(blend(weights, values[..., kv]))
+    return np.concatenate(contexts, axis=-1)

@@ -26,6 +26,9 @@ NOT_APPLICABLE = {
         "ops, rotary_embedding's)"
     ),
     "window_flag": "keras.ops.dot_product_attention and keras.layers.MultiHeadAttention take no sliding window",
+    "attention_stages": "keras.ops.dot_product_attention returns its output alone, none of its scores",
+    "packed_fused_attention": "keras.ops.dot_product_attention takes heads on their own axis [B, T, N, H], no counts",
+    "key_padding_flag": "keras.ops.dot_product_attention takes no key lengths: padding is its boolean mask",
     "layer_mha_averaged": "keras.layers.MultiHeadAttention returns per-head scores only (no average_attn_weights)",
     "layer_mha_seq_first": "keras.layers.MultiHeadAttention is batch-first only",
 }

@@ -1,11 +1,13 @@
 """TensorFlow: the scores before the softmax past the documents', soft-capped (Gemma 2's order) and with gpt-oss's
-sinks (a sink column concatenated, softmaxed, then dropped)."""
+sinks (a sink column concatenated, softmaxed, then dropped); a decoder with all of them; Keras's own scale."""
 
 import math
 
+import keras
 import tensorflow as tf
 
-from .shared import _causal_mask, _np, _split_heads, _swap_tokens_and_heads, _t
+from .rotary import _rotate
+from .shared import _causal_mask, _np, _split_heads, _split_last, _swap_tokens_and_heads, _t
 
 
 def softcap_attention(x, w_query, w_key, w_value, cap, causal):
@@ -30,3 +32,29 @@ def sink_attention(x, w_query, w_key, w_value, sinks, num_heads, mask):
     weights = tf.nn.softmax(tf.concat([scores, sink], axis=-1), axis=-1)[..., :-1]
     context = tf.transpose(tf.linalg.matmul(weights, V), _swap_tokens_and_heads(4))
     return {"weights": _np(weights), "context": _np(tf.reshape(context, [x.shape[0], x.shape[1], -1]))}
+
+
+def decoder_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, pairing, window, cap, sinks):
+    x = _t(x)
+    T, H, group = x.shape[-2], w_query.shape[-1] // num_heads, num_heads // num_kv_heads
+    positions = tf.range(T)
+    Q = _rotate(_split_heads(tf.linalg.matmul(x, _t(w_query)), num_heads, H), positions, pairing, H)
+    K = tf.repeat(
+        _rotate(_split_heads(tf.linalg.matmul(x, _t(w_key)), num_kv_heads, H), positions, pairing, H), group, 1
+    )
+    V = tf.repeat(_split_heads(tf.linalg.matmul(x, _t(w_value)), num_kv_heads, H), group, axis=1)  # each head in place
+    scores = tf.linalg.matmul(Q, K, transpose_b=True) / math.sqrt(H)
+    if cap:
+        scores = tf.tanh(scores / cap) * cap
+    i, j = positions[:, tf.newaxis], positions[tf.newaxis, :]
+    scores = tf.where((j > i) | (j <= i - window), tf.constant(-math.inf, scores.dtype), scores)
+    sink = tf.broadcast_to(tf.reshape(_t(sinks), [num_heads, 1, 1]), tf.concat([tf.shape(scores)[:-1], [1]], 0))
+    weights = tf.nn.softmax(tf.concat([scores, sink], axis=-1), axis=-1)[..., :-1]
+    context = tf.transpose(tf.linalg.matmul(weights, V), _swap_tokens_and_heads(4))
+    return _np(tf.reshape(context, [x.shape[0], T, -1]))
+
+
+def scale_flag(x, w_query, w_key, w_value, softmax_scale, causal):
+    x = _t(x)  # keras.ops.dot_product_attention takes [B, T, N, H]: one head
+    Q, K, V = (_split_last(tf.linalg.matmul(x, _t(w)), 1, w.shape[-1]) for w in (w_query, w_key, w_value))
+    return _np(keras.ops.dot_product_attention(Q, K, V, scale=softmax_scale, is_causal=causal)[..., 0, :])

@@ -30,6 +30,11 @@ NOT_APPLICABLE = {
         "mask_mod is the user's own band (eager flex_attention is a debugging path, its own warning says)"
     ),
     "attention_layer": "keras.layers.Attention's case; nn.MultiheadAttention owns its projections",
+    "attention_stages": "F.scaled_dot_product_attention returns its output alone, none of its scores",
+    "packed_fused_attention": "F.scaled_dot_product_attention takes heads on their own axis [B, N, T, H], no counts",
+    "key_padding_flag": (
+        "F.scaled_dot_product_attention takes no key lengths: padding is a boolean attn_mask (mask_conventions')"
+    ),
     "grouped_attention_layer": (
         "torch.nn has no grouped-query attention layer (nn.MultiheadAttention has one K/V head per query head); "
         "grouped heads run through F.scaled_dot_product_attention(enable_gqa=True)"

@@ -176,6 +176,31 @@ MEANINGS = {
         "context through the framework's fused attention with its sinks argument",
         "`mx.fast.scaled_dot_product_attention(sinks=)`",
     ),
+    "decoder_attention": (
+        "context [B, T, N*H]: grouped heads (query head n over K/V head n // (N / num_kv_heads)), each query and key "
+        "head turned whole by `pairing` (theta 10000, positions 0..T-1), scores scaled by 1/sqrt(H), capped by `cap` "
+        "(0 none), a causal window of `window` keys, head n's sink sinks[n] in its softmax (-inf: no sink)",
+        "a decoder's attention: Mistral (GQA, RoPE, a window), Gemma 2 (and a soft cap), gpt-oss (and sinks)",
+    ),
+    "attention_stages": (
+        '`{"scaled", "capped", "weights"}`, one head [B, T, S] each: q k^T scaled by 1/sqrt(H); that capped, '
+        "cap * tanh(s / cap) (0 none), before any mask; the softmax with the causal mask if `causal`",
+        "ONNX Attention's qk_matmul_output (qk_matmul_output_mode 0, 1 and 3)",
+    ),
+    "scale_flag": (
+        "context, one head [B, T, H]: softmax(q k^T x softmax_scale, causal if `causal`) v",
+        "the fused attention's scale argument (ONNX Attention's `scale`, SDPA's `scale=`)",
+    ),
+    "packed_fused_attention": (
+        "context [B, T, N*H], the heads concatenated as grouped_attention computes them (num_kv_heads K/V heads)",
+        "the fused attention given q, k, v packed [B, T, N*H] with the head counts (ONNX's 3-D Attention with "
+        "q_num_heads/kv_num_heads)",
+    ),
+    "key_padding_flag": (
+        "context, one head [B, T, H]; padding [B, S] True = a padded key (trailing), hidden from every query",
+        "the fused attention told each row's count of real keys (ONNX Attention's nonpad_kv_seqlen, "
+        "`jax.nn.dot_product_attention`'s key_value_seq_lengths)",
+    ),
     "cache_flag": (
         "context of the same query block through the framework's attention op with keys 0..start-1 as its KV cache "
         "(past keys and values) and its causal flag",

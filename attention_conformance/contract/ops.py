@@ -97,6 +97,24 @@ OPS = {
     # sink's column out; context is the heads concatenated. The textbook path, then the framework's kernel.
     "sink_attention": (_X_W + ("sinks", "num_heads", "mask"), ("weights", "context")),
     "fused_sink_attention": (_X_W + ("sinks", "num_heads", "mask"), ("context",)),
+    # A decoder's attention as Mistral, Gemma 2 and gpt-oss put the families together: grouped heads, every query and
+    # key head rotated whole (`pairing`, theta 10000), the scaled scores capped (`cap`, 0 = none), a causal window of
+    # `window` keys and head n's sink sinks[n] (-inf = none); context is the heads concatenated.
+    "decoder_attention": (
+        _X_W + ("num_heads", "num_kv_heads", "pairing", "window", "cap", "sinks"),
+        ("context",),
+    ),
+    # ONNX's Attention operator past the mapping table (opsets 23-24, as onnx 1.23's specification words them), each
+    # through the framework's own fused op. attention_stages: one head's scores at each stage the operator can
+    # return (qk_matmul_output_mode 0, 1 and 3): scaled q k^T, then capped (before the causal mask), then the
+    # weights. scale_flag: its scale argument in place of 1/sqrt(H). packed_fused_attention: heads packed in the last
+    # axis, [B, T, N*H], their counts as arguments (q_num_heads/kv_num_heads); context the same packing.
+    # key_padding_flag: `padding` [B, S], True = a padded key, always trailing, given as each row's count of real keys
+    # (nonpad_kv_seqlen, key_value_seq_lengths).
+    "attention_stages": (_X_W + ("cap", "causal"), ("scaled", "capped", "weights")),
+    "scale_flag": (_X_W + ("softmax_scale", "causal"), ("context",)),
+    "packed_fused_attention": (_X_W + ("num_heads", "num_kv_heads", "causal"), ("context",)),
+    "key_padding_flag": (_X_W + ("padding",), ("context",)),
     # The framework's grouped-query attention layer holding w_query, w_key and w_value as its kernels,
     # no biases and an identity output projection, so that what it returns is the heads.
     "grouped_attention_layer": (_X_W + ("num_heads", "num_kv_heads", "causal"), ("heads",)),
@@ -118,8 +136,8 @@ CHOICES = {
 # [.., T, S], True = hidden; "padding" bool [B, S], True = a padded key; "weight" [D, D] (x @ W layout); "bias" [D];
 # "sink" [N], one logit a head. Scalars: "width" (a size), "heads", "seed", "probability", "count", "rate", "offset"
 # (a token index), "window" (keys a query sees), "rotary" (dims RoPE turns, even), "base" (RoPE's theta), "factor"
-# (a frequency scaling's), "position" (a token's position), "cap" (a soft cap, 0 = none), "switch" (true/false),
-# "choice" (one of CHOICES).
+# (a frequency scaling's), "position" (a token's position), "cap" (a soft cap, 0 = none), "multiplier" (what the
+# scores are multiplied by in place of 1/sqrt(H)), "switch" (true/false), "choice" (one of CHOICES).
 # The `check` command builds its tiny inputs from this table, so every parameter of OPS must be here
 # (tests/cases/test_spec.py), never a name the `check` command happens to know.
 PARAMETERS = {
@@ -157,6 +175,7 @@ PARAMETERS = {
     "factor": "factor",
     "position": "position",
     "cap": "cap",
+    "softmax_scale": "multiplier",
     "sinks": "sink",
     "causal": "switch",
     **{name: "choice" for name in CHOICES},
@@ -203,6 +222,11 @@ FORMS = {
             "softcap_flag",
             "sink_attention",
             "fused_sink_attention",
+            "decoder_attention",
+            "attention_stages",
+            "scale_flag",
+            "packed_fused_attention",
+            "key_padding_flag",
             "grouped_attention",
             "grouped_fused_attention",
             "mask_conventions",
@@ -231,6 +255,11 @@ OPTIONAL = frozenset(
         "softcap_flag",
         "sink_attention",
         "fused_sink_attention",
+        "decoder_attention",
+        "attention_stages",
+        "scale_flag",
+        "packed_fused_attention",
+        "key_padding_flag",
         "grouped_attention",
         "grouped_fused_attention",
         "mask_conventions",

@@ -30,6 +30,7 @@ _SCALARS = {
     "base": 10000.0,
     "factor": 2.0,
     "position": 7,
+    "multiplier": 0.5,
     "cap": 5.0,
     "switch": True,
 }

@@ -34,6 +34,11 @@ COVERED = (
     "softcap_flag",
     "sink_attention",
     "fused_sink_attention",
+    "decoder_attention",
+    "attention_stages",
+    "scale_flag",
+    "packed_fused_attention",
+    "key_padding_flag",
     "grouped_attention",
     "grouped_fused_attention",
     "grouped_attention_layer",
@@ -195,6 +200,32 @@ def strategy(drawn_ops):
             sinks = tensor(draw, [N], ((-3.0, 3.0), (5.0, 10.0), (-40.0, 40.0)))
             weights = {n: w(D, N * H) for n in ("w_query", "w_key", "w_value")}
             return op, {"x": x(), **weights, "sinks": sinks, "num_heads": N, "mask": mask(draw, lead, T, T)}
+        if op in ("attention_stages", "scale_flag"):  # softcap's caps; scales of 1, 1/H, one sqrt cannot hold, tiny
+            inputs = {"x": x(), "w_query": w(D, H), "w_key": w(D, H), "w_value": w(D, H), "causal": draw(st.booleans())}
+            if op == "attention_stages":
+                return op, inputs | {"cap": draw(st.sampled_from((0.0, 0.5, 5.0, 30.0, 50.0)))}
+            return op, inputs | {"softmax_scale": draw(st.sampled_from((1.0, 1.0 / H, 0.1, 0.01, 2.0)))}
+        if op == "key_padding_flag":  # each row's real keys, 1..T, the padding after them
+            lengths = [draw(st.integers(1, T)) for _ in range(lead[0])]
+            weights = {"w_query": w(D, H), "w_key": w(D, H), "w_value": w(D, H)}
+            return op, {"x": x(), **weights, "padding": [[j >= n for j in range(T)] for n in lengths]}
+        if (
+            op == "decoder_attention"
+        ):  # every family at once: grouped heads turned whole, a window, a cap, sinks or none
+            (N, K), H = draw(st.sampled_from(((4, 2), (2, 1), (3, 3), (4, 1)))), 2 * draw(st.sampled_from((1, 2, 4)))
+            sinks = tensor(draw, [N], ((-3.0, 3.0), (5.0, 10.0))) if draw(st.booleans()) else [-np.inf] * N
+            return op, {
+                "x": x(),
+                "w_query": w(D, N * H),
+                "w_key": w(D, K * H),
+                "w_value": w(D, K * H),
+                "num_heads": N,
+                "num_kv_heads": K,
+                "pairing": draw(st.sampled_from(ops.CHOICES["pairing"])),
+                "window": draw(st.sampled_from((1, 2, 3, T, T + 3))),
+                "cap": draw(st.sampled_from((0.0, 5.0, 50.0))),
+                "sinks": sinks,
+            }
         if op == "mask_conventions":
             return op, {
                 "x": x(),
@@ -206,7 +237,7 @@ def strategy(drawn_ops):
                 "fill": draw(st.sampled_from(ops.CHOICES["fill"])),
             }
         N = draw(st.sampled_from((1, 2, 3, 4)))
-        if op in ("grouped_attention", "grouped_fused_attention", "grouped_attention_layer"):
+        if op in ("grouped_attention", "grouped_fused_attention", "grouped_attention_layer", "packed_fused_attention"):
             # (N, K) pairs, a third with 1 < K < N, where repeating and tiling K/V heads differ
             N, K = draw(st.sampled_from(((4, 2), (6, 3), (6, 2), (1, 1), (2, 1), (3, 3), (4, 1), (2, 2), (3, 1))))
             if op == "grouped_attention_layer":  # a layer: the model width is the input width
