@@ -154,7 +154,7 @@ class Fuzzer:
             reason = "logits near the -1e9 fill, where it no longer hides a key (the convention, not rounding)"
             self.excused[reason] = self.excused.get(reason, 0) + len(judged)
             return None
-        if any(isinstance(v, np.ndarray) and v.dtype.kind == "f" and not np.isfinite(v).all() for v in kwargs.values()):
+        if any(_beyond_range(n, v) for n, v in kwargs.items()):
             reason = f"an input beyond {self.dtype}'s range"  # drawn wide, it rounds to inf: no case to judge
             self.excused[reason] = self.excused.get(reason, 0) + len(judged)
             return None
@@ -286,3 +286,11 @@ class Fuzzer:
         except errors.NoSuchExample:
             return None
         return self.evaluate(op, inputs)
+
+
+def _beyond_range(name, value):
+    """A drawn float input that rounds to inf or NaN in the dtype; a sink of -inf is a head without one."""
+    if not (isinstance(value, np.ndarray) and value.dtype.kind == "f"):
+        return False
+    finite = np.isfinite(value) | (np.isneginf(value) if ops.PARAMETERS.get(name) == "sink" else False)
+    return not np.all(finite)
