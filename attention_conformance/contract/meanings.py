@@ -177,18 +177,20 @@ MEANINGS = {
         "`mx.fast.scaled_dot_product_attention(sinks=)`",
     ),
     "decoder_attention": (
-        "context [B, T, N*H]: grouped heads (query head n over K/V head n // (N / num_kv_heads)), each query and key "
-        "head turned whole by `pairing` (theta 10000, positions 0..T-1), scores scaled by 1/sqrt(H), capped by `cap` "
-        "(0 none), a causal window of `window` keys, head n's sink sinks[n] in its softmax (-inf: no sink)",
+        "context [B, T, N*H]: grouped heads (w_key, w_value num_kv_heads * H wide; query head n over K/V head n // (N "
+        "/ num_kv_heads)), each query and key head turned whole by `pairing` (theta 10000, positions 0..T-1), scores "
+        "scaled by 1/sqrt(H), capped by `cap` (0 none), a causal window of `window` keys (T or more: plain causal), "
+        "head n's sink sinks[n] in its softmax (-inf: no sink)",
         "a decoder's attention: Mistral (GQA, RoPE, a window), Gemma 2 (and a soft cap), gpt-oss (and sinks)",
     ),
     "attention_stages": (
         '`{"scaled", "capped", "weights"}`, one head [B, T, S] each: q k^T scaled by 1/sqrt(H); that capped, '
-        "cap * tanh(s / cap) (0 none), before any mask; the softmax with the causal mask if `causal`",
+        "cap * tanh(s / cap) (0 none); neither masked: the causal mask (if `causal`) enters the weights only, the "
+        "softmax of the capped scores",
         "ONNX Attention's qk_matmul_output (qk_matmul_output_mode 0, 1 and 3)",
     ),
     "scale_flag": (
-        "context, one head [B, T, H]: softmax(q k^T x softmax_scale, causal if `causal`) v",
+        "context, one head [B, T, H]: softmax(softmax_scale * q k^T, causal if `causal`) v",
         "the fused attention's scale argument (ONNX Attention's `scale`, SDPA's `scale=`)",
     ),
     "packed_fused_attention": (
@@ -197,7 +199,8 @@ MEANINGS = {
         "q_num_heads/kv_num_heads)",
     ),
     "key_padding_flag": (
-        "context, one head [B, T, H]; padding [B, S] True = a padded key (trailing), hidden from every query",
+        "context, one head [B, T, H], no causal mask; padding [B, S] True = a padded key, always after the real ones "
+        "and at least one real key a row, hidden from every query",
         "the fused attention told each row's count of real keys (ONNX Attention's nonpad_kv_seqlen, "
         "`jax.nn.dot_product_attention`'s key_value_seq_lengths)",
     ),

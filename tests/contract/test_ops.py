@@ -19,6 +19,7 @@ KINDS |= {
     "cap",
     "sink",
     "switch",
+    "multiplier",
     "choice",
 }  # PARAMETERS' comment lists these, and no other
 TOKEN_KINDS = {"tokens", "square", "mask", "padding"}
