@@ -28,6 +28,8 @@ def features(op, inputs):
             features["fully_masked"] = bool(np.asarray(value, dtype=bool).all(axis=-1).any())
         elif name == "num_kv_heads":  # one K/V head shared by several query heads; one head alone is plain attention
             features["multi_query"] = value == 1 and inputs.get("num_heads", 1) > 1
+        elif name == "softmax_scale":  # a scale float32 holds exactly: kernels that keep it in float32 lose nothing
+            features["float32_scale"] = float(np.float32(value)) == float(value)
         elif name == "x" and len(shape(value)) >= 2:
             features["one_token"] = shape(value)[-2] == 1
     if "scores" in inputs and shape(inputs["scores"]):  # a bfloat16 sum stops growing at 2**8 terms
@@ -56,6 +58,8 @@ DECIDING = {
     "softmax": ("long_row",),
     "masked_attention": ("fully_masked",),
     "fused_attention": ("one_query",),
+    "scale_flag": ("one_query", "float32_scale"),
+    "key_padding_flag": ("one_query",),
     "mask_conventions": ("api", "fill", "fully_masked", "one_query"),
     "layer_mask": ("fully_masked", "cube_heads", "one_query"),
     "layer_key_padding": ("fully_masked", "cube_heads"),
