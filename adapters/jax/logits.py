@@ -24,14 +24,19 @@ def softcap_attention(x, w_query, w_key, w_value, cap, causal):
     return {"weights": weights, "context": weights @ values}
 
 
+def _sink_softmax(scores, sinks, num_heads):
+    """gpt-oss's: head n's sink a column concatenated to its scores, softmaxed with them, then dropped."""
+    sink = jnp.broadcast_to(jnp.asarray(sinks).reshape(num_heads, 1, 1), scores.shape[:-1] + (1,))
+    return jax.nn.softmax(jnp.concatenate([scores, sink], axis=-1), axis=-1)[..., :-1]
+
+
 @_compiled("num_heads")
 def sink_attention(x, w_query, w_key, w_value, sinks, num_heads, mask):
     x = jnp.asarray(x)
     H = w_query.shape[-1] // num_heads
     queries, keys, values = (_split_heads(x @ jnp.asarray(w), num_heads, H) for w in (w_query, w_key, w_value))
     scores = jnp.where(mask[:, None], -jnp.inf, queries @ jnp.swapaxes(keys, -1, -2) / math.sqrt(H))
-    sink = jnp.broadcast_to(jnp.asarray(sinks).reshape(num_heads, 1, 1), scores.shape[:-1] + (1,))
-    weights = jax.nn.softmax(jnp.concatenate([scores, sink], axis=-1), axis=-1)[..., :-1]
+    weights = _sink_softmax(scores, sinks, num_heads)
     context = jnp.swapaxes(weights @ values, -3, -2)
     return {"weights": weights, "context": context.reshape(*context.shape[:-2], -1)}
 
@@ -49,8 +54,7 @@ def decoder_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, pairi
         scores = jnp.tanh(scores / cap) * cap
     i, j = positions[:, None], positions
     scores = jnp.where((j > i) | (j <= i - window), -jnp.inf, scores)
-    sink = jnp.broadcast_to(jnp.asarray(sinks).reshape(num_heads, 1, 1), scores.shape[:-1] + (1,))
-    weights = jax.nn.softmax(jnp.concatenate([scores, sink], axis=-1), axis=-1)[..., :-1]
+    weights = _sink_softmax(scores, sinks, num_heads)
     context = jnp.swapaxes(weights @ values, -3, -2)
     return context.reshape(*context.shape[:-2], -1)
 

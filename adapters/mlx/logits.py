@@ -20,13 +20,18 @@ def softcap_attention(x, w_query, w_key, w_value, cap, causal):
     return {"weights": _np(weights), "context": _np(weights @ values)}
 
 
+def _sink_softmax(scores, sinks, num_heads):
+    """gpt-oss's: head n's sink a column concatenated to its scores, softmaxed with them, then dropped."""
+    sink = mx.broadcast_to(_mx(sinks).reshape(num_heads, 1, 1), (*scores.shape[:-1], 1))
+    return mx.softmax(mx.concatenate([scores, sink], axis=-1), axis=-1)[..., :-1]
+
+
 def sink_attention(x, w_query, w_key, w_value, sinks, num_heads, mask):
     x = _mx(x)
     queries, keys, values = (_split_heads(x @ _mx(w), num_heads) for w in (w_query, w_key, w_value))
     scores = queries @ keys.swapaxes(-1, -2) / queries.shape[-1] ** 0.5
     scores = mx.where(_mx(mask)[:, None], -mx.inf, scores)  # True = hidden
-    sink = mx.broadcast_to(_mx(sinks).reshape(num_heads, 1, 1), (*scores.shape[:-1], 1))
-    weights = mx.softmax(mx.concatenate([scores, sink], axis=-1), axis=-1)[..., :-1]
+    weights = _sink_softmax(scores, sinks, num_heads)
     context = (weights @ values).swapaxes(-3, -2)
     return {"weights": _np(weights), "context": _np(context.reshape(*context.shape[:-2], -1))}
 
@@ -57,8 +62,7 @@ def decoder_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, pairi
         scores = mx.tanh(scores / cap) * cap
     i, j = positions[:, None], positions
     scores = mx.where((j > i) | (j <= i - window), -mx.inf, scores)  # mlx-lm's create_causal_mask with a window
-    sink = mx.broadcast_to(_mx(sinks).reshape(num_heads, 1, 1), (*scores.shape[:-1], 1))
-    weights = mx.softmax(mx.concatenate([scores, sink], axis=-1), axis=-1)[..., :-1]
+    weights = _sink_softmax(scores, sinks, num_heads)
     context = (weights @ values).swapaxes(-3, -2)
     return _np(context.reshape(*context.shape[:-2], -1))
 

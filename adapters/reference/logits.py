@@ -13,7 +13,7 @@ from .shared import _f64, tanh
 
 
 def _capped(scaled, cap):
-    """cap x tanh(s / cap); a cap of 0 is no cap."""
+    """A cap of 0 is no cap, as ONNX's softcap and FlashAttention's read it, not logits squashed to 0."""
     if not cap:
         return scaled
     (scaled,) = _f64(scaled)

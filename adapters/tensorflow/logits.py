@@ -22,14 +22,19 @@ def softcap_attention(x, w_query, w_key, w_value, cap, causal):
     return {"weights": _np(weights), "context": _np(tf.linalg.matmul(weights, V))}
 
 
+def _sink_softmax(scores, sinks, num_heads):
+    """gpt-oss's: head n's sink a column concatenated to its scores, softmaxed with them, then dropped."""
+    sink = tf.broadcast_to(tf.reshape(_t(sinks), [num_heads, 1, 1]), tf.concat([tf.shape(scores)[:-1], [1]], 0))
+    return tf.nn.softmax(tf.concat([scores, sink], axis=-1), axis=-1)[..., :-1]
+
+
 def sink_attention(x, w_query, w_key, w_value, sinks, num_heads, mask):
     x = _t(x)
     H = w_query.shape[-1] // num_heads
     Q, K, V = (_split_heads(tf.linalg.matmul(x, _t(w)), num_heads, H) for w in (w_query, w_key, w_value))
     scores = tf.linalg.matmul(Q, K, transpose_b=True) / math.sqrt(H)
     scores = tf.where(_t(mask)[:, tf.newaxis], tf.constant(-math.inf, scores.dtype), scores)  # True = hidden
-    sink = tf.broadcast_to(tf.reshape(_t(sinks), [num_heads, 1, 1]), tf.concat([tf.shape(scores)[:-1], [1]], 0))
-    weights = tf.nn.softmax(tf.concat([scores, sink], axis=-1), axis=-1)[..., :-1]
+    weights = _sink_softmax(scores, sinks, num_heads)
     context = tf.transpose(tf.linalg.matmul(weights, V), _swap_tokens_and_heads(4))
     return {"weights": _np(weights), "context": _np(tf.reshape(context, [x.shape[0], x.shape[1], -1]))}
 
@@ -48,8 +53,7 @@ def decoder_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, pairi
         scores = tf.tanh(scores / cap) * cap
     i, j = positions[:, tf.newaxis], positions[tf.newaxis, :]
     scores = tf.where((j > i) | (j <= i - window), tf.constant(-math.inf, scores.dtype), scores)
-    sink = tf.broadcast_to(tf.reshape(_t(sinks), [num_heads, 1, 1]), tf.concat([tf.shape(scores)[:-1], [1]], 0))
-    weights = tf.nn.softmax(tf.concat([scores, sink], axis=-1), axis=-1)[..., :-1]
+    weights = _sink_softmax(scores, sinks, num_heads)
     context = tf.transpose(tf.linalg.matmul(weights, V), _swap_tokens_and_heads(4))
     return _np(tf.reshape(context, [x.shape[0], T, -1]))
 

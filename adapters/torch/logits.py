@@ -21,13 +21,18 @@ def softcap_attention(x, w_query, w_key, w_value, cap, causal):
     return {"weights": _np(weights), "context": _np(weights @ values)}
 
 
+def _sink_softmax(attn_scores, sinks, num_heads):
+    """gpt-oss's: head n's sink a column concatenated to its scores, softmaxed with them, then dropped."""
+    sink = _t(sinks).reshape(num_heads, 1, 1).expand(*attn_scores.shape[:-1], 1)
+    return torch.softmax(torch.cat([attn_scores, sink], dim=-1), dim=-1)[..., :-1]
+
+
 def sink_attention(x, w_query, w_key, w_value, sinks, num_heads, mask):
     x = _t(x)
     H = w_query.shape[-1] // num_heads
     queries, keys, values = (_split_heads(x @ _t(w), num_heads, H) for w in (w_query, w_key, w_value))
     attn_scores = (queries @ keys.mT / H**0.5).masked_fill(_t(mask)[..., None, :, :], -torch.inf)  # True = hidden
-    sink = _t(sinks).reshape(num_heads, 1, 1).expand(*attn_scores.shape[:-1], 1)  # gpt-oss's, one per head
-    weights = torch.softmax(torch.cat([attn_scores, sink], dim=-1), dim=-1)[..., :-1]
+    weights = _sink_softmax(attn_scores, sinks, num_heads)
     return {"weights": _np(weights), "context": _np((weights @ values).transpose(-3, -2).flatten(-2))}
 
 
@@ -43,8 +48,7 @@ def decoder_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, pairi
         attn_scores = torch.tanh(attn_scores / cap) * cap
     i, j = positions[:, None], positions
     attn_scores = attn_scores.masked_fill((j > i) | (j <= i - window), -torch.inf)  # HF's sliding-window mask
-    sink = _t(sinks).reshape(num_heads, 1, 1).expand(*attn_scores.shape[:-1], 1)
-    weights = torch.softmax(torch.cat([attn_scores, sink], dim=-1), dim=-1)[..., :-1]
+    weights = _sink_softmax(attn_scores, sinks, num_heads)
     return _np((weights @ values).transpose(-3, -2).flatten(-2))
 
 

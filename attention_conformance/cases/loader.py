@@ -14,7 +14,7 @@ from pathlib import Path
 import yaml
 
 from attention_conformance import safe_io
-from attention_conformance.cases import fields, yaml_values
+from attention_conformance.cases import fields, input_rules, yaml_values
 from attention_conformance.contract import ids
 from attention_conformance.contract.ops import CHOICES, OPS, PARAMETERS
 from attention_conformance.dtypes import DTYPES, LOW_PRECISION
@@ -179,6 +179,7 @@ SCALARS = {
         "an integer in 0..500000 (the first row's position)",
     ),
     "cap": (lambda v: yaml_values.is_number(v) and 0 <= v <= 10_000, "a number in 0..10000 (0: no cap)"),
+    "softmax_scale": (lambda v: yaml_values.is_number(v) and 0 < v <= 10_000, "a number in (0, 10000]"),
     "n": (functools.partial(yaml_values.is_int, low=1, high=10_000_000), "an integer in 1..10000000"),
     "d_k": (lambda v: yaml_values.is_number(v) and v > 0, "a number > 0"),
     "p": (lambda v: yaml_values.is_number(v) and 0 <= v < 1, "a probability, 0 <= p < 1"),
@@ -256,25 +257,6 @@ def _input(at, name, value):
     return value
 
 
-def _heads_divide(at, inputs):
-    """num_heads must split the projection width evenly, where the width is known before goldens are
-    read; num_kv_heads must divide num_heads, and w_key must be num_kv_heads heads of the same size."""
-    heads, w = inputs.get("num_heads"), inputs.get("w_query")
-    shape = w["shape"] if isinstance(w, dict) else yaml_values.shape_of(w) if isinstance(w, list) else None
-    if heads is not None and shape and shape[-1] % heads:
-        raise SpecError(f"{at}: field 'inputs.num_heads': {heads} heads do not divide the width {shape[-1]} of w_query")
-    kv = inputs.get("num_kv_heads")
-    if kv is not None and heads is not None:
-        if heads % kv:
-            raise SpecError(f"{at}: field 'inputs.num_kv_heads': {kv} does not divide num_heads {heads}")
-        k = inputs.get("w_key")
-        k_shape = k["shape"] if isinstance(k, dict) else yaml_values.shape_of(k) if isinstance(k, list) else None
-        if shape and k_shape and k_shape[-1] * heads != shape[-1] * kv:
-            raise SpecError(
-                f"{at}: field 'inputs.w_key': width {k_shape[-1]} is not {kv} heads of w_query's {shape[-1]} / {heads}"
-            )
-
-
 def load_file(path):
     path = Path(path)
     doc = read(path)
@@ -350,7 +332,9 @@ def load_file(path):
         if not isinstance(raw["inputs"], dict) or set(raw["inputs"]) != set(params):
             raise SpecError(f"{at}: field 'inputs': {op} takes exactly {list(params)}")
         inputs = {name: _input(at, name, value) for name, value in raw["inputs"].items()}
-        _heads_divide(at, inputs)
+        problem = input_rules.problem(op, inputs)
+        if problem:
+            raise SpecError(f"{at}: {problem}")
         if not isinstance(raw["expect"], dict) or not raw["expect"]:
             raise SpecError(f"{at}: field 'expect': must be a non-empty mapping of output name -> expectation")
         ctx = types.SimpleNamespace(outputs=outputs, documents=documents, tolerances=tolerances)

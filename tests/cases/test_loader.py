@@ -15,6 +15,8 @@ GROUPED = (
     "causal: false}"
 )
 SMALL = "op: softmax\n    inputs: {scores: [1.0, 2.0]}"
+X_W = "x: {fill: 1.0, shape: [1, 2, 4]}, w_query: {fill: 0.5, shape: [4, Q]}, w_key: {fill: 0.5, shape: [4, Q]}, "
+X_W += "w_value: {fill: 0.5, shape: [4, Q]}"
 
 
 def _load(tmp_path, text):
@@ -85,6 +87,22 @@ MALFORMED = {
         SMALL,
         GROUPED.replace("KEY", "4").replace("KV", "3"),
         ["case 'sat'", "field 'inputs.num_kv_heads'", "3 does not divide num_heads 2"],
+    ),
+    "scale_not_positive": (
+        SMALL,
+        "op: scale_flag\n    inputs: {" + X_W.replace("Q", "4") + ", softmax_scale: -1.0, causal: false}",
+        ["case 'sat'", "field 'inputs.softmax_scale'", "(0, 10000]"],
+    ),
+    "padding_before_real_keys": (
+        SMALL,
+        "op: key_padding_flag\n    inputs: {" + X_W.replace("Q", "4") + ", padding: [[true, false]]}",
+        ["case 'sat'", "field 'inputs.padding'", "real keys come first"],
+    ),
+    "decoder_heads_of_odd_width": (
+        SMALL,
+        "op: decoder_attention\n    inputs: {" + X_W.replace("Q", "6") + ", num_heads: 2, num_kv_heads: 2, "
+        "pairing: rotate_half, window: 2, cap: 0.0, sinks: [0.0, 0.0]}",
+        ["case 'sat'", "field 'inputs.w_query'", "heads of 3 dims"],
     ),
     "key_width_not_kv_heads": (
         SMALL,

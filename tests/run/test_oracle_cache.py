@@ -201,3 +201,18 @@ def test_a_masked_head_computes_each_block_of_queries_up_to_its_last_visible_key
         whole = reference._masked_softmax(reference.scale(reference.transposed_matmul(q, k), 8), hidden)
         assert weights.tobytes() == whole.tobytes()
         assert context.tobytes() == reference.blend(whole, v).tobytes()
+
+
+def test_a_run_reads_the_oracles_files_once_and_keys_as_reading_them_would(tmp_path):
+    oracle = tmp_path / "oracle.py"
+    oracle.write_text("# v1\n")
+    files = oracle_cache._computing_files(oracle)
+    once = oracle_cache.fingerprint(files)
+    assert oracle_cache.key("attention", {"n": 2}, None, oracle, computing=once) == oracle_cache.key(
+        "attention", {"n": 2}, None, oracle
+    )
+    oracle.write_text("# v2\n")
+    assert oracle_cache.fingerprint(files) == once  # the code a run imported, whatever the file says now
+    assert oracle_cache.key("attention", {"n": 2}, None, oracle) != oracle_cache.key(
+        "attention", {"n": 2}, None, oracle, computing=once
+    )  # the next run reads the edit
