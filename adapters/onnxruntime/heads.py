@@ -41,19 +41,12 @@ def grouped_fused_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads,
 
 
 def _grouped(g, ranks, num_heads, num_kv_heads):
-    """Heads by Reshape and Transpose; each K/V head repeated in place (Unsqueeze, Expand, Reshape:
-    ONNX has no repeat_interleave)."""
-    group = num_heads // num_kv_heads
+    """Heads by Reshape and Transpose; each K/V head repeated in place (_Graph.repeated)."""
     query = g.heads(g("MatMul", "x", "w_query"), num_heads, ranks["x"])
-    shape = g("Shape", query)  # (.., N, T, H)
 
     def repeated(w):
         kv = g.heads(g("MatMul", "x", w), num_kv_heads, ranks["x"])  # (.., K, T, H)
-        lead = g("Shape", kv, end=-3)
-        tail = g("Shape", kv, start=-2)
-        grown = g("Concat", lead, g.const([num_kv_heads, group], TensorProto.INT64), tail, axis=0)
-        expanded = g("Expand", g("Unsqueeze", kv, g.const([-3], TensorProto.INT64)), grown)  # (.., K, G, T, H)
-        return g("Reshape", expanded, shape)  # (.., K*G, T, H): head n is K/V head n // G
+        return g.repeated(kv, num_kv_heads, num_heads // num_kv_heads, query)
 
     key, value = repeated("w_key"), repeated("w_value")
     weights = g.scaled_softmax(g("MatMul", query, g.t(key, ranks["x"] + 1)), key, "mask")

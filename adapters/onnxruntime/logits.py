@@ -71,12 +71,9 @@ def sink_attention(x, w_query, w_key, w_value, sinks, num_heads, mask):
 def _decoder(g, ranks, num_heads, num_kv_heads, pairing, H, cap):
     rank, group = ranks["x"], num_heads // num_kv_heads
     query = _turned(g, g.heads(g("MatMul", "x", "w_query"), num_heads, rank), pairing, H, "cos", "sin")
-    heads_shape = g("Shape", query)
 
-    def repeated(t):  # (.., K, S, H) -> (.., K*G, S, H): K/V head n // G, as heads.py's grouped graph
-        lead, tail = g("Shape", t, end=-3), g("Shape", t, start=-2)
-        grown = g("Concat", lead, g.const([num_kv_heads, group], TensorProto.INT64), tail, axis=0)
-        return g("Reshape", g("Expand", g("Unsqueeze", t, g.const([-3], TensorProto.INT64)), grown), heads_shape)
+    def repeated(t):
+        return g.repeated(t, num_kv_heads, group, query)
 
     key = repeated(_turned(g, g.heads(g("MatMul", "x", "w_key"), num_kv_heads, rank), pairing, H, "cos", "sin"))
     scaled = g.scaled(g("MatMul", query, g.t(key, rank + 1)), key)

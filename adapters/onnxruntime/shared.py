@@ -48,6 +48,14 @@ class _Graph:
             scaled = self("Where", mask, self.const(-np.inf), scaled)
         return self("Softmax", scaled, axis=-1)
 
+    def repeated(self, kv, num_kv_heads, group, like):
+        """K/V heads (.., K, S, H) repeated in place to like's (.., K*G, S, H), head n being K/V head n // G (Unsqueeze,
+        Expand, Reshape: ONNX has no repeat_interleave)."""
+        lead, tail = self("Shape", kv, end=-3), self("Shape", kv, start=-2)
+        grown = self("Concat", lead, self.const([num_kv_heads, group], TensorProto.INT64), tail, axis=0)
+        expanded = self("Expand", self("Unsqueeze", kv, self.const([-3], TensorProto.INT64)), grown)  # (.., K, G, S, H)
+        return self("Reshape", expanded, self("Shape", like))
+
     def heads(self, t, n, rank):  # (.., T, n*H) -> (.., n, T, H)
         split = self("Reshape", t, self.const([0] * (rank - 1) + [n, -1], TensorProto.INT64))
         return self("Transpose", split, perm=[*range(rank - 2), rank - 1, rank - 2, rank])
