@@ -30,7 +30,7 @@ import importlib
 import os
 import sys
 
-from attention_conformance import dtypes
+from attention_conformance import dtypes, modes
 from attention_conformance.cases import golden, loader
 from attention_conformance.contract import ops, registry
 from attention_conformance.paths import SPEC_DIR
@@ -221,6 +221,9 @@ def main(argv=None):
     _drawing(fuzz_parser, 100)
     fuzz_parser.add_argument("--dtype", choices=dtypes.DTYPES, help="default: the adapter's first dtype")
     fuzz_parser.add_argument(
+        "--mode", choices=modes.MODES, help="the adapter as this mode runs it (default: its first, its MODES)"
+    )
+    fuzz_parser.add_argument(
         "--op", action="append", metavar="OP", help="only this forward op (repeatable; default: every one covered)"
     )
     fuzz_parser.add_argument(
@@ -254,7 +257,8 @@ def main(argv=None):
     if args.command == "fuzz":
         from attention_conformance.tools.fuzz import command
 
-        return command.main(args.adapter, args.examples, args.seed, args.dtype, args.out, args.op)
+        adapter = f"{args.adapter}-{args.mode}" if args.mode else args.adapter  # the column, as registry.load reads it
+        return command.main(adapter, args.examples, args.seed, args.dtype, args.out, args.op)
     if args.command == "check":
         return check(args.module)
     if args.command == "validate":

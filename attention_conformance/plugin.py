@@ -20,12 +20,12 @@ from pathlib import Path
 
 import pytest
 
-from attention_conformance import machine
+from attention_conformance import machine, modes
 from attention_conformance.cases import divergences, golden, loader, plan
 from attention_conformance.contract import ids, ops, registry
 from attention_conformance.margin import Nonconformance
 from attention_conformance.paths import CONFORMANCE_TESTS, SPEC_DIR
-from attention_conformance.run import calls, reports, verify
+from attention_conformance.run import calls, launch, reports, verify
 
 
 def pytest_addoption(parser):
@@ -37,6 +37,14 @@ def pytest_addoption(parser):
         metavar="NAME",
         help=f"adapter to run the spec against: one of {', '.join(registry.NAMES)}, an entry point name or a "
         "dotted module path (repeatable); without it this plugin does nothing",
+    )
+    group.addoption(
+        "--mode",
+        action="append",
+        default=[],
+        choices=modes.MODES,
+        help="run each adapter as this mode runs it (repeatable; default: the adapter's first mode, its MODES); "
+        "each (adapter, mode) is a column of its own, named <adapter>-<mode> unless it is the adapter's first",
     )
     group.addoption(
         "--golden-dir", default=str(golden.GOLDEN_DIR), metavar="DIR", help="golden tensors to compare against"
@@ -105,13 +113,15 @@ state = State()
 
 
 def pytest_configure(config):
-    names = config.getoption("adapter")
+    names = [f"{n}-{m}" for n in config.getoption("adapter") for m in config.getoption("mode")] or config.getoption(
+        "adapter"
+    )
     if not names:
         return
     state.active = True
     state.reports = config.getoption("reports")
     # A run of the suite's own tests, or one that only collects, leaves the last conformance report alone.
-    state.writes = _runs_conformance(config) and not config.option.collectonly
+    state.writes = launch.runs_conformance(config) and not config.option.collectonly
     try:
         state.spec = loader.load(config.getoption("spec"))
         state.spec_sha256 = hashlib.sha256(Path(config.getoption("spec")).read_bytes()).hexdigest()
@@ -145,11 +155,16 @@ class _Refused(Exception):
 
 
 def _load(config, names):
-    for name in names:
+    for asked in names:
         try:
-            state.loaded[name] = registry.load(name)
+            module = registry.load(asked)
         except registry.AdapterError as exc:
-            raise _Refused(name, str(exc)) from None
+            raise _Refused(asked, str(exc)) from None
+        name = modes.column(module.ADAPTER, module.MODE, next(iter(modes.declared(module))))
+        if name != asked and state.writes:  # "--mode" named the adapter's first mode: its column is the bare name
+            reports.restore(state.reports, {asked: state.kept.pop(asked)})
+            state.kept |= reports.hold(state.reports, [name])
+        state.loaded[name] = module
         unmatched = plan.unmatched_not_applicable(state.spec, state.loaded[name])
         if unmatched:
             raise _Refused(
@@ -173,7 +188,7 @@ def _load(config, names):
         raise pytest.UsageError(f"device {device!r} is available, but placing the spec's arrays on it is not built yet")
     state.planned = plan.tests(state.spec, state.loaded)
     state.expected = {t.id for t in state.planned}
-    state.results = {name: {} for name in names}
+    state.results = {name: {} for name in state.loaded}
 
 
 def _ask(name, module, function, kind):
@@ -198,7 +213,8 @@ def pytest_report_header(config):
     if not state.active:
         return None
     lines = [
-        f"adapter {name}: {state.versions[name]}, dtypes {', '.join(plan.declared_dtypes(state.spec, module))}, "
+        f"adapter {name}: {state.versions[name]}, mode {module.MODE} ({modes.declared(module)[module.MODE]}), "
+        f"dtypes {', '.join(plan.declared_dtypes(state.spec, module))}, "
         f"devices seen {', '.join(state.devices[name])} (running on {config.getoption('device')})"
         for name, module in state.loaded.items()
     ]
@@ -260,23 +276,6 @@ def pytest_collection_modifyitems(items):
         return (0, test.test.adapter, test.test.dtype, test.test.case.id) if test else (1, "", "", "")
 
     items.sort(key=case_order)
-
-
-def _runs_conformance(config):
-    """Whether the spec-driven module is among the paths this run was given."""
-    targets = {CONFORMANCE_TESTS, *CONFORMANCE_TESTS.parents}
-    return any(Path(arg.split("::")[0]).resolve() in targets for arg in config.args)
-
-
-def _is_narrowed(config):
-    return bool(
-        config.option.keyword
-        or config.option.markexpr
-        or config.option.deselect
-        or any("::" in a for a in config.args)
-        or getattr(config.option, "lf", False)
-        or config.option.maxfail
-    )
 
 
 def pytest_runtest_logreport(report):
@@ -345,13 +344,14 @@ def pytest_sessionfinish(session, exitstatus):
     if not ran and exitstatus == pytest.ExitCode.USAGE_ERROR:  # an id that matches no test: nothing ran
         reports.restore(state.reports, state.kept)
         return
-    complete = state.conformance_collected and not _is_narrowed(config)
+    complete = state.conformance_collected and not launch.is_narrowed(config)
     for name in state.loaded if state.conformance_collected else ():
         reports.forget_mutants(state.reports, name)  # the last self-check's record was measured against what ran before
         reports.write_run(
             state.reports,
             name,
             version=state.versions[name],
+            mode={"name": state.loaded[name].MODE, "runs": modes.declared(state.loaded[name])[state.loaded[name].MODE]},
             dtypes=plan.declared_dtypes(state.spec, state.loaded[name]),
             devices={
                 d: "ran"

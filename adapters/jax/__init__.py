@@ -9,6 +9,8 @@ function, shapes and dtype, where op-by-op dispatch compiles every primitive for
 and dtype (899 compilations over the spec, most of its run time, measured).
 """
 
+import functools
+
 import jax
 
 from attention_conformance import cache
@@ -28,6 +30,23 @@ if cache.directory() is not None and not jax.config.jax_compilation_cache_dir:
 
 
 DTYPES = ("float32", "float64", "float16", "bfloat16")
+
+MODES = {
+    "compiled": "jax.jit: each op traced once per shape, dtype and switch, and compiled whole by XLA",
+    "eager": "jax.disable_jit(): the same code op by op, each primitive dispatched on its own",
+}
+
+
+def in_mode(mode, op):
+    if mode == "compiled":
+        return op
+
+    @functools.wraps(op)
+    def call(*args, **kwargs):
+        with jax.disable_jit():
+            return op(*args, **kwargs)
+
+    return call
 
 
 NOT_APPLICABLE = {

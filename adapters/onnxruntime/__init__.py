@@ -10,6 +10,8 @@ per op, dtype and input ranks (sizes stay symbolic), and their sessions reused: 
 milliseconds to create.
 """
 
+import functools
+
 import onnx
 import onnxruntime as ort
 
@@ -17,7 +19,27 @@ from .documents import *
 from .heads import *
 from .logits import *
 from .rotary import *
-from .shared import OPSET
+from .shared import _LEVEL, OPSET
+
+# ORT rewrites a graph before it runs it (constant folding, node fusions, layout changes): its own compiler.
+MODES = {
+    "compiled": "graph optimisations at onnxruntime's highest level, ORT_ENABLE_ALL (its default)",
+    "eager": "graph optimisations off, ORT_DISABLE_ALL: every node of the graph runs as written",
+}
+_LEVELS = {"compiled": ort.GraphOptimizationLevel.ORT_ENABLE_ALL, "eager": ort.GraphOptimizationLevel.ORT_DISABLE_ALL}
+
+
+def in_mode(mode, op):
+    @functools.wraps(op)
+    def call(*args, **kwargs):
+        _LEVEL[0] = _LEVELS[mode]  # sessions are cached per level: each mode keeps its own
+        try:
+            return op(*args, **kwargs)
+        finally:
+            _LEVEL[0] = _LEVELS["compiled"]
+
+    return call
+
 
 DTYPES = ("float32", "float64", "float16")
 

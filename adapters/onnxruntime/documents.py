@@ -12,12 +12,11 @@ import warnings
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 from onnx import TensorProto, helper
 
 from attention_conformance import cache
 
-from .shared import _attention, _run
+from .shared import _attention, _new_session, _run
 
 
 def _project(g, ranks):
@@ -157,7 +156,7 @@ def _module(form, x, w_query, w_key, w_value):
     for initializer in model.graph.initializer:
         if initializer.name in weights:
             initializer.CopyFrom(onnx.numpy_helper.from_array(np.asarray(weights[initializer.name]), initializer.name))
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    session = _new_session(model)
     return session.run(None, {session.get_inputs()[0].name: x})[0]
 
 

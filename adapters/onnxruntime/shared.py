@@ -61,9 +61,19 @@ class _Graph:
         return self("Transpose", split, perm=[*range(rank - 2), rank - 1, rank - 2, rank])
 
 
+# The graph optimisation level sessions are made with: ORT's default, the highest, unless in_mode says otherwise.
+_LEVEL = [ort.GraphOptimizationLevel.ORT_ENABLE_ALL]
+
+
+def _new_session(model):
+    options = ort.SessionOptions()
+    options.graph_optimization_level = _LEVEL[0]
+    return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+
+
 @functools.cache
-def _session(build, inputs, static):
-    """One session per builder, (name, dtype, rank) of each input, and static settings."""
+def _session(build, inputs, static, level):
+    """One session per builder, (name, dtype, rank) of each input, static settings and optimisation level."""
     elem = next(_ELEM[d] for _, d, _ in inputs if d.startswith("float"))
     g = _Graph(elem)
     outputs = build(g, {name: rank for name, _, rank in inputs}, *static)
@@ -78,12 +88,12 @@ def _session(build, inputs, static):
     model = helper.make_model(
         graph, opset_imports=[helper.make_opsetid("", getattr(build, "opset", OPSET))], ir_version=10
     )
-    return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]), names
+    return _new_session(model), names
 
 
 def _run(build, *static, **arrays):
     arrays = {k: np.ascontiguousarray(v) for k, v in arrays.items()}
-    session, names = _session(build, tuple((k, a.dtype.name, a.ndim) for k, a in arrays.items()), static)
+    session, names = _session(build, tuple((k, a.dtype.name, a.ndim) for k, a in arrays.items()), static, _LEVEL[0])
     return dict(zip(names, session.run(names, arrays)))
 
 

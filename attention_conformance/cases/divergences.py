@@ -6,6 +6,7 @@ A pattern whose case is fuzz_<op> names fuzz's generated cases of that op alone 
 import fnmatch
 from pathlib import Path
 
+from attention_conformance import modes
 from attention_conformance.cases import loader, yaml_values
 from attention_conformance.contract import ids
 from attention_conformance.paths import SPEC_DIR
@@ -30,10 +31,16 @@ def load(path, adapter=None):
             )
         if not isinstance(entry, dict) or not isinstance(entry.get("reason"), str) or not entry["reason"].strip():
             raise loader.SpecError(f"{at}: field 'reason': say why this test is expected to fail")
-        unknown = set(entry) - {"reason", "link", "within", "sums_in_dtype"}
+        unknown = set(entry) - {"reason", "link", "within", "sums_in_dtype", "modes"}
         if unknown:
             raise loader.SpecError(
-                f"{at}: field {sorted(unknown)[0]!r}: unknown key (allowed: link, reason, sums_in_dtype, within)"
+                f"{at}: field {sorted(unknown)[0]!r}: unknown key (allowed: link, modes, reason, sums_in_dtype, within)"
+            )
+        only = entry.get("modes")
+        if only is not None and not (isinstance(only, list) and only and set(only) <= set(modes.MODES)):
+            raise loader.SpecError(
+                f"{at}: field 'modes': a list of the modes it holds in, from {', '.join(modes.MODES)} "
+                "(without it, every mode the adapter runs)"
             )
         sums_in_dtype = entry.get("sums_in_dtype", False)
         if sums_in_dtype is not False and not (ids.generated_op(test_id) and sums_in_dtype is True):
@@ -49,18 +56,18 @@ def load(path, adapter=None):
                 f"case's entry (case fuzz_<op>){text}"
             )
         text = entry["reason"] + (f" ({entry['link']})" if entry.get("link") else "")
-        out[test_id] = Reason(text, within, sums_in_dtype, source=str(path))
+        out[test_id] = Reason(text, within, sums_in_dtype, source=str(path), modes=only)
     return out
 
 
 class Reason(str):
     """A known divergence's reason. On a generated case's entry, what fuzz still holds its results to:
     `within`, the margin they may reach; `sums_in_dtype`, the model with its sums in the dtype itself.
-    Neither: any result, a raise included."""
+    Neither: any result, a raise included. `modes`: the modes it holds in (None: every one the adapter runs)."""
 
-    def __new__(cls, text, within=None, sums_in_dtype=False, source=None):
+    def __new__(cls, text, within=None, sums_in_dtype=False, source=None, modes=None):
         reason = super().__new__(cls, text)
-        reason.within, reason.sums_in_dtype, reason.source = within, sums_in_dtype, source
+        reason.within, reason.sums_in_dtype, reason.source, reason.modes = within, sums_in_dtype, source, modes
         return reason
 
     @property
@@ -69,9 +76,13 @@ class Reason(str):
 
 
 def reason_for(test_id, declared):
-    """The reason a test is a known divergence, or None. A "*" in an entry matches any text."""
+    """The reason a test is a known divergence, or None. A "*" in an entry matches any text but the adapter's
+    column: an entry for torch never covers torch-compiled's tests by its "*" (`declared` writes its own)."""
+    column = ids.adapter_of(test_id)
     for pattern, reason in declared.items():
-        if fnmatch.fnmatchcase(test_id, pattern.replace("[", "[[]").replace("?", "[?]")):
+        if ids.adapter_of(pattern) == column and fnmatch.fnmatchcase(
+            test_id, pattern.replace("[", "[[]").replace("?", "[?]")
+        ):
             return reason
     return None
 
@@ -86,14 +97,18 @@ def read(source=None):
 
 
 def declared(name, adapter, source=None):
-    """{test-id pattern: Reason} the adapter `name` is known to diverge on: the entries for it in `source`
-    (a file; or a folder's <name>.yaml, default spec/divergences/), then the module's own KNOWN_DIVERGENCES."""
-    source = Path(source or FOLDER)
+    """{test-id pattern: Reason} the column `name` is known to diverge on: the entries for its adapter in `source`
+    (a file; or a folder's <adapter>.yaml, default spec/divergences/) that hold in its mode, then the module's own
+    KNOWN_DIVERGENCES (every mode). An entry is written for the adapter; a column of another mode gets it with
+    its own name ("[torch-" becomes "[torch-compiled-")."""
+    source, (base, named) = Path(source or FOLDER), modes.split(name)
+    mode = getattr(adapter, "MODE", None) or named or next(iter(modes.declared(adapter)))
     if source.is_dir():
-        own = source / f"{name}.yaml"
-        found = load(own, name) if own.is_file() else {}
+        own = source / f"{base}.yaml"
+        found = load(own, base) if own.is_file() else {}
     else:
-        found = {p: r for p, r in load(source).items() if ids.adapter_of(p) == name}
+        found = {p: r for p, r in load(source).items() if ids.adapter_of(p) == base}
+    found = {p.replace(f"[{base}-", f"[{name}-", 1): r for p, r in found.items() if r.modes is None or mode in r.modes}
     for key, reason in getattr(adapter, "KNOWN_DIVERGENCES", {}).items():
         found[ids.declared_pattern(name, key)] = Reason(reason + BY_ADAPTER, source="the adapter's KNOWN_DIVERGENCES")
     return found

@@ -4,7 +4,9 @@ Importing this module imports no framework."""
 
 import importlib
 import inspect
+import types
 
+from attention_conformance import modes
 from attention_conformance.contract import ids
 from attention_conformance.contract.ops import CHOICES, CONTRACT, OPS, OPTIONAL, PARAMETERS
 from attention_conformance.dtypes import DTYPES
@@ -52,16 +54,27 @@ def contract_problems(module):
     dtypes = getattr(module, "DTYPES", None)
     if not (isinstance(dtypes, tuple) and dtypes and all(d in DTYPES for d in dtypes)):
         problems.append(f"DTYPES must be a non-empty tuple of dtype names from {DTYPES}, e.g. ('float32',)")
+    mode_problems = _modes_problems(module)
+    problems += mode_problems
     not_applicable = getattr(module, "NOT_APPLICABLE", {})
-    if not (
-        isinstance(not_applicable, dict)
-        and all(isinstance(k, str) and isinstance(v, str) and v.strip() for k, v in not_applicable.items())
-    ):
-        problems.append("NOT_APPLICABLE must map a key to the reason it cannot run, e.g. {'float64': 'float32 only'}")
+    # A mode's own keys sit under its name: {"compiled": {key: reason}}.
+    by_mode = {k: v for k, v in not_applicable.items() if k in modes.MODES} if isinstance(not_applicable, dict) else {}
+    shared = {k: v for k, v in not_applicable.items() if k not in by_mode} if isinstance(not_applicable, dict) else {}
+    if not (isinstance(not_applicable, dict) and _reasons(shared) and all(map(_reasons, by_mode.values()))):
+        problems.append(
+            "NOT_APPLICABLE must map a key to the reason it cannot run, e.g. {'float64': 'float32 only'}, and a mode "
+            "of MODES to such a map for that mode alone, e.g. {'compiled': {'train_step': 'the compiler refuses ...'}}"
+        )
     else:
         problems += [
-            f"NOT_APPLICABLE key {key!r}: {problem}"
-            for key in not_applicable
+            f"NOT_APPLICABLE names mode {m!r}, which MODES does not declare"
+            for m in by_mode
+            if not mode_problems and m not in modes.declared(module)
+        ]
+        problems += [
+            f"NOT_APPLICABLE key {key!r}{f' (mode {mode})' if mode else ''}: {problem}"
+            for mode, keys in [(None, shared), *by_mode.items()]
+            for key in keys
             for problem in [not_applicable_key_problem(key)]
             if problem
         ]
@@ -91,6 +104,29 @@ def contract_problems(module):
         if got != params:
             problems.append(f"{fn_name}({', '.join(got)}) should be {fn_name}({', '.join(params)})")
     return problems
+
+
+def _reasons(keys):
+    return isinstance(keys, dict) and all(
+        isinstance(k, str) and isinstance(v, str) and v.strip() for k, v in keys.items()
+    )
+
+
+def _modes_problems(module):
+    declared = getattr(module, "MODES", modes.DEFAULT)
+    if not (
+        isinstance(declared, dict)
+        and declared
+        and all(k in modes.MODES and isinstance(v, str) and v.strip() for k, v in declared.items())
+    ):
+        return [
+            f"MODES must map each mode it runs, from {modes.MODES}, to what that mode runs, its first the default, "
+            "e.g. {'eager': 'op by op', 'compiled': 'torch.compile (Inductor)'}"
+        ]
+    hook = getattr(module, "in_mode", None)
+    if len(declared) > 1 and not (callable(hook) and len(inspect.signature(hook).parameters) == 2):
+        return ["in_mode(mode, op) must return `op` as `mode` runs it, for an adapter with more than one mode"]
+    return []
 
 
 def not_applicable_key_problem(key):
@@ -135,7 +171,16 @@ def import_hint(name, exc):
 
 
 def load(name):
-    """Import one adapter, check its contract and pin its framework's numeric switches (pin)."""
+    """Import one adapter, check its contract and pin its framework's numeric switches (pin). `name` may name a
+    column, "<adapter>-<mode>" (modes.py): the adapter as that mode runs it."""
+    adapter, mode = modes.split(name)
+    if mode is not None:  # so an adapter's own name never ends in "-eager" or "-compiled"
+        return in_mode(_imported(adapter), adapter, mode)
+    module = _imported(name)
+    return in_mode(module, name, next(iter(modes.declared(module))))
+
+
+def _imported(name):
     try:
         module = importlib.import_module(module_path(name))
     except Exception as exc:  # a requested framework that does not import is a failure, never a skip
@@ -147,6 +192,27 @@ def load(name):
         raise AdapterError(f"adapter {name!r} breaks the contract: " + "; ".join(problems))
     pin(module)
     return module
+
+
+def in_mode(module, name, mode):
+    """The adapter as one of its modes runs it: every op through its in_mode(mode, op), MODE set, and
+    NOT_APPLICABLE with that mode's own keys beside the ones every mode shares. A copy: the module is untouched."""
+    declared = modes.declared(module)
+    if mode not in declared:
+        raise AdapterError(
+            f"adapter {name!r} does not run mode {mode!r}: it declares {', '.join(declared)} (its MODES)"
+            + ("" if hasattr(module, "MODES") else "; an adapter without MODES runs eager only")
+        )
+    view = types.ModuleType(module.__name__, module.__doc__)
+    view.__dict__.update(module.__dict__)
+    view.MODE, view.ADAPTER = mode, name
+    reasons = getattr(module, "NOT_APPLICABLE", {})
+    view.NOT_APPLICABLE = {k: v for k, v in reasons.items() if k not in declared} | reasons.get(mode, {})
+    if mode != next(iter(declared)):
+        for op in CONTRACT:
+            if callable(getattr(module, op, None)):
+                setattr(view, op, module.in_mode(mode, getattr(module, op)))
+    return view
 
 
 def pin(module):

@@ -4,7 +4,8 @@
         exit 1 unless every adapter the folders hold ran completely and conformed, every adapter
         named with --adapter reported, and every wrong adapter a run defined was run and caught
 
-The table summarises what the folders hold. An adapter asked for with --adapter that has no
+The table summarises what the folders hold: every column of each adapter asked for with --adapter (its other
+modes' too, attention_conformance/modes.py), or every report without it. An adapter asked for that has no
 report, or whose run the folder shows as unfinished (it died, or its framework did not import),
 is MISSING, never passing. The last line printed is the verdict and, on failure, why.
 """
@@ -12,7 +13,7 @@ is MISSING, never passing. The last line printed is the verdict and, on failure,
 import sys
 from pathlib import Path
 
-from attention_conformance import machine
+from attention_conformance import machine, modes
 from attention_conformance.cases import loader
 from attention_conformance.contract import ids
 from attention_conformance.publish import matrix, page
@@ -27,7 +28,7 @@ def row(name, report, convention_cases=(), missing=None):
     """(table cells, what is wrong for the verdict line or None); `missing` says why there is no finished report."""
     if report is None:
         status = f"MISSING: {missing or 'no report (environment not run, or framework did not import)'}"
-        return [name, "-", "-", "-", "-", "-", "-", "-", "-", status], status
+        return [name, "-", "-", "-", "-", "-", "-", "-", "-", "-", status], status
     results = report["tests"]
     count = {
         outcome: sum(r["outcome"] == outcome for r in results.values())
@@ -65,6 +66,7 @@ def row(name, report, convention_cases=(), missing=None):
     cells = [
         name,
         report["version"],
+        report.get("mode", {"name": "eager"})["name"],
         ", ".join(report["dtypes"]),
         devices,
         str(report["expected"]),
@@ -134,6 +136,7 @@ KILL_HEADER = ["adapter (tests/mutants)", "expectation", "result (failing tests)
 HEADER = [
     "framework",
     "version",
+    "mode",
     "dtypes",
     "devices",
     "tests",
@@ -176,13 +179,17 @@ def main(directories=(reports.DEFAULT_DIR,), names=None, out=reports.DEFAULT_DIR
             file=sys.stderr,
         )
         return 1
+
     # A folder's unfinished run is shown (and fails) whatever another folder holds for that adapter.
-    unfinished = [(adapter, why) for adapter, why in unfinished if not names or adapter in names]
+    def asked(column):
+        return not names or column in names or modes.split(column)[0] in names
+
+    unfinished = [(adapter, why) for adapter, why in unfinished if asked(adapter)]
     never = sorted(set(names or ()) - reported - {adapter for adapter, _ in unfinished})
     # The spec the reports were made from (reports.merge refuses two); with no report at all, the installed one,
     # so a run that reported nothing still shows every case, each cell MISSING.
     outline = next(iter(found.values()))["outline"] if found else reports.outline(loader.load())
-    found = {key: report for key, report in found.items() if not names or report["adapter"] in names}
+    found = {key: report for key, report in found.items() if asked(report["adapter"])}
     convention_cases = {case_id for case_id, _, convention in outline["cases"] if convention}
     rows, failures, conforming = [], [], []
     for key, report, missing in (

@@ -16,7 +16,7 @@ import json
 import re
 from pathlib import Path
 
-from attention_conformance import machine
+from attention_conformance import machine, modes
 from attention_conformance.cases import loader
 from attention_conformance.contract import ops, registry
 from attention_conformance.contract.meanings import MEANINGS
@@ -69,7 +69,13 @@ def summary_data(directory):
         case_id for r in found.values() for case_id, _, convention in r["outline"]["cases"] if convention
     }
     rows, problems = [], [f"{name}: unfinished ({why})" for name, why in unfinished]
-    for name in registry.NAMES:
+    # Each built-in adapter, then its other modes' columns where the folder holds them (`tox -p auto` runs them).
+    columns = [
+        c
+        for name in registry.NAMES
+        for c in [name, *sorted(k for k in found if k != name and modes.split(k)[0] == name)]
+    ]
+    for name in columns:
         cells, problem = summary.row(name, found.get(name), convention_cases)
         rows.append(cells)
         problems += [f"{name}: {problem}"] * bool(problem)
@@ -85,7 +91,7 @@ def summary_data(directory):
         )
     return {
         "spec_sha256": spec_sha256(),
-        "adapters": list(registry.NAMES),
+        "adapters": columns,
         "rows": rows,
         "measured_on": sorted({machine.one_line(r["machine"]) for r in found.values()}),
         "finished": max(r["finished"] for r in found.values()),

@@ -2,6 +2,7 @@
 run`, the benchmark, the portability reruns), isolated from the caller's pytest configuration."""
 
 import os
+from pathlib import Path
 
 from attention_conformance.contract import ids
 from attention_conformance.paths import CONFORMANCE_TESTS
@@ -49,3 +50,21 @@ def run(adapters, pytest_args, plugins=()):
 
 
 _TAKES_A_VALUE = {"--deselect", "-k", "-m", "--junitxml", "--junit-xml", "-o", "--override-ini"}
+
+
+def runs_conformance(config):
+    """Whether a pytest session (this launch or any other) was given the spec-driven module among its paths."""
+    targets = {CONFORMANCE_TESTS, *CONFORMANCE_TESTS.parents}
+    return any(Path(arg.split("::")[0]).resolve() in targets for arg in config.args)
+
+
+def is_narrowed(config):
+    """Whether pytest's own arguments run only part of what the spec defines: its report is then incomplete."""
+    return bool(
+        config.option.keyword
+        or config.option.markexpr
+        or config.option.deselect
+        or any("::" in a for a in config.args)
+        or getattr(config.option, "lf", False)
+        or config.option.maxfail
+    )

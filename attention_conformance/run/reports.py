@@ -1,6 +1,6 @@
 """The reports folder: one writer and the readers of what each run leaves behind.
 
-    <adapter>.json          one adapter's run: {"schema", "adapter", "version", "dtypes", "devices",
+    <adapter>.json          one adapter's run: {"schema", "adapter", "version", "mode", "dtypes", "devices",
                             "host", "machine", "spec_sha256", "outline", "numerics", "complete",
                             "expected", "tests": {test id: RESULT}, "finished"}
                             RESULT = {"outcome": passed | failed | error | diverged | not applicable
@@ -15,6 +15,10 @@
                             adapter's not-applicable reason, the known divergence's reason)
                             machine = {"host", "cpu", "isa", "half", "threads", "switches"}: where
                             the margins were measured (attention_conformance/machine.py)
+                            mode = {"name", "runs"}: the mode the column ran (modes.py) and
+                            what that means for the framework; absent from reports written
+                            before modes: eager. <adapter> is the column, "<adapter>-<mode>"
+                            unless the mode is the adapter's first
                             outline = {"families": [names], "cases": [[id, family, states a
                             convention?]]}: the spec the run was made from, as the summary and the
                             matrix show it (whichever spec is installed where they run)
@@ -131,13 +135,16 @@ def outline(spec):
     }
 
 
-def write_run(directory, adapter, *, version, dtypes, devices, spec, spec_sha256, numerics, complete, expected, tests):
+def write_run(
+    directory, adapter, *, version, mode, dtypes, devices, spec, spec_sha256, numerics, complete, expected, tests
+):
     _write(
         directory,
         file_name(adapter),
         {
             "adapter": adapter,
             "version": version,
+            "mode": mode,
             "dtypes": dtypes,
             "devices": devices,
             "host": platform.node(),

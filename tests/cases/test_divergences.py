@@ -133,3 +133,35 @@ def test_sums_in_dtype_holds_a_half_precision_accumulator_to_its_own_bound(tmp_p
     assert fuzzer(1.0, _declared(tmp_path, entry)).evaluate("softmax", long_row) is None
     wrong = fuzzer(1.5, _declared(tmp_path, entry)).evaluate("softmax", short_row)  # 50% off, 4 terms
     assert wrong and "beyond even the model summing in bfloat16" in wrong.messages["weights"], wrong
+
+
+def test_an_entry_holds_in_every_mode_under_each_columns_name_unless_modes_keeps_it_to_some(tmp_path):
+    folder = tmp_path / "divergences"
+    folder.mkdir()
+    (folder / "torch.yaml").write_text(
+        '"test_weights[torch-*-padding_fully_masked]":\n  reason: NaN on a hidden row\n'
+        '"test_context[torch-float16-sat]":\n  reason: only XLA trips here\n  modes: [compiled]\n'
+    )
+
+    def column(mode):
+        return divergences.declared(
+            "torch" if mode == "eager" else "torch-compiled", types.SimpleNamespace(ADAPTER="torch", MODE=mode), folder
+        )
+
+    eager, compiled = column("eager"), column("compiled")
+    assert list(eager) == ["test_weights[torch-*-padding_fully_masked]"]
+    assert sorted(compiled) == [
+        "test_context[torch-compiled-float16-sat]",
+        "test_weights[torch-compiled-*-padding_fully_masked]",
+    ]
+    both = eager | compiled
+    # torch's "*" never reaches torch-compiled's tests: each column is judged by its own entries alone.
+    assert divergences.reason_for("test_context[torch-compiled-float16-sat]", eager) is None
+    assert divergences.reason_for("test_context[torch-compiled-float16-sat]", both) == "only XLA trips here"
+    assert divergences.reason_for("test_context[torch-float16-sat]", both) is None
+
+
+@pytest.mark.parametrize("modes", ["compiled", "[]", "[fast]"])
+def test_modes_is_a_list_of_known_modes(tmp_path, modes):
+    with pytest.raises(loader.SpecError, match="field 'modes': a list of the modes it holds in"):
+        _declared(tmp_path, f'"test_context[torch-float16-sat]":\n  reason: why\n  modes: {modes}\n')

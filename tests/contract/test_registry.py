@@ -127,5 +127,51 @@ def test_pin_sets_the_switches_again_each_time_it_is_called(monkeypatch):
 
     module = _adapter(pin_numerics=pin_numerics)
     monkeypatch.setitem(sys.modules, "fake_adapter", module)
-    assert registry.load("fake_adapter") is module and calls == [1]
+    assert registry.load("fake_adapter").pin_numerics is pin_numerics and calls == [1]  # the module, as its mode
     assert registry.pin(module) == {"intra_op_threads": 1} and calls == [1, 1]
+
+
+def test_modes_and_a_modes_own_not_applicable_keys_are_checked_in_one_line_each():
+    def wrong(**overrides):
+        return registry.contract_problems(_adapter(**overrides))
+
+    assert wrong(MODES={"eager": "op by op", "compiled": "a compiler"}) == [
+        "in_mode(mode, op) must return `op` as `mode` runs it, for an adapter with more than one mode"
+    ]
+    assert "MODES must map each mode" in wrong(MODES={"fast": "a guess"})[0]
+    two = {"MODES": {"eager": "op by op", "compiled": "a compiler"}, "in_mode": lambda mode, op: op}
+    assert wrong(**two, NOT_APPLICABLE={"compiled": {"softmax": "the compiler refuses it"}}) == []
+    assert wrong(**two, NOT_APPLICABLE={"compiled": {"Soft Max": "typo"}})[0].startswith(
+        "NOT_APPLICABLE key 'Soft Max' (mode compiled): must be"
+    )
+    assert wrong(NOT_APPLICABLE={"compiled": {"softmax": "why"}}) == [
+        "NOT_APPLICABLE names mode 'compiled', which MODES does not declare"
+    ]
+
+
+def test_a_column_is_the_adapter_through_in_mode_with_that_modes_keys_and_the_module_untouched(monkeypatch):
+    calls = []
+
+    def in_mode(mode, op):
+        def run(*args, **kwargs):
+            calls.append(mode)
+            return op(*args, **kwargs)
+
+        return run
+
+    module = _adapter(
+        MODES={"eager": "op by op", "compiled": "a compiler"},
+        in_mode=in_mode,
+        NOT_APPLICABLE={"float64": "float32 only", "compiled": {"softmax": "the compiler refuses it"}},
+    )
+    module.softmax = lambda scores: scores
+    monkeypatch.setitem(sys.modules, "fake_adapter", module)
+    eager, compiled = registry.load("fake_adapter"), registry.load("fake_adapter-compiled")
+    assert (eager.MODE, compiled.MODE, compiled.ADAPTER) == ("eager", "compiled", "fake_adapter")
+    assert eager.NOT_APPLICABLE == {"float64": "float32 only"}
+    assert compiled.NOT_APPLICABLE == {"float64": "float32 only", "softmax": "the compiler refuses it"}
+    assert eager.softmax(1) == 1 and calls == []
+    assert compiled.softmax(2) == 2 and calls == ["compiled"]
+    assert module.NOT_APPLICABLE["compiled"] and module.softmax(3) == 3 and calls == ["compiled"]
+    with pytest.raises(registry.AdapterError, match="does not run mode 'eager'|does not run mode"):
+        registry.load("reference-compiled")

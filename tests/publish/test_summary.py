@@ -27,6 +27,7 @@ def _run(directory, adapter, **outcomes):
         directory,
         adapter,
         version=f"{adapter} 1.0",
+        mode={"name": adapter.rpartition("-")[2] if "-" in adapter else "eager", "runs": "as the test says"},
         dtypes=["float32"],
         devices={"cpu": "ran"},
         spec=SPEC,
@@ -36,6 +37,10 @@ def _run(directory, adapter, **outcomes):
         expected=len(tests),
         tests=tests,
     )
+
+
+def _cells(line):
+    return [cell.strip() for cell in line.strip("| ").split("|")]
 
 
 def _summary(tmp_path, capsys, names=None):
@@ -54,7 +59,7 @@ def test_every_adapter_conforming_exits_0_and_writes_the_matrix_and_the_page(tmp
     torch = next([c.strip() for c in line.strip("|").split("|")] for line in out.splitlines() if "| torch " in line)
     assert (
         " | ".join(torch)
-        == "torch | torch 1.0 | float32 | cpu ran | 2 | 1 | 0 | 0.100 | - | conforms (1 known divergences)"
+        == "torch | torch 1.0 | eager | float32 | cpu ran | 2 | 1 | 0 | 0.100 | - | conforms (1 known divergences)"
     )
     assert {"matrix.md", "matrix.json", "index.html"} <= {p.name for p in (tmp_path / "out").iterdir()}
 
@@ -77,6 +82,21 @@ def test_an_adapter_asked_for_without_a_report_or_whose_run_died_is_missing_and_
     code, out, verdict = _summary(tmp_path, capsys, names=["reference"])
     assert code == 1 and verdict.startswith("FAILED: reference: MISSING: started ")
     assert "never finished" in verdict
+
+
+def test_an_adapters_other_modes_are_its_columns_shown_beside_it_and_a_dead_one_fails(tmp_path, capsys):
+    _run(tmp_path / "reports", "torch", sat="passed")
+    _run(tmp_path / "reports", "torch-compiled", sat="failed")
+    _run(tmp_path / "reports", "jax", sat="passed")
+    code, out, verdict = _summary(tmp_path, capsys, names=["torch"])  # asked for torch: every column of torch
+    rows = {cells[0]: cells[2] for line in out.splitlines() if "cpu ran" in line for cells in [_cells(line)]}
+    assert rows == {"torch": "eager", "torch-compiled": "compiled"}  # the mode column; jax was not asked for
+    assert code == 1 and verdict.startswith(
+        "FAILED: torch-compiled: 1 failed; test_context[torch-compiled-float32-sat]"
+    )
+    reports.hold(tmp_path / "reports", ["torch-compiled"])
+    code, out, verdict = _summary(tmp_path, capsys, names=["torch"])
+    assert code == 1 and verdict.startswith("FAILED: torch-compiled: MISSING: started ")
 
 
 def test_the_kill_rate_counts_wrong_adapters_caught_and_names_those_that_were_not(tmp_path):

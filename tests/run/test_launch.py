@@ -4,6 +4,7 @@ from the caller's pytest configuration. And one tiny run of the reference, narro
 
 import json
 import os
+import types
 
 import pytest
 
@@ -62,3 +63,18 @@ def test_a_run_of_one_reference_test_passes_and_reports_where_it_was_asked(tmp_p
     assert report["complete"] is False  # narrowed by -k: no summary may count it as a whole run
     assert {tid: r["outcome"] for tid, r in report["tests"].items()} == {TEST_ID: "passed"}
     assert {p.name for p in tmp_path.iterdir()} <= {"cache", "reports"}  # nothing else left where it ran
+
+
+@pytest.mark.parametrize(
+    "option, narrowed",
+    [({}, False), ({"keyword": "sat"}, True), ({"markexpr": "slow"}, True), ({"deselect": ["x"]}, True)],
+)
+def test_a_run_narrowed_by_pytests_own_arguments_is_told_apart_from_a_whole_one(option, narrowed):
+    settings = {"keyword": "", "markexpr": "", "deselect": [], "maxfail": 0} | option
+    config = types.SimpleNamespace(option=types.SimpleNamespace(**settings), args=[str(CONFORMANCE_TESTS)])
+    assert launch.is_narrowed(config) is narrowed
+    assert launch.runs_conformance(config)
+    config.args = [f"{CONFORMANCE_TESTS}::{TEST_ID}"]
+    assert launch.is_narrowed(config) and launch.runs_conformance(config)
+    config.args = ["tests/test_modes.py"]
+    assert not launch.runs_conformance(config)

@@ -14,6 +14,7 @@ RESULT = {"outcome": "passed", "margin": 0.1, "ulp": 1.0, "worst": None, "messag
 def _write(directory, adapter="reference", **changes):
     run = {
         "version": "numpy 2",
+        "mode": {"name": "eager", "runs": "op by op"},
         "dtypes": ["float64"],
         "devices": {"cpu": "ran", "gpu": "unavailable"},
         "spec": SPEC,

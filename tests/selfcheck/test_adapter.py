@@ -66,8 +66,10 @@ def test_the_adapter_passes_its_self_check(requested_adapter):
     assert preflight.problems(registry.load(requested_adapter)) == []
 
 
-def test_registry_is_what_tox_runs():
+def test_registry_is_what_tox_runs(requested_adapter):
     import configparser
+
+    from attention_conformance import modes
 
     tox = configparser.ConfigParser()
     tox.read(ROOT / "tox.ini")
@@ -83,9 +85,17 @@ def test_registry_is_what_tox_runs():
         "testenv:{" + ",".join(registry.NAMES) + "}-selfcheck"
     ]  # KeyError: the section's adapters are not the registry
     selfchecks = sorted(f"{name}-selfcheck" for name in registry.NAMES)
-    assert names(tox["tox"]["env_list"]) == sorted(registry.NAMES + tuple(selfchecks)), "tox env_list"
+    other_modes = [s.removeprefix("testenv:{").removesuffix("}") for s in tox.sections() if "-compiled," in s][0]
+    columns = tuple(other_modes.split(","))
+    assert all(modes.split(c)[0] in registry.NAMES and modes.split(c)[1] for c in columns), other_modes
+    module = registry.load(requested_adapter)  # this environment's framework: each of its other modes has a column
+    wanted = {modes.column(requested_adapter, m, module.MODE) for m in modes.declared(module)} - {requested_adapter}
+    assert wanted <= set(columns), f"tox runs no column for {sorted(wanted - set(columns))}"
+    assert names(tox["tox"]["env_list"]) == sorted(registry.NAMES + tuple(selfchecks) + columns), "tox env_list"
     assert names(main_job) == sorted(registry.NAMES), "tox label conformance (the main job): no self-checks"
-    assert names(tox["testenv:summary"]["depends"]) == sorted(registry.NAMES + tuple(selfchecks)), "summary's depends"
+    assert names(tox["testenv:summary"]["depends"]) == sorted(registry.NAMES + tuple(selfchecks) + columns), (
+        "summary's depends"
+    )
     assert names(tox["testenv:benchmark"]["depends"]) == sorted(registry.NAMES), "benchmark's depends"
     assert names(tox["testenv:portability"]["depends"]) == sorted(registry.NAMES), "portability's depends"
     assert "portability" in tox["tox"]["env_list"], "portability is part of the tests (tox -p auto)"
@@ -113,22 +123,34 @@ def test_registry_is_what_tox_runs():
 
 def test_wrong_adapter_is_caught(mutant, goldens, record_mutant, known_divergences):
     name = mutant
-    module = registry.load(f"tests.mutants.{name}")
+    first = registry.load(f"tests.mutants.{name}")
+    # A wrong adapter whose bug only a mode shows (RUN_MODE: a compiler's path) runs in that mode's column.
+    mode = getattr(first, "RUN_MODE", None)
+    column = f"{name}-{mode}" if mode else name
+    module = registry.load(f"tests.mutants.{column}")
     base = name.split("__")[0]
-    # A mutant inherits its base adapter's known divergences: failing there catches nothing.
+    # A mutant inherits its base adapter's known divergences, in its mode: failing there catches nothing.
+    known = divergences.declared(f"{base}-{mode}", registry.load(f"{base}-{mode}")) if mode else known_divergences
     # The bugs here are dtype-blind, so a mutant runs in its adapter's first dtype unless it names others.
     dtypes = getattr(module, "RUN_IN", module.DTYPES[:1])
-    # Only the cases of ops the mutant replaces: every other case would run the real adapter's own
-    # function object (`from <adapter> import *`), already run by the conformance job.
+    # Only the cases of ops the mutant replaces (and, for a mode's bug, those it must fail): every other case
+    # would run the real adapter's own function object (`from <adapter> import *`), already run by the
+    # conformance job.
     real = registry.load(base)
-    replaced = {op for op in ops.OPS if getattr(module, op, None) is not getattr(real, op, None)}
+    replaced = {op for op in ops.OPS if getattr(first, op, None) is not getattr(real, op, None)}
     spec = loader.load()
+    replaced |= {spec.cases[case_id].op for case_id in module.MUST_FAIL} if mode else set()
     spec = dataclasses.replace(spec, cases={k: c for k, c in spec.cases.items() if c.op in replaced})
-    results = {
-        t: r
-        for t, r in verify_all(spec, name, module, goldens, dtypes).items()
-        if not divergences.reason_for(t.replace(f"[{name}-", f"[{base}-"), known_divergences)
-    }
+
+    def run(column, module, known):
+        prefix = column.replace(name, base, 1)
+        return {
+            t: r
+            for t, r in verify_all(spec, column, module, goldens, dtypes).items()
+            if not divergences.reason_for(t.replace(f"[{column}-", f"[{prefix}-"), known)
+        }
+
+    results = run(column, module, known)
     record_mutant(name, module.EXPECTED, results)
     caught = {t: msg for t, (outcome, msg) in results.items() if outcome in ("failed", "error")}
     if module.EXPECTED == "passes":
@@ -138,6 +160,10 @@ def test_wrong_adapter_is_caught(mutant, goldens, record_mutant, known_divergenc
     for case_id in module.MUST_FAIL:
         outcomes = {t: results[t][0] for t in results if t.endswith(f"-{case_id}]")}
         assert "failed" in outcomes.values(), f"{name}: case {case_id} should give wrong numbers, got {outcomes}"
+    if mode:  # the same code in the adapter's first mode conforms: the bug is the mode's alone
+        eager = run(name, first, known_divergences)
+        wrong = {t: msg for t, (outcome, msg) in eager.items() if outcome in ("failed", "error")}
+        assert wrong == {}, f"{name} fails in its first mode too, not only {mode}: {next(iter(wrong.items()))}"
 
 
 def test_two_runs_give_bit_identical_results(deterministic_adapter):

@@ -23,6 +23,7 @@ Exit codes: 0 no finding, 1 a finding, 2 wrong usage (one line on stderr).
 import sys
 from pathlib import Path
 
+from attention_conformance import modes
 from attention_conformance.cases import loader, plan
 from attention_conformance.contract import ids, ops, registry
 from attention_conformance.run import tolerance_model
@@ -35,9 +36,12 @@ DEFAULT_OUT = "fuzz-findings"
 
 
 def _base_name(name):
-    """A wrong adapter tests.mutants.<adapter>__<bug> inherits its adapter's known divergences."""
-    base = name.rsplit(".", 1)[-1].split("__")[0]
-    return base if "__" in name and base in registry.NAMES else name
+    """A wrong adapter tests.mutants.<adapter>__<bug> inherits its adapter's known divergences, in its mode."""
+    adapter, mode = modes.split(name)
+    base = adapter.rsplit(".", 1)[-1].split("__")[0]
+    if "__" not in adapter or base not in registry.NAMES:
+        return name
+    return f"{base}-{mode}" if mode else base
 
 
 def main(adapter_name, examples=100, seed=0, dtype=None, out=DEFAULT_OUT, chosen=None):
