@@ -12,7 +12,7 @@ from mlx.utils import tree_flatten
 
 from attention_conformance import ports
 
-from .shared import _causal_mask, _heads, _masked_weights, _mx, _np
+from .shared import _causal_mask, _core, _heads, _masked_weights, _mx, _np
 
 _PROJ = ("query_proj", "key_proj", "value_proj")
 
@@ -34,9 +34,8 @@ def _torch_state(mlx_state):
     }
 
 
-def _mha(weights, num_heads, checkpoint):
+def _mha(state, num_heads):
     """mlx.nn.MultiHeadAttention with bias=True (its default is False: a checkpoint with biases needs it)."""
-    state = _mlx_state(ports.as_saved_by(checkpoint, weights, "torch", num_heads))
     layer = nn.MultiHeadAttention(state["out_proj.weight"].shape[0], num_heads, bias=True)
     layer.load_weights([(name, _mx(value)) for name, value in state.items()])  # strict: every name and shape
     return layer
@@ -75,29 +74,41 @@ def _gpt2_attention(x, state, num_heads, causal):
 def attention_module(
     x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, causal, layer, checkpoint
 ):
-    weights = ports.reference_weights(w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)
+    if layer not in ("gpt2", "mha"):
+        raise NotImplementedError(f"layer={layer} is not applicable here: see NOT_APPLICABLE")
+    weights = (w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)
+    state = ports.layer_state(checkpoint, layer, "torch", num_heads, *weights)  # the checkpoint, ported: NumPy
+    context, attn_weights, held = _layer_forward(x, state if layer == "gpt2" else _mlx_state(state), num_heads, causal)
+    layout = "gpt2" if layer == "gpt2" else "torch"
+    saved = ports.from_layout(layout, held if layer == "gpt2" else _torch_state(held), num_heads)
+    return {"context": context, "weights": attn_weights, "round_trip": ports.flat(saved)}
+
+
+@_core
+def _layer_forward(x, state, num_heads, causal):
+    """The layer loaded with `state` (its own layout: GPT-2's c_attn... or mlx.nn's): context, weights and the
+    parameters it holds, in that layout."""
     x = _mx(x)
-    if layer == "gpt2":
-        context, attn_weights, held = _gpt2_attention(
-            x, ports.as_saved_by(checkpoint, weights, "gpt2", num_heads), num_heads, causal
-        )
-        saved = ports.from_layout("gpt2", {k: _np(v) for k, v in held.items()}, num_heads)
-    elif layer == "mha":
-        mha = _mha(weights, num_heads, checkpoint)
+    if "c_attn.weight" in state:
+        context, attn_weights, held = _gpt2_attention(x, state, num_heads, causal)
+    else:
+        mha = _mha(state, num_heads)
         T = x.shape[-2]
         context = mha(x, x, x, mask="causal" if causal else None)  # the string mask: bottom-right causal
         attn_weights = _weights_of(mha, x, _causal_mask(T, T) if causal else None)
-        saved = ports.from_layout(
-            "torch", _torch_state({k: _np(v) for k, v in tree_flatten(mha.parameters())}), num_heads
-        )
-    else:
-        raise NotImplementedError(f"layer={layer} is not applicable here: see NOT_APPLICABLE")
-    return {"context": _np(context), "weights": _np(attn_weights), "round_trip": ports.flat(saved)}
+        held = dict(tree_flatten(mha.parameters()))
+    return _np(context), _np(attn_weights), {k: _np(v) for k, v in held.items()}
 
 
 def layer_mask(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, mask):
-    weights = ports.reference_weights(w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)
-    mha, x = _mha(weights, num_heads, "reference"), _mx(x)
+    weights = (w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)
+    state = _mlx_state(ports.layer_state("reference", "mha", "torch", num_heads, *weights))  # NumPy
+    return _layer_mask(x, state, num_heads, mask)
+
+
+@_core
+def _layer_mask(x, state, num_heads, mask):
+    mha, x = _mha(state, num_heads), _mx(x)
     return _np(mha(x, x, x, mask=~_mx(mask)[:, None]))  # a boolean mask, True = attend, [B, 1, T, S] for every head
 
 

@@ -10,6 +10,7 @@ from .documents import *
 from .heads import *
 from .layers import *
 from .logits import *
+from .modes import MODES, in_mode
 from .rotary import *
 
 DTYPES = ("float32", "float64", "float16", "bfloat16")

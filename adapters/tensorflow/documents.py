@@ -44,10 +44,11 @@ class SelfAttentionV2(keras.layers.Layer):
 
 def _v2(w_query, w_key, w_value):
     d_out, d_in = w_query.shape
-    layer = SelfAttentionV2(d_out, dtype=str(w_query.dtype))
+    layer = SelfAttentionV2(d_out, dtype=w_query.dtype.name)
     layer.build((None, d_in))
     for dense, w in ((layer.W_query, w_query), (layer.W_key, w_key), (layer.W_value, w_value)):
-        dense.set_weights([w.T])  # Dense's kernel is [d_in, d_out]; the golden weights are nn.Linear's [d_out, d_in]
+        # Dense's kernel is [d_in, d_out]; the golden weights are nn.Linear's [d_out, d_in] (tf.transpose: traced too)
+        dense.set_weights([tf.transpose(w)])
     return layer
 
 

@@ -10,10 +10,14 @@ import tensorflow as tf
 
 
 def _t(a):
+    if tf.is_symbolic_tensor(a):  # traced (the compiled mode): the input already is the traced tensor
+        return a
     return tf.constant(np.asarray(a))
 
 
 def _np(t):
+    if not tf.executing_eagerly():  # traced: the tensor itself goes on; modes.py makes it NumPy at the boundary
+        return tf.convert_to_tensor(t)
     return t.numpy()
 
 

@@ -89,6 +89,7 @@ HEADERS = {
         "allowed MiB (2 x set + baseline)",
         "used/allowed (<= 1)",
     ),
+    "modes": ("column", "tests run (of all)", "whole spec s", "floor s", "whole/floor", "first run s", "compile s"),
     "findings": ("framework", "op", "dtype", "seconds", "calls", "share of floor", "what a user should know"),
     "scaling": ("framework", "path") + tuple(f"T={t}" for t in SCALING_T),
 }
@@ -194,6 +195,22 @@ def tables(doc):
         ],
     )
     lines += ["", "Targets: " + "; ".join(_held(doc, key) for key in TARGETS) + "."]
+    if doc.get("modes"):
+        lines += [
+            "",
+            "Other modes (attention_conformance/modes.py; `tox -p auto` runs them, the main job does not): the warm "
+            "whole-spec run against its floor, and the compile time, the framework's own work in a first run with "
+            "its compile caches empty less the same work warm:",
+            "",
+        ]
+        lines += _table(
+            "modes",
+            [
+                (r["adapter"], f"{r['tests_run']} ({r['tests']})", _f(r["whole_s"]), _f(r["floor_s"]))
+                + (f"{r['whole_over_floor']:.2f}x", _f(r["first_s"]), _f(r["compile_s"]))
+                for r in doc["modes"]
+            ],
+        )
     lines += [
         "",
         "Where the frameworks' own time goes (seconds inside the adapter in the whole-spec run, "

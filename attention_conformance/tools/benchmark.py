@@ -37,7 +37,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from attention_conformance import machine
+from attention_conformance import machine, modes
 from attention_conformance.cases import loader
 from attention_conformance.contract import registry
 from attention_conformance.paths import SPEC_DIR
@@ -111,6 +111,16 @@ def _tox(ini, workdir, *extra):
     return time.perf_counter() - t, done.returncode
 
 
+def _other_modes(python, name):
+    """The columns of the adapter's modes but its first, as its environment's Python reads its MODES."""
+    code = (
+        "from attention_conformance import modes; from attention_conformance.contract import registry; "
+        f"m = registry.load({name!r}); print(' '.join(modes.column({name!r}, x, m.MODE) for x in modes.declared(m)))"
+    )
+    done = subprocess.run([str(python), "-c", code], capture_output=True, text=True)
+    return done.stdout.split()[1:] if done.returncode == 0 else []
+
+
 def job_floor(cpu_floors, wall_floors, cores, fixed_s):
     """No schedule of the environments beats their work spread over the cores, nor the longest one. The
     work is CPU seconds: a framework computing on two threads for 10 s holds both cores, and a second
@@ -168,27 +178,34 @@ def main(adapter=None, envs=None, scratch=None, tox_ini=None):
             raise SystemExit(
                 f"error: {exc}"
             ) from None  # the speed.tables to read on stderr; the JSON, for `tox -e benchmark`, as stdout's last line
+        if modes.split(adapter)[1]:  # another mode's column: its cost against its floor and its compile time
+            row = measure.measure_mode(adapter)
+            print(json.dumps(row))
+            return 0 if row["exit"] == 0 else 1
         row = measure.measure(adapter, scratch)
         print(speed.tables(_document([row], None)), file=sys.stderr)
         print(json.dumps(row))
         return 0 if row["exit"] == 0 else 1
     envs = Path(envs or ".tox")
-    rows, missing = [], []
+    rows, mode_rows, missing = [], [], []
     for name in registry.NAMES:
         python = envs / name / "bin" / "python"
         if not python.exists():
             missing.append(name)
             continue
-        done = subprocess.run(
-            [str(python), "-m", "attention_conformance", "benchmark", "--adapter", name], capture_output=True, text=True
-        )
-        try:  # measured even where some test failed (exit 1): only a run with no figures is missing
-            rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
-        except (IndexError, ValueError):
-            print(done.stdout[-2000:], done.stderr[-2000:], file=sys.stderr)
-            missing.append(name)
-            continue
-        print(f"{name}: measured", file=sys.stderr)
+        for column in [name, *_other_modes(python, name)]:
+            done = subprocess.run(
+                [str(python), "-m", "attention_conformance", "benchmark", "--adapter", column],
+                capture_output=True,
+                text=True,
+            )
+            try:  # measured even where some test failed (exit 1): only a run with no figures is missing
+                (rows if column == name else mode_rows).append(json.loads(done.stdout.strip().splitlines()[-1]))
+            except (IndexError, ValueError):
+                print(done.stdout[-2000:], done.stderr[-2000:], file=sys.stderr)
+                missing.append(column)
+                continue
+            print(f"{column}: measured", file=sys.stderr)
     if not rows:
         print(
             f"error: no framework measured (no environment under {envs}, or each failed): run `tox -m conformance` "
@@ -197,7 +214,7 @@ def main(adapter=None, envs=None, scratch=None, tox_ini=None):
         )
         return 1
     job = main_job(rows, tox_ini, envs) if tox_ini and not missing else None
-    doc = _document(rows, job) | {"refusals": refusals()}
+    doc = _document(rows, job) | {"modes": mode_rows, "refusals": refusals()}
     reports.DEFAULT_DIR.mkdir(exist_ok=True)
     out.write_text(json.dumps(doc, indent=1) + "\n")
     text = speed.tables(doc)

@@ -269,4 +269,34 @@ def measure(name, scratch=None):
     return row
 
 
+# Where each framework keeps what it compiled between processes: emptied for a mode's first run.
+_COMPILE_CACHES = ("TORCHINDUCTOR_CACHE_DIR", "JAX_COMPILATION_CACHE_DIR", "TMPDIR")  # MLX's: $TMPDIR/mlx
+
+
+def measure_mode(column):
+    """A mode's row (another mode of an adapter, attention_conformance/modes.py): its warm whole-spec run against
+    its floor, as `measure`'s, and its compile time: how much longer the framework's own work took in a first run
+    with its compile caches empty than warm (the oracle's cache stays warm: it is the same for every mode)."""
+    with tempfile.TemporaryDirectory() as empty, tempfile.TemporaryDirectory() as scratch:
+        fresh = {name: str(Path(empty) / name) for name in _COMPILE_CACHES}
+        for folder in fresh.values():
+            Path(folder).mkdir()
+        first_wall, first = _child("child_whole", column, str(Path(scratch) / "first"), env=os.environ | fresh)
+        alone_wall, alone = _child("child_import", column)
+        whole_wall, whole = _child("child_whole", column, str(Path(scratch) / "warm"))
+    floor = whole["import_s"] + whole["inside_s"] + max(alone_wall - alone["s"], 0.0)
+    return {
+        "adapter": column,
+        "tests": whole["tests"],
+        "tests_run": whole["tests_run"],
+        "exit": whole["exit"],
+        "whole_s": whole_wall,
+        "inside_s": whole["inside_s"],
+        "floor_s": floor,
+        "whole_over_floor": whole_wall / floor,
+        "first_s": first_wall,
+        "compile_s": max(first["inside_s"] - whole["inside_s"], 0.0),
+    }
+
+
 # --- the main job, from tox ---------------------------------------------------------------------------

@@ -104,3 +104,20 @@ def test_findings_keep_the_largest_ops_with_their_share_of_the_floor_and_the_kno
     assert found[0]["note"] == f"30 ms a call: {speed.REASONS['jax', 'float16']}"
     assert found[1]["note"] == f"100 ms a call: {speed.REASONS['jax', None]}"
     assert [f["op"] for f in speed.findings([_row("jax", inside=inside)], MACHINE, top=1)] == ["fused_attention"]
+
+
+def test_another_modes_row_shows_its_run_against_its_floor_and_its_compile_time_and_none_without_modes():
+    mode = {"adapter": "torch-compiled", "tests": 10, "tests_run": 8, "whole_s": 30.0, "floor_s": 24.0}
+    mode |= {"whole_over_floor": 1.25, "first_s": 200.0, "compile_s": 150.5}
+    doc = {"machine": MACHINE, "date": "2026-01-02", "frameworks": [_row("torch")]}
+    assert "Other modes" not in speed.tables(doc)
+    (row,) = _tables(speed.tables(doc | {"modes": [mode]}))["column tests run (of all)"]
+    assert row == {
+        "column": "torch-compiled",
+        "tests run (of all)": "8 (10)",
+        "whole spec s": "30.00",
+        "floor s": "24.00",
+        "whole/floor": "1.25x",
+        "first run s": "200.00",
+        "compile s": "150.50",
+    }

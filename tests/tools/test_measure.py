@@ -51,3 +51,24 @@ def test_scores_over_q_and_k_hold_the_scores_twice_and_an_output_of_qs_size(spec
 def test_any_other_case_holds_its_inputs_and_an_output_of_their_size(spec, goldens):
     # x [0.43, 1.4343] and w [[0.4433], [1.1419]]: 4 numbers in, 4 out.
     assert measure.working_set(spec.cases["cat_sat_hand_check"], goldens) == 8 * 2 * 4
+
+
+def test_a_modes_compile_time_is_its_first_runs_extra_work_with_the_compile_caches_emptied(monkeypatch):
+    runs = []
+
+    def child(function, name, *args, env=None):
+        runs.append((function, name, env and {k: env[k] for k in measure._COMPILE_CACHES}))
+        if function == "child_import":
+            return 3.0, {"s": 2.0}
+        first = env is not None
+        return (40.0 if first else 12.0), {"tests": 9, "tests_run": 7, "exit": 0, "import_s": 2.0} | {
+            "inside_s": 35.0 if first else 8.0
+        }
+
+    monkeypatch.setattr(measure, "_child", child)
+    row = measure.measure_mode("torch-compiled")
+    assert [r[:2] for r in runs] == [("child_whole", "torch-compiled"), ("child_import", "torch-compiled")] + [
+        ("child_whole", "torch-compiled")
+    ]
+    assert all(folder.endswith(name) for name, folder in runs[0][2].items())  # every cache a fresh folder
+    assert row["compile_s"] == 27.0 and row["floor_s"] == 2.0 + 8.0 + 1.0 and row["whole_over_floor"] == 12.0 / 11.0
