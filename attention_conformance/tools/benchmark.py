@@ -43,7 +43,7 @@ from attention_conformance.contract import registry
 from attention_conformance.paths import SPEC_DIR
 from attention_conformance.publish import speed
 from attention_conformance.run import reports
-from attention_conformance.tools import measure
+from attention_conformance.tools import columns, measure
 
 
 def alias_bomb(levels=9, width=9):
@@ -109,16 +109,6 @@ def _tox(ini, workdir, *extra):
     t = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=Path(ini).parent)
     return time.perf_counter() - t, done.returncode
-
-
-def _other_modes(python, name):
-    """The columns of the adapter's modes but its first, as its environment's Python reads its MODES."""
-    code = (
-        "from attention_conformance import modes; from attention_conformance.contract import registry; "
-        f"m = registry.load({name!r}); print(' '.join(modes.column({name!r}, x, m.MODE) for x in modes.declared(m)))"
-    )
-    done = subprocess.run([str(python), "-c", code], capture_output=True, text=True)
-    return done.stdout.split()[1:] if done.returncode == 0 else []
 
 
 def job_floor(cpu_floors, wall_floors, cores, fixed_s):
@@ -193,7 +183,7 @@ def main(adapter=None, envs=None, scratch=None, tox_ini=None):
         if not python.exists():
             missing.append(name)
             continue
-        for column in [name, *_other_modes(python, name)]:
+        for column in [name, *columns.other_modes(python, name)]:
             done = subprocess.run(
                 [str(python), "-m", "attention_conformance", "benchmark", "--adapter", column],
                 capture_output=True,

@@ -22,9 +22,10 @@ from pathlib import Path
 
 import numpy as np
 
-from attention_conformance import cache, machine
+from attention_conformance import cache, machine, modes
 from attention_conformance.contract import registry
 from attention_conformance.run import oracle_cache, reports
+from attention_conformance.tools import columns
 
 # Each applies to every framework: a switch for a framework not loaded is ignored. XLA's floor is
 # AVX: below it XLA cannot compile float16 at all (LLVM: "Symbols not found: __truncsfhf2", jax
@@ -73,7 +74,7 @@ def environment(name, setting):
     env = os.environ | setting
     if "XLA_FLAGS" in setting and os.environ.get("XLA_FLAGS"):
         env["XLA_FLAGS"] = f"{os.environ['XLA_FLAGS']} {setting['XLA_FLAGS']}"
-    for key, (stand_in, _) in SUBSTITUTES.get(name, {}).items():
+    for key, (stand_in, _) in SUBSTITUTES.get(modes.split(name)[0], {}).items():
         if env.pop(key, None) is not None:
             env |= stand_in
     return env
@@ -95,6 +96,9 @@ UNSWITCHED = {
     "mlx": "the mlx-cpu wheel's kernels and reference BLAS are fixed when it is built: no margin moved under any "
     "setting (measured)",
 }
+
+
+MODE_FAMILIES = "fused_paths or causal_and_masks or decoder_layers"
 
 
 def _run(name, setting, directory, python=sys.executable, pytest_args=()):
@@ -187,7 +191,7 @@ def measure(name, python=sys.executable, pytest_args=(), recomputed=None):
         "problems": problems,
         "seconds": seconds,
         "settings": switched,
-        "substitutes": {key: why for key, (_, why) in SUBSTITUTES.get(name, {}).items()},
+        "substitutes": {key: why for key, (_, why) in SUBSTITUTES.get(modes.split(name)[0], {}).items()},
         "numerics": {s: r.get("numerics", {}) for s, r in runs.items()},
     }
     if "as-is" in runs:
@@ -248,6 +252,10 @@ def main(adapter=None, envs=None, pytest_args=()):
                     )
                 else:
                     results.append(measure(name, python, pytest_args, recompute))
+                    # Another mode reruns the families a compiler rewrites (fused kernels, masks, whole decoder
+                    # layers): its compiled kernels are picked by the CPU too, at a compile a setting.
+                    for column in columns.other_modes(python, name):
+                        results.append(measure(column, python, [*pytest_args, "-k", MODE_FAMILIES]))
         compared, differ = oracle_drift(recompute, shared) if recompute is not None else (0, [])
     described = (
         f"{label} ({' '.join(f'{k}={v}' for k, v in setting.items()) or 'no switch'})"
