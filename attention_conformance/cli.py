@@ -51,24 +51,35 @@ def validate(path, golden_dir):
 
 
 def check(name):
-    """Import the module, check its signatures, call every function once on tiny inputs."""
+    """Import the module, check its signatures, call every function once on tiny inputs, in each of its modes."""
     from attention_conformance.tools import preflight
 
+    name = modes.split(name)[0]  # a column's name: its adapter, every mode of which is checked
     try:
         module = importlib.import_module(registry.module_path(name))
     except Exception as exc:  # noqa: BLE001 - whatever stops the import is the author's first problem
         print(f"{name}: does not import: {type(exc).__name__}: {exc}{registry.import_hint(name, exc)}", file=sys.stderr)
         return 1
     registry.pin(module)  # as `run` does: JAX computes float64 only with x64 switched on
-    problems = preflight.problems(module, name)
+    problems = registry.contract_problems(module)
+    if not problems:  # each mode as `run` loads it: its functions through in_mode, its own NOT_APPLICABLE keys
+        declared_modes = list(modes.declared(module))
+        first = preflight.problems(registry.in_mode(module, name, declared_modes[0]), name)
+        problems = first + [
+            f"in mode {mode}: {problem}"
+            for mode in declared_modes[1:]
+            for problem in preflight.problems(registry.in_mode(module, name, mode), f"{name}-{mode}")
+            if problem not in first
+        ]
     for problem in problems:
         print(f"{name}: {problem}", file=sys.stderr)
     if not problems:
         print(
             f"{name}: ok, every contract function is there, takes the right parameters and returns the right "
-            f"keys, shapes and dtypes on tiny inputs; `attention-conformance run --adapter {name}` checks the numbers"
+            f"keys, shapes and dtypes on tiny inputs (modes: {', '.join(modes.declared(module))}); "
+            f"`attention-conformance run --adapter {name}` checks the numbers"
         )
-    declared = getattr(module, "NOT_APPLICABLE", {})
+    declared = {k for k, v in getattr(module, "NOT_APPLICABLE", {}).items() if isinstance(v, str)}
     skipped = [op for op in ops.OPS if op in declared or not hasattr(module, op)]
     if skipped:  # so that a forgotten stub is seen before a run reports its cases not applicable
         print(f"{name}: not called (declared not applicable, or optional and left out): {', '.join(skipped)}")
@@ -105,7 +116,8 @@ def main(argv=None):
         help="the spec against adapters; other arguments go to pytest",
         description="Run the spec against adapters. Every other argument goes to pytest: -k EXPR (a case id, an op, "
         "a family with underscores such as rotary_embeddings or soft_capping, a dtype), -q, -rs, "
-        "--junitxml FILE, --collect-only, a test id as printed, and the suite's own --reports DIR (where "
+        "--junitxml FILE, --collect-only, a test id as printed, and the suite's own --mode MODE (eager or compiled: "
+        "the adapter as that mode runs it, its own column <adapter>-<mode>, docs/modes.md), --reports DIR (where "
         "<adapter>.json goes, default ./reports), --device, --golden-dir, --spec, --known-divergences "
         "(`pytest --help` lists them under attention-conformance).",
     )

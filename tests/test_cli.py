@@ -73,3 +73,18 @@ def test_sweep_refuses_in_one_line_with_exit_2(argv, said, capsys):
     assert cli.main(["sweep", *argv]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and said in err and err.count("\n") == 1, err
+
+
+def test_check_calls_every_function_in_every_mode_and_names_the_mode_that_breaks(tmp_path, monkeypatch, capsys):
+    from attention_conformance.tools import template
+
+    source = template.text("reference") + (
+        "\n\nMODES = {'eager': 'as written', 'compiled': 'a compiler'}\n\n\n"
+        "def in_mode(mode, op):\n"
+        "    return op if mode == 'eager' or op.__name__ != 'softmax' else (lambda scores: np.zeros(3))\n"
+    )
+    (tmp_path / "two_modes.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert cli.main(["check", "two_modes-compiled"]) == 1  # a column's name checks its adapter
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err and all(line.startswith("two_modes: in mode compiled: softmax(scores)") for line in err), err

@@ -25,7 +25,7 @@ def load(path, adapter=None):
         at = f"{path}: entry {test_id!r}"
         if not (isinstance(test_id, str) and test_id.startswith("test_") and "[" in test_id):
             raise loader.SpecError(f"{at}: the key must be a test id like 'test_scores[torch-float32-sat]'")
-        if adapter is not None and ids.adapter_of(test_id) != adapter:
+        if adapter is not None and modes.split(ids.adapter_of(test_id))[0] != adapter:
             raise loader.SpecError(
                 f"{at}: names adapter {ids.adapter_of(test_id)!r}; {path.name} holds {adapter!r}'s entries only"
             )
@@ -99,16 +99,29 @@ def read(source=None):
 def declared(name, adapter, source=None):
     """{test-id pattern: Reason} the column `name` is known to diverge on: the entries for its adapter in `source`
     (a file; or a folder's <adapter>.yaml, default spec/divergences/) that hold in its mode, then the module's own
-    KNOWN_DIVERGENCES (every mode). An entry is written for the adapter; a column of another mode gets it with
-    its own name ("[torch-" becomes "[torch-compiled-")."""
+    KNOWN_DIVERGENCES (every mode, and those under its mode's name). An entry written for the adapter holds in
+    every mode (a column of another mode gets it with its own name: "[torch-" becomes "[torch-compiled-") unless
+    its modes: says which; one written for a column ("[torch-compiled-") holds in that column alone."""
     source, (base, named) = Path(source or FOLDER), modes.split(name)
     mode = getattr(adapter, "MODE", None) or named or next(iter(modes.declared(adapter)))
     if source.is_dir():
         own = source / f"{base}.yaml"
         found = load(own, base) if own.is_file() else {}
     else:
-        found = {p: r for p, r in load(source).items() if ids.adapter_of(p) == base}
-    found = {p.replace(f"[{base}-", f"[{name}-", 1): r for p, r in found.items() if r.modes is None or mode in r.modes}
-    for key, reason in getattr(adapter, "KNOWN_DIVERGENCES", {}).items():
+        found = {p: r for p, r in load(source).items() if modes.split(ids.adapter_of(p))[0] == base}
+    # An entry keyed by a column ("[torch-compiled-") is that column's alone, as one with modes: [compiled] is.
+    found = {
+        p.replace(f"[{base}-", f"[{name}-", 1) if ids.adapter_of(p) == base else p: r
+        for p, r in found.items()
+        if (ids.adapter_of(p) == base and (r.modes is None or mode in r.modes)) or ids.adapter_of(p) == name != base
+    }
+    for key, reason in own_entries(adapter, mode):
         found[ids.declared_pattern(name, key)] = Reason(reason + BY_ADAPTER, source="the adapter's KNOWN_DIVERGENCES")
     return found
+
+
+def own_entries(adapter, mode):
+    """The adapter's KNOWN_DIVERGENCES that hold in `mode`: every entry, and those under the mode's own name
+    ({"compiled": {"sat": "why"}})."""
+    own = getattr(adapter, "KNOWN_DIVERGENCES", {})
+    return [(k, v) for k, v in own.items() if k not in modes.MODES] + list(own.get(mode, {}).items())

@@ -60,10 +60,15 @@ def contract_problems(module):
     # A mode's own keys sit under its name: {"compiled": {key: reason}}.
     by_mode = {k: v for k, v in not_applicable.items() if k in modes.MODES} if isinstance(not_applicable, dict) else {}
     shared = {k: v for k, v in not_applicable.items() if k not in by_mode} if isinstance(not_applicable, dict) else {}
-    if not (isinstance(not_applicable, dict) and _reasons(shared) and all(map(_reasons, by_mode.values()))):
+    nested = [k for k, v in shared.items() if isinstance(v, dict)]
+    if nested:
+        problems.append(
+            f"NOT_APPLICABLE key {nested[0]!r} holds a map, which only a mode may: {', '.join(modes.MODES)}"
+        )
+    elif not (isinstance(not_applicable, dict) and _reasons(shared) and all(map(_reasons, by_mode.values()))):
         problems.append(
             "NOT_APPLICABLE must map a key to the reason it cannot run, e.g. {'float64': 'float32 only'}, and a mode "
-            "of MODES to such a map for that mode alone, e.g. {'compiled': {'train_step': 'the compiler refuses ...'}}"
+            "of MODES to such a map for that mode alone, e.g. {'compiled': {'sgd_step': 'the compiler refuses ...'}}"
         )
     else:
         problems += [
@@ -79,16 +84,23 @@ def contract_problems(module):
             if problem
         ]
     declared = getattr(module, "KNOWN_DIVERGENCES", {})
+    entries = (
+        [(k, v) for k, v in declared.items() if k not in modes.MODES]
+        + [e for k, v in declared.items() if k in modes.MODES and isinstance(v, dict) for e in v.items()]
+        if isinstance(declared, dict)
+        else []
+    )
     if not (
         isinstance(declared, dict)
+        and all(isinstance(v, dict) for k, v in declared.items() if k in modes.MODES)
         and all(
-            isinstance(k, str) and ids.DECLARED.fullmatch(k) and isinstance(v, str) and v.strip()
-            for k, v in declared.items()
+            isinstance(k, str) and ids.DECLARED.fullmatch(k) and isinstance(v, str) and v.strip() for k, v in entries
         )
     ):
         problems.append(
             "KNOWN_DIVERGENCES must map 'case[/output[/dtype]]' (\"*\" for any text) to the reason, with a link where "
-            "one exists, e.g. {'padding_fully_masked': 'the -inf mask gives NaN on a fully masked row (https://...)'}"
+            "one exists, e.g. {'padding_fully_masked': 'the -inf mask gives NaN on a fully masked row (https://...)'}, "
+            "and a mode to such a map for that mode alone, e.g. {'compiled': {'sat': 'why'}}"
         )
     hook = getattr(module, "pin_numerics", None)
     if hook is not None and not (callable(hook) and not inspect.signature(hook).parameters):
@@ -114,10 +126,11 @@ def _reasons(keys):
 
 def _modes_problems(module):
     declared = getattr(module, "MODES", modes.DEFAULT)
+    unknown = [k for k in declared if k not in modes.MODES] if isinstance(declared, dict) else []
+    if unknown:
+        return [f"MODES names {unknown[0]!r}, which is not a mode: the modes are {', '.join(modes.MODES)}"]
     if not (
-        isinstance(declared, dict)
-        and declared
-        and all(k in modes.MODES and isinstance(v, str) and v.strip() for k, v in declared.items())
+        isinstance(declared, dict) and declared and all(isinstance(v, str) and v.strip() for v in declared.values())
     ):
         return [
             f"MODES must map each mode it runs, from {modes.MODES}, to what that mode runs, its first the default, "
@@ -200,8 +213,12 @@ def in_mode(module, name, mode):
     declared = modes.declared(module)
     if mode not in declared:
         raise AdapterError(
-            f"adapter {name!r} does not run mode {mode!r}: it declares {', '.join(declared)} (its MODES)"
-            + ("" if hasattr(module, "MODES") else "; an adapter without MODES runs eager only")
+            f"adapter {name!r} does not run mode {mode!r}: "
+            + (
+                f"its MODES declares {', '.join(declared)}"
+                if hasattr(module, "MODES")
+                else "it declares no MODES, so it runs eager only"
+            )
         )
     view = types.ModuleType(module.__name__, module.__doc__)
     view.__dict__.update(module.__dict__)

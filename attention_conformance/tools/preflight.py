@@ -11,7 +11,7 @@ verdict: numbers are compared by `attention-conformance run`.
 
 import numpy as np
 
-from attention_conformance import dtypes
+from attention_conformance import dtypes, modes
 from attention_conformance.cases import divergences, loader, plan
 from attention_conformance.contract import ids, ops, registry
 
@@ -120,7 +120,8 @@ def problems(module, adapter_name=None):
         f"NOT_APPLICABLE key {key!r} names no dtype, op, case, output or input value of the spec (a typo?)"
         for key in plan.unmatched_not_applicable(spec, module)
     ]
-    keys = {ids.declared_pattern(adapter_name, key): key for key in getattr(module, "KNOWN_DIVERGENCES", {})}
+    mode = getattr(module, "MODE", None) or next(iter(modes.declared(module)))
+    keys = {ids.declared_pattern(adapter_name, key): key for key, _ in divergences.own_entries(module, mode)}
     found += [
         f"KNOWN_DIVERGENCES key {keys[p]!r} names no op after {ids.GENERATED} (a typo?)"
         for p in ids.misnamed_generated(keys, ops.OPS)

@@ -165,3 +165,17 @@ def test_an_entry_holds_in_every_mode_under_each_columns_name_unless_modes_keeps
 def test_modes_is_a_list_of_known_modes(tmp_path, modes):
     with pytest.raises(loader.SpecError, match="field 'modes': a list of the modes it holds in"):
         _declared(tmp_path, f'"test_context[torch-float16-sat]":\n  reason: why\n  modes: {modes}\n')
+
+
+def test_an_entry_keyed_by_a_column_and_an_adapters_own_entry_under_a_mode_hold_in_that_column_alone(tmp_path):
+    path = tmp_path / "known.yaml"
+    path.write_text('"test_heads[mine-compiled-float64-one_head]":\n  reason: a float32 constant compiled\n')
+    own = types.SimpleNamespace(KNOWN_DIVERGENCES={"sat": "everywhere", "compiled": {"cat": "compiled only"}})
+    eager = divergences.declared("mine", types.SimpleNamespace(MODE="eager", **vars(own)), path)
+    compiled = divergences.declared("mine-compiled", types.SimpleNamespace(MODE="compiled", **vars(own)), path)
+    assert sorted(eager) == ["test_*[mine-*-sat]"]
+    assert sorted(compiled) == [
+        "test_*[mine-compiled-*-cat]",
+        "test_*[mine-compiled-*-sat]",
+        "test_heads[mine-compiled-float64-one_head]",
+    ]

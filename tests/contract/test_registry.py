@@ -138,7 +138,13 @@ def test_modes_and_a_modes_own_not_applicable_keys_are_checked_in_one_line_each(
     assert wrong(MODES={"eager": "op by op", "compiled": "a compiler"}) == [
         "in_mode(mode, op) must return `op` as `mode` runs it, for an adapter with more than one mode"
     ]
-    assert "MODES must map each mode" in wrong(MODES={"fast": "a guess"})[0]
+    assert wrong(MODES={"fast": "a guess"}) == [
+        "MODES names 'fast', which is not a mode: the modes are eager, compiled"
+    ]
+    assert "MODES must map each mode" in wrong(MODES={"eager": ""})[0]
+    assert wrong(NOT_APPLICABLE={"jit": {"softmax": "why"}}) == [
+        "NOT_APPLICABLE key 'jit' holds a map, which only a mode may: eager, compiled"
+    ]
     two = {"MODES": {"eager": "op by op", "compiled": "a compiler"}, "in_mode": lambda mode, op: op}
     assert wrong(**two, NOT_APPLICABLE={"compiled": {"softmax": "the compiler refuses it"}}) == []
     assert wrong(**two, NOT_APPLICABLE={"compiled": {"Soft Max": "typo"}})[0].startswith(

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from attention_conformance import modes
 from attention_conformance.cases import generated
 from attention_conformance.run import tolerance_model
 
@@ -271,7 +272,11 @@ def reproducer(fuzzer, finding, module_name):
         + "".join(f"  {o}: {textwrap.shorten(m, 400)}\n" for o, m in sorted(finding.messages.items()))
         + 'Exit 1 when the error is beyond the allowance (the tolerance model of attention-conformance).\n"""\n\n'
     )
+    mode = getattr(fuzzer.adapter, "MODE", None)
+    other_mode = mode is not None and mode != next(iter(modes.declared(fuzzer.adapter)))
     try:
+        if other_mode:  # the op as that mode runs it exists only once in_mode has made it
+            raise CannotInline(f"the {mode} mode's {finding.op}() is made at run time, by the adapter's in_mode")
         inliner = _Inliner(own)
         inliner.need(finding.op, {finding.op: fn})
         pin = getattr(fuzzer.adapter, "pin_numerics", None)
@@ -296,7 +301,7 @@ def reproducer(fuzzer, finding, module_name):
             f"_adapter = importlib.import_module({getattr(fuzzer.adapter, '__name__', module_name)!r})\n"
             "getattr(_adapter, 'pin_numerics', lambda: None)()  # its numeric switches, as the suite pins them\n"
         )
-        call = f"_adapter.{finding.op}"
+        call = f"_adapter.in_mode({mode!r}, _adapter.{finding.op})" if other_mode else f"_adapter.{finding.op}"
     return (
         header
         + body

@@ -60,3 +60,45 @@ def test_the_reproducer_stands_alone_and_exits_1_while_the_bug_is_there(tmp_path
     script.write_text(fixed)
     done = subprocess.run([sys.executable, str(script)], cwd=elsewhere, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+TWO_MODES = textwrap.dedent(
+    """
+    import numpy as np
+
+    DTYPES = ("float32",)
+    MODES = {"eager": "as written", "compiled": "a compiler that sums the wrong axis"}
+
+
+    def softmax(scores):
+        s = np.asarray(scores, dtype=np.float64)
+        e = np.exp(s - s.max(axis=-1, keepdims=True))
+        return (e / e.sum(axis=-1, keepdims=True)).astype(np.float32)
+
+
+    def in_mode(mode, op):
+        def wrong_axis(scores):
+            s = np.asarray(scores, dtype=np.float64)
+            e = np.exp(s - s.max(axis=0, keepdims=True))
+            return (e / e.sum(axis=0, keepdims=True)).astype(np.float32)
+
+        return op if mode == "eager" else wrong_axis
+    """
+)
+
+
+def test_a_finding_in_another_mode_reproduces_through_in_mode_where_the_op_itself_conforms(tmp_path, monkeypatch):
+    from attention_conformance.contract import registry
+
+    (tmp_path / "two_modes.py").write_text(TWO_MODES)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import two_modes
+
+    compiled = registry.in_mode(two_modes, "two_modes", "compiled")  # the column, as registry.load makes it
+    fuzzer = search.Fuzzer("two_modes-compiled", compiled, "float32", ["softmax"])
+    finding = fuzzer.run(40, seed=0)
+    assert finding is not None
+    _, _, script = findings.write(fuzzer, finding, tmp_path / "out", "two_modes-compiled", 0)
+    assert findings.imports_adapter(script)  # the compiled op is made at run time: never lifted out as eager's
+    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert done.returncode == 1 and "REPRODUCED" in done.stdout, done.stdout + done.stderr
