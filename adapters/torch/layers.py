@@ -2,12 +2,13 @@
 
 import inspect
 
+import numpy as np
 import torch
 from torch import nn
 
 from attention_conformance import ports
 
-from .shared import _causal_mask, _np, _split_heads, _t
+from .shared import _causal_mask, _map, _np, _on_numpy, _split_heads, _t
 
 
 def _mha(state, num_heads, batch_first, dtype):
@@ -65,22 +66,37 @@ def _layer_outputs(x, state, num_heads, causal, layer):
     return {
         "context": _np(context),
         "weights": _np(attn_weights),
-        "round_trip": ports.flat(ports.from_layout(ports.layer_layout(layer, "torch"), saved, num_heads)),
+        "round_trip": _round_trip(layer, saved, num_heads),
     }
+
+
+@_on_numpy
+def _round_trip(layer, saved, num_heads):
+    return ports.flat(ports.from_layout(ports.layer_layout(layer, "torch"), saved, num_heads))
+
+
+# The ports' states come back as tensors: made in a traced op, a _t of NumPy in _gpt2_attention's generator would break
+# the graph there, and a break inside a generator runs its whole frame eagerly (the attention math included).
+@_on_numpy
+def _torch_state(checkpoint, layer, num_heads, *weights):
+    return _map(ports.layer_state(checkpoint, layer, "torch", num_heads, *weights), np.ndarray, _t)
+
+
+@_on_numpy
+def _torch_layout(num_heads, *weights):
+    return _map(ports.to_layout("torch", ports.reference_weights(*weights), num_heads), np.ndarray, _t)
 
 
 def attention_module(
     x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, causal, layer, checkpoint
 ):
     weights = (w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)
-    return _layer_outputs(
-        x, ports.layer_state(checkpoint, layer, "torch", num_heads, *weights), num_heads, causal, layer
-    )
+    return _layer_outputs(x, _torch_state(checkpoint, layer, num_heads, *weights), num_heads, causal, layer)
 
 
 def layer_mask(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, mask):
-    weights = ports.reference_weights(w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)
-    mha = _mha(ports.to_layout("torch", weights, num_heads), num_heads, True, _t(x).dtype)
+    state = _torch_layout(num_heads, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)
+    mha = _mha(state, num_heads, True, _t(x).dtype)
     x = _t(x)
     # attn_mask: True = not allowed to attend (the suite's polarity), [B * N, T, S] for a mask per sentence
     attn_mask = _t(mask).repeat_interleave(num_heads, dim=0)
@@ -90,8 +106,8 @@ def layer_mask(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out
 
 
 def layer_key_padding(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, padding, causal):
-    weights = ports.reference_weights(w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)
-    mha = _mha(ports.to_layout("torch", weights, num_heads), num_heads, True, _t(x).dtype)
+    state = _torch_layout(num_heads, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out)
+    mha = _mha(state, num_heads, True, _t(x).dtype)
     x = _t(x)
     # key_padding_mask [B, S]: True = ignore that key (the suite's polarity); the causal part is an
     # attn_mask [T, S] (is_causal is only a hint that the attn_mask given is causal)
@@ -111,7 +127,7 @@ def layer_defaults(d_in, num_heads, seed):
     torch.manual_seed(seed)
     layer = nn.MultiheadAttention(d_in, num_heads)
     averaged = inspect.signature(layer.forward).parameters["average_attn_weights"].default
-    w_query = ports.from_layout("torch", {k: _np(v) for k, v in layer.state_dict().items()}, num_heads)["w_query"]
+    w_query = _on_numpy(ports.from_layout)("torch", layer.state_dict(), num_heads)["w_query"]
     return {
         "bias": layer.in_proj_bias is not None,
         "dropout": float(layer.dropout),
