@@ -8,7 +8,7 @@ import pytest
 from attention_conformance.publish import tables
 
 DATA = {  # summary.json's content, as `publish` keeps it
-    "rows": [["torch", "torch 2.13.0", "float32", "cpu ran", "12", "12", "0", "0.031", "0.50", "conforms"]],
+    "rows": [["torch", "torch 2.13.0", "eager", "float32", "cpu ran", "12", "12", "0", "0.031", "0.50", "conforms"]],
     "measured_on": ["Some CPU, AVX2, 2 threads"],
     "finished": "2026-01-02T03:04:05",
     "spec_sha256": "ab" * 32,
