@@ -83,8 +83,8 @@ def test_check_calls_every_function_in_every_mode_and_names_the_mode_that_breaks
         "def in_mode(mode, op):\n"
         "    return op if mode == 'eager' or op.__name__ != 'softmax' else (lambda scores: np.zeros(3))\n"
     )
-    (tmp_path / "two_modes.py").write_text(source)
+    (tmp_path / "check_two_modes.py").write_text(source)
     monkeypatch.syspath_prepend(str(tmp_path))
-    assert cli.main(["check", "two_modes-compiled"]) == 1  # a column's name checks its adapter
+    assert cli.main(["check", "check_two_modes-compiled"]) == 1  # a column's name checks its adapter
     err = capsys.readouterr().err.strip().splitlines()
-    assert err and all(line.startswith("two_modes: in mode compiled: softmax(scores)") for line in err), err
+    assert err and all(line.startswith("check_two_modes: in mode compiled: softmax(scores)") for line in err), err

@@ -10,11 +10,11 @@ def test_an_adapter_of_one_mode_has_no_other_column_and_one_that_cannot_load_non
     assert columns.other_modes(sys.executable, "no_such_adapter") == []
 
 
-def test_an_adapter_of_two_modes_has_the_column_of_its_second(tmp_path, monkeypatch):
-    (tmp_path / "two_modes.py").write_text(
+def test_an_adapter_of_columns_two_modes_has_the_column_of_its_second(tmp_path, monkeypatch):
+    (tmp_path / "columns_two_modes.py").write_text(
         "from attention_conformance.adapters.reference import *\n"
         "MODES = {'eager': 'op by op', 'compiled': 'a compiler'}\n"
         "def in_mode(mode, op):\n    return op\n"
     )
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))
-    assert columns.other_modes(sys.executable, "two_modes") == ["two_modes-compiled"]
+    assert columns.other_modes(sys.executable, "columns_two_modes") == ["columns_two_modes-compiled"]

@@ -90,15 +90,15 @@ TWO_MODES = textwrap.dedent(
 def test_a_finding_in_another_mode_reproduces_through_in_mode_where_the_op_itself_conforms(tmp_path, monkeypatch):
     from attention_conformance.contract import registry
 
-    (tmp_path / "two_modes.py").write_text(TWO_MODES)
+    (tmp_path / "fuzz_two_modes.py").write_text(TWO_MODES)
     monkeypatch.syspath_prepend(str(tmp_path))
-    import two_modes
+    import fuzz_two_modes
 
-    compiled = registry.in_mode(two_modes, "two_modes", "compiled")  # the column, as registry.load makes it
-    fuzzer = search.Fuzzer("two_modes-compiled", compiled, "float32", ["softmax"])
+    compiled = registry.in_mode(fuzz_two_modes, "fuzz_two_modes", "compiled")  # the column, as registry.load makes it
+    fuzzer = search.Fuzzer("fuzz_two_modes-compiled", compiled, "float32", ["softmax"])
     finding = fuzzer.run(40, seed=0)
     assert finding is not None
-    _, _, script = findings.write(fuzzer, finding, tmp_path / "out", "two_modes-compiled", 0)
+    _, _, script = findings.write(fuzzer, finding, tmp_path / "out", "fuzz_two_modes-compiled", 0)
     assert findings.imports_adapter(script)  # the compiled op is made at run time: never lifted out as eager's
     done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, check=False)
     assert done.returncode == 1 and "REPRODUCED" in done.stdout, done.stdout + done.stderr
