@@ -28,4 +28,5 @@ def one_ulp_off(base):
         return wrapped
 
     declared = {"DTYPES": base.DTYPES, "NOT_APPLICABLE": getattr(base, "NOT_APPLICABLE", {})}
+    declared |= {name: getattr(base, name) for name in ("MODES", "in_mode") if hasattr(base, name)}  # its modes' keys
     return declared | {name: wrap(getattr(base, name)) for name in CONTRACT if hasattr(base, name)}

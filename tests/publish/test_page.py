@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from attention_conformance import modes
 from attention_conformance.contract import ids, registry
 from attention_conformance.publish import matrix
 from attention_conformance.run import reports
@@ -159,11 +160,16 @@ def _counts(report):
     return [str(report["expected"]), str(count["passed"]), str(failed)]
 
 
+def _asked(column, names):
+    """Whether a summary asked for `names` shows the column: an adapter's, or another mode of one (modes.py)."""
+    return column in names or modes.split(column)[0] in names
+
+
 def _agrees_with_reports(browser, folders, names=None):
     """The summary table's counts and every cell's status are those of the reports the page was made from
-    (of the adapters in `names`: the ones its summary was asked for)."""
+    (of the adapters in `names`, every mode of each: the ones its summary was asked for)."""
     found, _ = reports.merge(folders)
-    found = {key: report for key, report in found.items() if names is None or report["adapter"] in names}
+    found = {key: report for key, report in found.items() if names is None or _asked(report["adapter"], names)}
     header = browser.execute_script(
         "return [...document.querySelectorAll('#summary-table thead th')].map(th => th.textContent)"
     )
@@ -283,7 +289,7 @@ def test_the_main_jobs_page_agrees_with_its_reports(browser):
         pytest.fail(
             f"no {page}: run the main job first (`tox -m conformance -p auto`; `tox -p auto` runs it before this)"
         )
-    found = {name: r for name, r in reports.runs(folder).items() if name in registry.NAMES}  # what tox's summary asks
+    found = {name: r for name, r in reports.runs(folder).items() if _asked(name, registry.NAMES)}  # tox's summary's
     stale = [
         name for name, r in found.items() if (folder / reports.file_name(name)).stat().st_mtime > page.stat().st_mtime
     ]
