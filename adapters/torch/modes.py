@@ -2,6 +2,7 @@
 
 import contextlib
 import functools
+import os
 import warnings
 
 import numpy as np
@@ -56,6 +57,7 @@ def in_mode(mode, op):
 
 @functools.cache  # one torch.compile object per op, its graphs kept between calls
 def _compiled(op):
+    _cache_apart_per_capability()
     # _np's own frame is never compiled (traced callers still inline it): called from a frame dynamo runs eagerly it
     # converts as in eager, where compiled it would hand back the tensor and guard on each new nn.Parameter's id, a
     # recompile per parameter (sgd_step raised FailOnRecompileLimitHit at its 22nd call in a process, measured).
@@ -71,6 +73,19 @@ def _compiled(op):
             return _map(compiled(*args, **kwargs), torch.Tensor, _np)
 
     return run
+
+
+def _cache_apart_per_capability():
+    # Inductor's on-disk caches are not keyed by the CPU capability: after a run under AVX-512 filled one, a run
+    # with ATEN_CPU_CAPABILITY=avx2 got wrong numbers from it (fused_cat_sat_mat, decoder_mqa_interleaved: 8 of 8
+    # tests, torch 2.13.0; right with a fresh cache; measured). Unless the user chose a cache, each capability has its
+    # own under Inductor's default one.
+    from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+
+    # Inductor's import (shared.py's torch.compiler.disable) set the variable to its default, if no one had.
+    if os.environ.get("TORCHINDUCTOR_CACHE_DIR", default_cache_dir()) == default_cache_dir():
+        capability = torch.backends.cpu.get_cpu_capability().lower()
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(default_cache_dir(), capability)
 
 
 @contextlib.contextmanager

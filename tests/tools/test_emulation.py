@@ -114,3 +114,16 @@ def test_tox_passes_every_switch_the_machine_record_names():
         "!tensorflow: ONEDNN_MAX_CPU_ISA" in tox["testenv"]["pass_env"]
         and "ONEDNN_MAX_CPU_ISA" in emulation.SUBSTITUTES["tensorflow"]
     )
+
+
+def test_a_column_substitutes_only_the_value_it_cannot_take(monkeypatch):
+    """torch-compiled cannot take ATEN_CPU_CAPABILITY=default (Inductor's generated code does not
+    compile) but takes avx2; eager torch takes both, and a column keeps its framework's substitutes."""
+    monkeypatch.delenv("ATEN_CPU_CAPABILITY", raising=False)
+    no_simd, avx2 = emulation.SETTINGS["no SIMD dispatch"], emulation.SETTINGS["AVX2"]
+    assert emulation.environment("torch", no_simd)["ATEN_CPU_CAPABILITY"] == "default"
+    assert emulation.environment("torch-compiled", no_simd)["ATEN_CPU_CAPABILITY"] == "avx2"
+    assert emulation.environment("torch-compiled", no_simd)["ONEDNN_MAX_CPU_ISA"] == "SSE41"
+    assert emulation.environment("torch-compiled", avx2)["ATEN_CPU_CAPABILITY"] == "avx2"
+    assert "ONEDNN_MAX_CPU_ISA" not in emulation.environment("tensorflow-compiled", avx2)
+    assert set(emulation.substitutes("torch-compiled")) == {"ATEN_CPU_CAPABILITY=default"}
