@@ -30,7 +30,7 @@ import importlib
 import os
 import sys
 
-from attention_conformance import dtypes, modes
+from attention_conformance import dtypes, modes, writing
 from attention_conformance.cases import golden, loader
 from attention_conformance.contract import ops, registry
 from attention_conformance.paths import SPEC_DIR
@@ -104,6 +104,15 @@ def _drawing(parser, examples):
 
 
 def main(argv=None):
+    """The command's exit code (README: exit codes); a file the machine will not let it write is one line."""
+    try:
+        return _command(argv)
+    except writing.Refused as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return writing.EXIT
+
+
+def _command(argv):
     parser = argparse.ArgumentParser(
         prog="attention-conformance",
         description=__doc__.splitlines()[0],

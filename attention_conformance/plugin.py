@@ -6,10 +6,8 @@
 Inert unless --adapter is given. A requested adapter that does not import, or breaks the contract,
 stops the run (exit 4). A complete run (no -k, -m or node ids) that ran fewer conformance tests
 than the spec defines for the requested adapters fails. Each adapter's results go to
-<reports>/<adapter>.json. From the adapter's import on, its last report is replaced by a start marker,
-so a run that dies shows as unfinished, never as its last result; a usage error puts the last report
-back, except for an adapter that cannot run as it is now (does not import, breaks the contract,
-declares NOT_APPLICABLE keys that name nothing): it keeps no report.
+<reports>/<adapter>.json: from the adapter's import on a start marker (run/reports.py: hold), so a run
+that dies shows as unfinished; a folder that refuses the report stops the run with one line (exit 74).
 
 PYTEST_DONT_REWRITE: a run started from inside another pytest session (the suite's own tests) finds this module
 imported already; it raises its own messages, so assertion rewriting has nothing to do here either.
@@ -20,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from attention_conformance import machine, modes
+from attention_conformance import machine, modes, writing
 from attention_conformance.cases import divergences, golden, loader, plan
 from attention_conformance.contract import ids, ops, registry
 from attention_conformance.margin import Nonconformance
@@ -106,7 +104,7 @@ class State:
         self.planned = []  # plan.Test, every test the spec defines for the requested adapters
         self.expected, self.results, self.conformance_collected = set(), {}, False
         self.writes = False  # whether this run replaces the adapters' reports
-        self.kept = {}  # adapter -> its last report's bytes (None: it had none), put back after a usage error
+        self.held = []  # adapters whose last report is put aside until this run's is written (reports.hold)
 
 
 state = State()
@@ -131,18 +129,21 @@ def pytest_configure(config):
         divergences.read(config.getoption("known_divergences"))  # every entry checked before an adapter loads
     except (loader.SpecError, golden.GoldenError) as exc:
         raise pytest.UsageError(str(exc)) from None
-    # From here each adapter's last report gives way to a start marker, so a run that dies (importing a
-    # framework included) shows as unfinished, never as its last result. A usage error puts the last
-    # report back, except for an adapter that cannot run as it is now: that one keeps none.
-    state.kept = reports.hold(state.reports, names) if state.writes else {}
+    # From here each adapter's last report is put aside for a start marker (reports.hold); a usage error puts
+    # it back, except for an adapter that cannot run as it is now: that one keeps none.
     try:
+        state.held = reports.hold(state.reports, names) if state.writes else []
         _load(config, names)
+    except writing.Refused as exc:
+        reports.restore(state.reports, state.held)
+        pytest.exit(str(exc), returncode=writing.EXIT)
     except _Refused as exc:
-        reports.restore(state.reports, {n: data for n, data in state.kept.items() if n != exc.name})
+        reports.restore(state.reports, [n for n in state.held if n != exc.name])
+        reports.release(state.reports, [exc.name])
         reports.forget(state.reports, exc.name)
         raise pytest.UsageError(str(exc)) from None
     except pytest.UsageError:
-        reports.restore(state.reports, state.kept)
+        reports.restore(state.reports, state.held)
         raise
 
 
@@ -162,8 +163,8 @@ def _load(config, names):
             raise _Refused(asked, str(exc)) from None
         name = modes.column(module.ADAPTER, module.MODE, next(iter(modes.declared(module))))
         if name != asked and state.writes:  # "--mode" named the adapter's first mode: its column is the bare name
-            reports.restore(state.reports, {asked: state.kept.pop(asked)})
-            state.kept |= reports.hold(state.reports, [name])
+            reports.restore(state.reports, [asked])
+            state.held = [n for n in state.held if n != asked] + reports.hold(state.reports, [name])
         state.loaded[name] = module
         unmatched = plan.unmatched_not_applicable(state.spec, state.loaded[name])
         if unmatched:
@@ -342,40 +343,20 @@ def pytest_sessionfinish(session, exitstatus):
     if not state.writes:  # listing tests runs none, nor do the suite's own tests: no report, no count to miss
         return
     if not ran and exitstatus == pytest.ExitCode.USAGE_ERROR:  # an id that matches no test: nothing ran
-        reports.restore(state.reports, state.kept)
+        reports.restore(state.reports, state.held)
         return
     complete = state.conformance_collected and not launch.is_narrowed(config)
-    for name in state.loaded if state.conformance_collected else ():
-        reports.forget_mutants(state.reports, name)  # the last self-check's record was measured against what ran before
-        reports.write_run(
-            state.reports,
-            name,
-            version=state.versions[name],
-            mode={"name": state.loaded[name].MODE, "runs": modes.declared(state.loaded[name])[state.loaded[name].MODE]},
-            dtypes=plan.declared_dtypes(state.spec, state.loaded[name]),
-            devices={
-                d: "ran"
-                if d == config.getoption("device")
-                else ("unavailable" if d not in state.devices[name] else "available, not run")
-                for d in ("cpu", "gpu")
-            },
-            spec=state.spec,
-            spec_sha256=state.spec_sha256,
-            numerics=state.numerics,
-            complete=complete,
-            expected=sum(t.adapter == name for t in state.planned),
-            tests=state.results.get(name, {}),
-        )
     reporter = config.pluginmanager.get_plugin("terminalreporter")
+    try:
+        _write_reports(config, complete)
+    except writing.Refused as exc:  # the last finished reports stay where they were before this run
+        reports.restore(state.reports, state.held)
+        reporter.write_line(f"ERROR: {exc}", red=True)
+        session.exitstatus = writing.EXIT
+        return
+    kind = "complete" if complete else "narrowed by pytest arguments, so marked incomplete: summary needs a whole run"
     for name in state.loaded if state.conformance_collected else ():
-        reporter.write_line(
-            f"report: {Path(state.reports) / reports.file_name(name)} ("
-            + (
-                "complete)"
-                if complete
-                else "narrowed by pytest arguments, so marked incomplete: a summary needs a complete run)"
-            )
-        )
+        reporter.write_line(f"report: {Path(state.reports) / reports.file_name(name)} ({kind})")
     missing = sorted(state.expected - ran)
     if complete and missing:
         reporter.write_line(
@@ -398,3 +379,21 @@ def pytest_sessionfinish(session, exitstatus):
             red=True,
         )
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def _write_reports(config, complete):
+    for name in state.loaded if state.conformance_collected else ():
+        reports.forget_mutants(state.reports, name)  # the last self-check's record was measured against what ran before
+        reports.write_run(
+            state.reports,
+            name,
+            version=state.versions[name],
+            **reports.described(state.loaded[name], state.spec, state.devices[name], config.getoption("device")),
+            spec=state.spec,
+            spec_sha256=state.spec_sha256,
+            numerics=state.numerics,
+            complete=complete,
+            expected=sum(t.adapter == name for t in state.planned),
+            tests=state.results.get(name, {}),
+        )
+    reports.release(state.reports, state.held)

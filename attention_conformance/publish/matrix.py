@@ -8,6 +8,7 @@ content) and matrix.png (a heatmap) in the reports folder.
 import json
 from pathlib import Path
 
+from attention_conformance import writing
 from attention_conformance.contract import ids
 
 RANK = {"failed": 4, "error": 4, "stale divergence": 4, "diverged": 3, "passed": 2, "not applicable": 1}
@@ -165,11 +166,10 @@ def heatmap(matrix, path):
 def write(matrix, directory):
     """(the Markdown text, what was written: paths, or a note for a file that was not)."""
     directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
     text = markdown(matrix)
     written = [directory / "matrix.md", directory / "matrix.json"]
-    written[0].write_text(text)
-    written[1].write_text(json.dumps(matrix, indent=1) + "\n")
+    writing.whole(written[0], text.encode(), option="--out")
+    writing.whole(written[1], (json.dumps(matrix, indent=1) + "\n").encode(), option="--out")
     try:
         heatmap(matrix, directory / "matrix.png")
         written.append(directory / "matrix.png")

@@ -18,6 +18,7 @@ import math
 from importlib.resources import files
 from pathlib import Path
 
+from attention_conformance import writing
 from attention_conformance.contract import ids
 from attention_conformance.publish import matrix, speed
 from attention_conformance.run import reports
@@ -183,5 +184,5 @@ def target(path):
 def write(content, path):
     """Write the page whole (a reader never sees half of it); return its path."""
     path = target(path)
-    reports._replace(path, render(content).encode("utf-8"))
+    writing.whole(path, render(content).encode("utf-8"), option="--html")
     return path

@@ -165,12 +165,12 @@ def main(directories=(reports.DEFAULT_DIR,), names=None, out=reports.DEFAULT_DIR
     absent = [str(d) for d in directories if not Path(d).is_dir()]
     if absent and (len(directories) > 1 or str(directories[0]) != str(reports.DEFAULT_DIR)):
         print(f"error: no such reports folder: {', '.join(absent)}", file=sys.stderr)
-        return 1
+        return 2  # an input the command line names is wrong, as argparse's usage errors
     try:
         found, unfinished = reports.merge(directories) if not absent else ({}, [])
     except reports.ReportError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return 2
     reported = {r["adapter"] for r in found.values()}
     if not (found or unfinished or names):
         print(

@@ -16,7 +16,7 @@ import json
 import re
 from pathlib import Path
 
-from attention_conformance import machine, modes
+from attention_conformance import machine, modes, writing
 from attention_conformance.cases import loader
 from attention_conformance.contract import ops, registry
 from attention_conformance.contract.meanings import MEANINGS
@@ -241,7 +241,7 @@ def put(name, text, root="."):
     block(name, root)
     file = Path(root) / path
     pattern = re.compile(re.escape(begin) + r"\n.*?\n" + re.escape(end), re.S)
-    reports._replace(file, pattern.sub(lambda _: f"{begin}\n{text}\n{end}", file.read_text(), count=1).encode())
+    writing.whole(file, pattern.sub(lambda _: f"{begin}\n{text}\n{end}", file.read_text(), count=1).encode())
 
 
 def main(directory=reports.DEFAULT_DIR, root="."):
@@ -261,7 +261,7 @@ def main(directory=reports.DEFAULT_DIR, root="."):
         if data is None:
             print(f"{name}: no {Path(directory) / (name + '.json')}, table left as it is (`tox -e {name}` makes one)")
             continue
-        reports._replace(Path(root) / RESULTS / f"{name}.json", (json.dumps(data, indent=1) + "\n").encode())
+        writing.whole(Path(root) / RESULTS / f"{name}.json", (json.dumps(data, indent=1) + "\n").encode())
         put(name, RENDER[name](data), root)
         print(f"{name}: {BLOCKS[name][0]} from {Path(directory)}, data in {RESULTS / (name + '.json')}")
     return 0

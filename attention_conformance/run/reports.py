@@ -34,12 +34,14 @@ one folder or merged from several (one per machine). A file with another schema 
 made from different specs, or two runs that would fill the same column are refused, never mixed.
 """
 
+import contextlib
 import json
 import platform
 import time
 from pathlib import Path
 
-from attention_conformance import machine
+from attention_conformance import machine, modes, writing
+from attention_conformance.cases import plan
 
 SCHEMA = 3  # 2: RESULT's reason, the stale divergence outcome, the started marker; 3: the outline
 DEFAULT_DIR = Path("reports")  # relative to where the run starts: the checkout in tox, anywhere for a user
@@ -55,17 +57,8 @@ def file_name(adapter):
 
 
 def _write(directory, name, content):
-    _replace(Path(directory) / name, (json.dumps({"schema": SCHEMA} | content, indent=1) + "\n").encode())
-
-
-def _replace(path, data):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.partial")
-    try:
-        temporary.write_bytes(data)
-        temporary.replace(path)  # a reader never sees half a report
-    finally:
-        temporary.unlink(missing_ok=True)  # after a failed write or replace, nothing left beside it
+    data = (json.dumps({"schema": SCHEMA} | content, indent=1) + "\n").encode()
+    writing.whole(Path(directory) / name, data, option="--reports")
 
 
 def _read(path):
@@ -81,29 +74,59 @@ def _read(path):
     return content
 
 
+def _last(directory, adapter):
+    return Path(directory) / f".{file_name(adapter)}.last"
+
+
 def hold(directory, adapters):
-    """Replace each adapter's last report with a start marker, so a run that dies shows as unfinished,
-    never as its last result; return {adapter: the last report's bytes, or None} for `restore`."""
-    kept = {}
+    """Put each adapter's last finished report aside (a rename: putting it back needs no space) and leave a
+    start marker in its place, so a run that dies shows as unfinished, never as its last result. Returns
+    the adapters for `restore` and `release`. Refused (nothing changed) where the folder takes no marker."""
+    held = []
+    try:
+        for adapter in adapters:
+            path = Path(directory) / file_name(adapter)
+            if path.is_file() and _finished(path):  # a marker a killed run left is not kept over what it hid
+                try:
+                    path.replace(_last(directory, adapter))
+                except OSError as exc:
+                    raise writing.refusal(path, exc, "--reports") from None
+            held.append(adapter)
+            _write(
+                directory,
+                file_name(adapter),
+                {"adapter": adapter, "started": time.strftime("%Y-%m-%dT%H:%M:%S"), "complete": False, "tests": {}},
+            )
+    except writing.Refused:
+        restore(directory, held)
+        raise
+    return held
+
+
+def restore(directory, adapters):
+    """Put back what `hold` put aside: a run that stopped before its report, or could not write it, leaves
+    the last finished one. A report another run finished meanwhile stays."""
     for adapter in adapters:
         path = Path(directory) / file_name(adapter)
-        kept[adapter] = path.read_bytes() if path.is_file() else None
-        _write(
-            directory,
-            file_name(adapter),
-            {"adapter": adapter, "started": time.strftime("%Y-%m-%dT%H:%M:%S"), "complete": False, "tests": {}},
-        )
-    return kept
+        with contextlib.suppress(OSError):
+            if _last(directory, adapter).is_file():
+                _last(directory, adapter).replace(path)
+            elif path.is_file() and not _finished(path):
+                path.unlink()
 
 
-def restore(directory, kept):
-    """Put back what `hold` replaced: a run that stopped before any test leaves the folder as it was."""
-    for adapter, data in kept.items():
-        path = Path(directory) / file_name(adapter)
-        if data is None:
-            path.unlink(missing_ok=True)
-        else:
-            _replace(path, data)
+def release(directory, adapters):
+    """Drop what `hold` put aside, once each adapter's new report is written."""
+    for adapter in adapters:
+        with contextlib.suppress(OSError):
+            _last(directory, adapter).unlink(missing_ok=True)
+
+
+def _finished(path):
+    try:
+        return "finished" in json.loads(Path(path).read_text())
+    except (OSError, ValueError, TypeError):
+        return False
 
 
 def forget(directory, adapter):
@@ -132,6 +155,17 @@ def outline(spec):
     return {
         "families": list(spec.families),
         "cases": [[case.id, case.family, bool(case.convention)] for case in spec.cases.values()],
+    }
+
+
+def described(module, spec, seen, ran):
+    """A run report's mode, dtypes and devices for adapter `module`, which sees devices `seen` and ran on `ran`."""
+    return {
+        "mode": {"name": module.MODE, "runs": modes.declared(module)[module.MODE]},
+        "dtypes": plan.declared_dtypes(spec, module),
+        "devices": {
+            d: "ran" if d == ran else ("unavailable" if d not in seen else "available, not run") for d in ("cpu", "gpu")
+        },
     }
 
 

@@ -37,7 +37,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from attention_conformance import machine, modes
+from attention_conformance import machine, modes, writing
 from attention_conformance.cases import loader
 from attention_conformance.contract import registry
 from attention_conformance.paths import SPEC_DIR
@@ -205,10 +205,9 @@ def main(adapter=None, envs=None, scratch=None, tox_ini=None):
         return 1
     job = main_job(rows, tox_ini, envs) if tox_ini and not missing else None
     doc = _document(rows, job) | {"modes": mode_rows, "refusals": refusals()}
-    reports.DEFAULT_DIR.mkdir(exist_ok=True)
-    out.write_text(json.dumps(doc, indent=1) + "\n")
+    writing.whole(out, (json.dumps(doc, indent=1) + "\n").encode())
     text = speed.tables(doc)
-    (reports.DEFAULT_DIR / "benchmark.md").write_text(text + "\n")
+    writing.whole(reports.DEFAULT_DIR / "benchmark.md", (text + "\n").encode())
     print(text)
     print(
         "\nSpec validation and refusal (wall seconds, median of 3; peak MiB traced; target "

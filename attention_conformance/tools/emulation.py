@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attention_conformance import cache, machine, modes
+from attention_conformance import cache, machine, modes, writing
 from attention_conformance.contract import registry
 from attention_conformance.run import oracle_cache, reports
 from attention_conformance.tools import columns
@@ -295,19 +295,21 @@ def main(adapter=None, envs=None, pytest_args=()):
         )
         + ("" if shared is not None else " (not compared: ATTENTION_CONFORMANCE_CACHE=off keeps none)")
     )
-    reports.DEFAULT_DIR.mkdir(exist_ok=True)
-    (reports.DEFAULT_DIR / "portability.json").write_text(
-        json.dumps(
-            {
-                "machine": machine.describe(),
-                "settings": SETTINGS,
-                "watch_above": WATCH,
-                "oracle": oracle,
-                "results": results,
-            },
-            indent=1,
-        )
-        + "\n"
+    writing.whole(
+        reports.DEFAULT_DIR / "portability.json",
+        (
+            json.dumps(
+                {
+                    "machine": machine.describe(),
+                    "settings": SETTINGS,
+                    "watch_above": WATCH,
+                    "oracle": oracle,
+                    "results": results,
+                },
+                indent=1,
+            )
+            + "\n"
+        ).encode(),
     )
     bad = [r["adapter"] for r in results if r["problems"] or r.get("changed")] + (["the oracle"] if differ else [])
     rerun = [r["adapter"] for r in results if "skipped" not in r]

@@ -2,8 +2,11 @@
 is under way is never taken for a finished run; hold, restore and forget leave the folder as a user expects;
 a report of another schema is refused, never mixed in."""
 
+import errno
+
 import pytest
 
+from attention_conformance import writing
 from attention_conformance.cases import loader
 from attention_conformance.run import reports
 
@@ -53,7 +56,7 @@ def test_a_start_marker_is_an_unfinished_run_and_restore_puts_back_the_last_repo
     _write(tmp_path)
     before = (tmp_path / "reference.json").read_bytes()
     kept = reports.hold(tmp_path, ["reference", "new_adapter"])
-    assert kept == {"reference": before, "new_adapter": None}
+    assert kept == ["reference", "new_adapter"]
     marker = reports.runs(tmp_path)["reference"]
     assert marker["complete"] is False and marker["tests"] == {}
     assert "never finished" in reports.unfinished(marker)
@@ -62,6 +65,56 @@ def test_a_start_marker_is_an_unfinished_run_and_restore_puts_back_the_last_repo
     reports.restore(tmp_path, kept)
     assert (tmp_path / "reference.json").read_bytes() == before
     assert not (tmp_path / "new_adapter.json").exists()  # it had no report before the run: it has none after
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["reference.json"]  # nothing put aside is left
+
+
+def test_a_killed_runs_marker_never_takes_the_place_of_the_last_finished_report(tmp_path):
+    _write(tmp_path)
+    before = (tmp_path / "reference.json").read_bytes()
+    reports.hold(tmp_path, ["reference"])  # a run killed here leaves its marker
+    reports.restore(tmp_path, reports.hold(tmp_path, ["reference"]))  # the next run stops before its report
+    assert (tmp_path / "reference.json").read_bytes() == before
+
+
+def test_two_runs_of_one_adapter_into_one_folder_leave_the_last_finished_report_whole(tmp_path):
+    _write(tmp_path, expected=1)
+    first, second = reports.hold(tmp_path, ["reference"]), reports.hold(tmp_path, ["reference"])
+    _write(tmp_path, expected=2)  # the first run finishes
+    reports.release(tmp_path, first)
+    reports.restore(tmp_path, second)  # the second could not write its report: the first's stays
+    assert reports.runs(tmp_path)["reference"]["expected"] == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["reference.json"]
+
+
+def test_a_report_that_cannot_be_written_leaves_the_last_finished_one(tmp_path, monkeypatch):
+    _write(tmp_path)
+    before = (tmp_path / "reference.json").read_bytes()
+    held = reports.hold(tmp_path, ["reference"])
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(writing.os, "open", full)
+    with pytest.raises(writing.Refused, match=r"reference\.json: cannot write \(No space left on device\)"):
+        _write(tmp_path, expected=3)
+    monkeypatch.undo()
+    reports.restore(tmp_path, held)
+    assert (tmp_path / "reference.json").read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["reference.json"]
+
+
+def test_a_folder_that_takes_no_marker_is_refused_with_nothing_changed(tmp_path, monkeypatch):
+    _write(tmp_path)
+    before = (tmp_path / "reference.json").read_bytes()
+
+    def read_only(*args, **kwargs):
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(writing.os, "open", read_only)
+    with pytest.raises(writing.Refused, match="Read-only file system.*--reports"):
+        reports.hold(tmp_path, ["reference", "other"])
+    assert (tmp_path / "reference.json").read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["reference.json"]
 
 
 def test_forget_deletes_the_report_and_its_wrong_adapter_record(tmp_path):
@@ -89,3 +142,17 @@ def test_a_report_of_another_schema_or_no_report_is_refused(tmp_path, content):
     (tmp_path / "old.json").write_text(content)
     with pytest.raises(reports.ReportError, match=r"old\.json: "):
         reports.runs(tmp_path)
+
+
+def test_a_reports_folder_deleted_mid_run_is_made_again_for_the_report(tmp_path):
+    folder = tmp_path / "reports"
+    _write(folder)
+    held = reports.hold(folder, ["reference"])
+    for path in folder.iterdir():  # a user's cleanup while the tests run
+        path.unlink()
+    folder.rmdir()
+    _write(folder, expected=5)
+    reports.release(folder, held)
+    assert reports.runs(folder)["reference"]["expected"] == 5 and [p.name for p in folder.iterdir()] == [
+        "reference.json"
+    ]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attention_conformance import modes
+from attention_conformance import modes, writing
 from attention_conformance.cases import generated
 from attention_conformance.run import tolerance_model
 
@@ -318,15 +318,15 @@ def reproducer(fuzzer, finding, module_name):
 
 def write(fuzzer, finding, out, module_name, seed):
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     stem = f"{fuzzer.report_name.replace('.', '_')}-{finding.op}-{finding.dtype}"
     case_id, text = case_yaml(fuzzer.spec, finding, module_name)
     yaml_path, script_path = out / f"{stem}.yaml", out / f"{stem}.py"
-    yaml_path.write_text(
+    header = (
         f"# attention-conformance fuzz --adapter {module_name} --seed {seed} --dtype {finding.dtype}: "
-        f"paste under `cases:` in spec/attention.yaml\n{text}"
+        "paste under `cases:` in spec/attention.yaml\n"
     )
-    script_path.write_text(reproducer(fuzzer, finding, module_name))
+    writing.whole(yaml_path, (header + text).encode(), option="--out")
+    writing.whole(script_path, reproducer(fuzzer, finding, module_name).encode(), option="--out")
     return case_id, yaml_path, script_path
 
 
