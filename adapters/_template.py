@@ -188,3 +188,84 @@ def sgd_step(x, w_query, w_key, w_value, g, lr):
 #
 # def fused_sink_attention(x, w_query, w_key, w_value, sinks, num_heads, mask):  # your fused kernel's sinks, if any
 #     return ...  # the context
+#
+# The other optional ops, one stub each; what each returns and checks (contract/meanings.py, docs/contract.md):
+#
+# attention_stages: ONNX Attention's qk_matmul_output (qk_matmul_output_mode 0, 1 and 3).
+# def attention_stages(x, w_query, w_key, w_value, cap, causal):
+#     return ...  # `{"scaled", "capped", "weights"}`, one head [B, T, S] each: q k^T scaled by 1/sqrt(H); that
+#     # capped, cap * tanh(s / cap) (0 none); neither masked: the causal mask (if `causal`) enters the weights only, the
+#     # softmax of the capped scores
+#
+# causal_flag: records how the flag aligns when T_q < T_k.
+# def causal_flag(x, w_query, w_key, w_value, start):
+#     return ...  # context of the same query block through the framework's own causal flag
+#
+# decode_attention: decoding; both must equal rows start.. of the causal pass.
+# def decode_attention(x, w_query, w_key, w_value, start):
+#     return ...  # `{"context", "stepwise"}`: the queries at positions start..T-1 over all T keys (query p sees keys
+#     # 0..p), with the offset mask, and token by token with a KV cache
+#
+# decoder_attention: a decoder's attention: Mistral (GQA, RoPE, a window), Gemma 2 (and a soft cap), gpt-oss (and
+# sinks).
+# def decoder_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, pairing, window, cap, sinks):
+#     return ...  # context [B, T, N*H]: grouped heads (w_key, w_value num_kv_heads * H wide; query head n over K/V
+#     # head n // (N / num_kv_heads)), each query and key head turned whole by `pairing` (theta 10000, positions
+#     # 0..T-1), scores scaled by 1/sqrt(H), capped by `cap` (0 none), a causal window of `window` keys (T or more:
+#     # plain causal), head n's sink sinks[n] in its softmax (-inf: no sink)
+#
+# grouped_attention: grouped-query / multi-query attention, the textbook path.
+# def grouped_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal):
+#     return ...  # heads (.., N, T, H); w_key, w_value are num_kv_heads heads wide; query head n uses K/V head n //
+#     # (N / num_kv_heads)
+#
+# grouped_attention_layer: the framework's grouped-query attention layer holding these kernels, no biases, an
+# identity output projection (so N * H must equal the model width).
+# def grouped_attention_layer(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal):
+#     return ...  # heads, as above
+#
+# grouped_fused_attention: the framework's fused kernel given the fewer K/V heads.
+# def grouped_fused_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal):
+#     return ...  # heads, as above
+#
+# key_padding_flag: the fused attention told each row's count of real keys (ONNX Attention's nonpad_kv_seqlen,
+# `jax.nn.dot_product_attention`'s key_value_seq_lengths).
+# def key_padding_flag(x, w_query, w_key, w_value, padding):
+#     return ...  # context, one head [B, T, H], no causal mask; padding [B, S] True = a padded key, always after the
+#     # real ones and at least one real key a row, hidden from every query
+#
+# layer_defaults: that layer as its constructor leaves it (W_query in the reference form, via `ports.from_layout`).
+# def layer_defaults(d_in, num_heads, seed):
+#     return ...  # `{"bias": bool, "dropout": float, "averaged_weights": bool, "w_query": [d_in, d_in]}`
+#
+# layer_key_padding: padding through the layer's own key-padding argument, `causal` through its own causal switch.
+# def layer_key_padding(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, padding, causal):
+#     return ...  # context; the same layer, padding [B, S] True = a padded key (hidden from every query)
+#
+# layer_mask: the mask handed to the framework's attention layer in the layer's own convention.
+# def layer_mask(x, w_query, w_key, w_value, w_out, b_query, b_key, b_value, b_out, num_heads, mask):
+#     return ...  # context; the attention_module layer (weights in the reference form), mask [B, T, S] True = hidden
+#     # on every head
+#
+# mask_conventions: the mask handed to the framework's attention op in that op's own convention: `api` "bool" (its
+# boolean mask) or "additive" (`fill` "neg_inf", "large_negative" = -1e9, "dtype_min").
+# def mask_conventions(x, w_query, w_key, w_value, mask, api, fill):
+#     return ...  # context; mask [B, T, S], True = hidden (the suite's convention)
+#
+# packed_fused_attention: the fused attention given q, k, v packed [B, T, N*H] with the head counts (ONNX's 3-D
+# Attention with q_num_heads/kv_num_heads).
+# def packed_fused_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal):
+#     return ...  # context [B, T, N*H], the heads concatenated as grouped_attention computes them (num_kv_heads K/V
+#     # heads)
+#
+# scale_flag: the fused attention's scale argument (ONNX Attention's `scale`, SDPA's `scale=`).
+# def scale_flag(x, w_query, w_key, w_value, softmax_scale, causal):
+#     return ...  # context, one head [B, T, H]: softmax(softmax_scale * q k^T, causal if `causal`) v
+#
+# Optional: modes (docs/modes.md). Without MODES your adapter runs eagerly only, as today. With it, each mode is a
+# column of its own: the first is the one `run --adapter my_adapter` runs, another runs with `--mode`.
+#
+# MODES = {"eager": "each op as written", "compiled": "each op through my framework's compiler"}
+#
+# def in_mode(mode, op):
+#     return op if mode == "eager" else my_framework.compile(op)  # NumPy in, NumPy out, as op itself

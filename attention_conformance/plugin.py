@@ -193,8 +193,7 @@ def _load(config, names):
 
 
 def _ask(name, module, function, kind):
-    """version() or devices(): an adapter that raises or answers nonsense stops the run with a usage
-    error (exit 4) that says how to find out more, never an INTERNALERROR."""
+    """version() or devices(); an adapter that raises or answers nonsense is refused (exit 4), never INTERNALERROR."""
     try:
         answer = getattr(module, function)()
     except Exception as exc:  # noqa: BLE001 - whatever the adapter does is reported, not propagated
@@ -223,6 +222,7 @@ def pytest_report_header(config):
         "numeric switches: "
         + (", ".join(f"{k}={v}" for k, v in state.numerics.items()) or "none (the adapter defines no pin_numerics)")
     )
+    lines += [f"{name} brought in: {registry.brought_in(name)}" for name in state.loaded]
     lines.append(f"machine: {machine.one_line()}")
     return lines
 

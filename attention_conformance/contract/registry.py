@@ -3,7 +3,9 @@ point, any importable module), importing one, and every way a module breaks the 
 Importing this module imports no framework."""
 
 import importlib
+import importlib.metadata
 import inspect
+import sys
 import types
 
 from attention_conformance import modes
@@ -193,9 +195,31 @@ def load(name):
     return in_mode(module, name, next(iter(modes.declared(module))))
 
 
+_BROUGHT_IN = {}  # module path -> what its first import in this process brought in (brought_in)
+
+
+def brought_in(name, at_most=8):
+    """What the import of adapter or column `name` brought into this process, in a line: the distributions
+    ("name version", by name), or that it cannot tell (imported before the suite looked, as in a nested session)."""
+    found = _BROUGHT_IN.get(module_path(modes.split(name)[0]))
+    if found is None:
+        return "cannot tell (imported before this session)"
+    more = f", and {len(found) - at_most} more" if len(found) > at_most else ""
+    return (", ".join(found[:at_most]) or "nothing new") + more
+
+
+def _distributions(modules):
+    tops = {m.partition(".")[0] for m in modules} - set(sys.stdlib_module_names) - {"attention_conformance"}
+    found = importlib.metadata.packages_distributions()
+    names = {d for top in tops if not top.startswith("_") for d in found.get(top, ())}
+    return [f"{d} {importlib.metadata.version(d)}" for d in sorted(names, key=str.lower)]
+
+
 def _imported(name):
+    path = module_path(name)
+    before = None if path in sys.modules else set(sys.modules)
     try:
-        module = importlib.import_module(module_path(name))
+        module = importlib.import_module(path)
     except Exception as exc:  # a requested framework that does not import is a failure, never a skip
         raise AdapterError(
             f"adapter {name!r} was requested but does not import: {type(exc).__name__}: {exc}{import_hint(name, exc)}"
@@ -204,6 +228,8 @@ def _imported(name):
     if problems:
         raise AdapterError(f"adapter {name!r} breaks the contract: " + "; ".join(problems))
     pin(module)
+    if before is not None:
+        _BROUGHT_IN[path] = _distributions(set(sys.modules) - before)
     return module
 
 

@@ -181,3 +181,23 @@ def test_a_column_is_the_adapter_through_in_mode_with_that_modes_keys_and_the_mo
     assert module.NOT_APPLICABLE["compiled"] and module.softmax(3) == 3 and calls == ["compiled"]
     with pytest.raises(registry.AdapterError, match="does not run mode 'eager'|does not run mode"):
         registry.load("reference-compiled")
+
+
+def test_what_an_adapters_import_brought_in_is_named_by_distribution():
+    assert registry._distributions({"yaml", "yaml.cyaml", "json", "_socket", "attention_conformance.plugin"}) == [
+        f"PyYAML {__import__('yaml').__version__}"
+    ]
+    assert registry.brought_in("never_loaded_adapter_xyz") == "cannot tell (imported before this session)"
+
+
+def test_a_fresh_import_records_what_it_brought_and_a_second_load_does_not_forget(tmp_path, monkeypatch):
+    source = "\n".join(f"def {name}({', '.join(params)}): pass" for name, params in CONTRACT.items())
+    (tmp_path / "brought_in_probe_adapter.py").write_text(
+        "import colorsys\nDTYPES = ('float32',)\ndef version(): return 'probe 1'\n" + source + "\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    registry.load("brought_in_probe_adapter")
+    assert registry.brought_in("brought_in_probe_adapter") == "nothing new"  # the standard library is not counted
+    registry.load("brought_in_probe_adapter")
+    assert registry.brought_in("brought_in_probe_adapter") == "nothing new"
+    sys.modules.pop("brought_in_probe_adapter", None)

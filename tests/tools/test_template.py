@@ -90,3 +90,18 @@ def test_each_name_is_defined_before_a_statement_at_module_level_uses_it(name):
         early = (used & every) - defined
         assert not early, f"line {node.lineno} uses {sorted(early)} before they are defined"
         defined |= _defined(ast.Module(body=[node], type_ignores=[]))
+
+
+def test_the_template_has_every_op_of_the_contract_with_its_parameters_and_the_modes():
+    """Required ops as stubs, optional ones as commented stubs: a newcomer copies signatures from one file."""
+    import re
+
+    from attention_conformance.contract.ops import CONTRACT, OPTIONAL, PARAMETERS
+
+    text = template.text()
+    for op in sorted(set(CONTRACT) | set(OPTIONAL)):
+        params = CONTRACT[op] if op in CONTRACT else PARAMETERS[op]
+        found = re.search(rf"def {op}\(\s*(?:#\s*)?([^)]*)\)", text)
+        assert found, f"_template.py has no stub for {op}"
+        assert [p.strip(" #\n") for p in found.group(1).split(",") if p.strip(" #\n")] == list(params), op
+    assert "# MODES = {" in text and "# def in_mode(mode, op):" in text
