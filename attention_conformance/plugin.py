@@ -312,16 +312,12 @@ def pytest_runtest_makereport(item, call):
         return report
     if call.when == "call":
         report.margin, report.ulp, report.worst = test.margin, test.ulp, test.worst
-        if (
-            call.excinfo is not None
-        ):  # the report's message: the suite's own are read as they are, others with their type
+        if call.excinfo is not None:  # the message: the suite's own read as they are, others with their type
             error = call.excinfo.value
             report.failure = str(error) if isinstance(error, Nonconformance) else f"{type(error).__name__}: {error}"
     if test.test.not_applicable:
         report.reason = test.test.not_applicable
-        if report.skipped and isinstance(
-            report.longrepr, tuple
-        ):  # -rs names the test, not the file it was generated in
+        if report.skipped and isinstance(report.longrepr, tuple):  # -rs names the test, not the generating file
             report.longrepr = (str(item.config.invocation_params.dir / item.nodeid), None, report.longrepr[2])
     divergence = state.divergence_of.get(item.name)
     if divergence is not None:
@@ -348,15 +344,12 @@ def pytest_sessionfinish(session, exitstatus):
     complete = state.conformance_collected and not launch.is_narrowed(config)
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     try:
-        _write_reports(config, complete)
+        _write_reports(config, complete, reporter)
     except writing.Refused as exc:  # the last finished reports stay where they were before this run
         reports.restore(state.reports, state.held)
         reporter.write_line(f"ERROR: {exc}", red=True)
         session.exitstatus = writing.EXIT
         return
-    kind = "complete" if complete else "narrowed by pytest arguments, so marked incomplete: summary needs a whole run"
-    for name in state.loaded if state.conformance_collected else ():
-        reporter.write_line(f"report: {Path(state.reports) / reports.file_name(name)} ({kind})")
     missing = sorted(state.expected - ran)
     if complete and missing:
         reporter.write_line(
@@ -381,19 +374,20 @@ def pytest_sessionfinish(session, exitstatus):
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
-def _write_reports(config, complete):
+def _write_reports(config, complete, reporter):
     for name in state.loaded if state.conformance_collected else ():
         reports.forget_mutants(state.reports, name)  # the last self-check's record was measured against what ran before
-        reports.write_run(
-            state.reports,
-            name,
-            version=state.versions[name],
+        run = {
+            "version": state.versions[name],
             **reports.described(state.loaded[name], state.spec, state.devices[name], config.getoption("device")),
-            spec=state.spec,
-            spec_sha256=state.spec_sha256,
-            numerics=state.numerics,
-            complete=complete,
-            expected=sum(t.adapter == name for t in state.planned),
-            tests=state.results.get(name, {}),
-        )
+            "spec": state.spec,
+            "spec_sha256": state.spec_sha256,
+            "numerics": state.numerics,
+            "complete": complete,
+            "expected": sum(t.adapter == name for t in state.planned),
+            "tests": state.results.get(name, {}),
+        }
+        run, said = (run, "complete") if complete else reports.on_top(state.reports, name, run)
+        reports.write_run(state.reports, name, **run)
+        reporter.write_line(f"report: {Path(state.reports) / reports.file_name(name)} ({said})")
     reports.release(state.reports, state.held)

@@ -209,6 +209,14 @@ def main(directories=(reports.DEFAULT_DIR,), names=None, out=reports.DEFAULT_DIR
     print("\n" + "\n".join(NOTES))
     measured_on = sorted({machine.one_line(r["machine"]) for r in found.values() if "machine" in r})
     print("measured on: " + ("; ".join(measured_on) or "not recorded"))
+    reran = [
+        f"{key} ({len({t for r in report['reruns'] for t in r['tests']})} tests, "
+        f"last {report['reruns'][-1]['finished']})"
+        for key, report in sorted(found.items())
+        if report.get("reruns")
+    ]
+    if reran:  # a narrowed run put on top of a complete one (run/reports.py: on_top)
+        print("rerun on top of a complete run: " + "; ".join(reran))
     headline, kill_rows, wrong = kill_rate(directories)
     if headline:
         print(f"\n{headline}\n")

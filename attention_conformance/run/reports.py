@@ -22,6 +22,8 @@
                             outline = {"families": [names], "cases": [[id, family, states a
                             convention?]]}: the spec the run was made from, as the summary and the
                             matrix show it (whichever spec is installed where they run)
+                            reruns (only where a narrowed run went on top of a complete one,
+                            on_top): [{"finished", "tests": [ids]}], oldest first
                             While the tests run the file says only {"adapter", "started",
                             "complete": false, "tests": {}}: a run that dies leaves that behind,
                             never its last result. An adapter that does not import, or whose
@@ -169,9 +171,47 @@ def described(module, spec, seen, ran):
     }
 
 
+def on_top(directory, adapter, run):
+    """A narrowed run's report (`run`, write_run's arguments) and a line that says what it is: its results put on
+    top of the adapter's last complete run, which `hold` put aside, where that ran the same spec, version and mode;
+    else the narrowed run alone, marked incomplete. A rerun of one test never undoes a whole run."""
+    try:
+        last = json.loads(_last(directory, adapter).read_text())
+    except (OSError, ValueError):
+        last = None
+    same = ("spec_sha256", "version", "mode")
+    if not isinstance(last, dict) or not last.get("complete") or "finished" not in last:
+        return run, "narrowed by pytest arguments, so marked incomplete: a summary needs a complete run"
+    if any(last.get(key) != run[key] for key in same) or last.get("schema") != SCHEMA:
+        return run, (
+            "narrowed by pytest arguments, so marked incomplete, in place of the complete run of "
+            f"{last['finished']}: that one ran another spec, version or mode"
+        )
+    rerun = {"finished": time.strftime("%Y-%m-%dT%H:%M:%S"), "tests": sorted(run["tests"])}
+    said = f"narrowed by pytest arguments: its {len(run['tests'])} results on top of the complete run of "
+    return (
+        run | {"complete": True, "tests": last["tests"] | run["tests"], "reruns": [*last.get("reruns", []), rerun]},
+        said + last["finished"],
+    )
+
+
 def write_run(
-    directory, adapter, *, version, mode, dtypes, devices, spec, spec_sha256, numerics, complete, expected, tests
+    directory,
+    adapter,
+    *,
+    version,
+    mode,
+    dtypes,
+    devices,
+    spec,
+    spec_sha256,
+    numerics,
+    complete,
+    expected,
+    tests,
+    reruns=None,
 ):
+    """One adapter's run report. `reruns`: the narrowed runs put on top of a complete one ([{"finished", "tests"}])."""
     _write(
         directory,
         file_name(adapter),
@@ -190,7 +230,8 @@ def write_run(
             "expected": expected,
             "tests": tests,
             "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
-        },
+        }
+        | ({"reruns": reruns} if reruns else {}),
     )
 
 

@@ -231,6 +231,7 @@ def test_a_cell_opens_its_tests_message_reason_and_link(browser, demo):
     rerun = failing.find_element("css selector", '.test[data-outcome="failed"] .rerun').text
     assert rerun.endswith(
         'run --adapter page_wrong "attention_conformance/conformance.py::test_weights[page_wrong-float64-thermostat]"'
+        " (its outcome goes on top of this complete run)"
     ), rerun
 
     raised = _open(browser, "row_scale_binary", "page_wrong float64")

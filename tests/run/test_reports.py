@@ -156,3 +156,45 @@ def test_a_reports_folder_deleted_mid_run_is_made_again_for_the_report(tmp_path)
     assert reports.runs(folder)["reference"]["expected"] == 5 and [p.name for p in folder.iterdir()] == [
         "reference.json"
     ]
+
+
+def _narrowed(directory, **changes):
+    """A narrowed run of one test, written as the plugin writes it: on top of the last complete run where it can."""
+    run = {
+        "version": "numpy 2",
+        "mode": {"name": "eager", "runs": "op by op"},
+        "dtypes": ["float64"],
+        "devices": {"cpu": "ran", "gpu": "unavailable"},
+        "spec": SPEC,
+        "spec_sha256": "abc123",
+        "numerics": {},
+        "complete": False,
+        "expected": 1,
+        "tests": {"test_weights[reference-float64-thermostat]": RESULT | {"outcome": "failed", "margin": None}},
+    } | changes
+    held = reports.hold(directory, ["reference"])
+    run, said = reports.on_top(directory, "reference", run)
+    reports.write_run(directory, "reference", **run)
+    reports.release(directory, held)
+    return reports.runs(directory)["reference"], said
+
+
+def test_a_narrowed_rerun_goes_on_top_of_the_last_complete_run_never_in_its_place(tmp_path):
+    _write(
+        tmp_path,
+        tests={"test_weights[reference-float64-thermostat]": RESULT, "test_context[reference-float64-sat]": RESULT},
+    )
+    report, said = _narrowed(tmp_path)
+    assert report["complete"] is True and "on top of the complete run of" in said
+    assert report["tests"]["test_weights[reference-float64-thermostat]"]["outcome"] == "failed"  # the rerun's
+    assert report["tests"]["test_context[reference-float64-sat]"] == RESULT  # the complete run's
+    assert [r["tests"] for r in report["reruns"]] == [["test_weights[reference-float64-thermostat]"]]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["reference.json"]
+
+
+def test_a_narrowed_run_of_another_version_or_with_no_complete_run_is_marked_incomplete(tmp_path):
+    report, said = _narrowed(tmp_path)  # nothing to put it on
+    assert report["complete"] is False and "marked incomplete" in said
+    _write(tmp_path)
+    report, said = _narrowed(tmp_path, version="numpy 3")
+    assert report["complete"] is False and "another spec, version or mode" in said and "reruns" not in report
