@@ -33,7 +33,7 @@ import sys
 from attention_conformance import dtypes, modes, writing
 from attention_conformance.cases import golden, loader
 from attention_conformance.contract import ops, registry
-from attention_conformance.paths import SPEC_DIR
+from attention_conformance.paths import PUBLISHED_DIR, SPEC_DIR
 from attention_conformance.run import launch, reports
 
 
@@ -156,6 +156,12 @@ def _command(argv):
         action="append",
         metavar="DIR",
         help="a reports folder (repeatable: one per machine, merged into one table and matrix; default ./reports)",
+    )
+    summary_parser.add_argument(
+        "--with-published",
+        action="store_true",
+        help="put the published run's reports of every built-in adapter (shipped with the package, labelled "
+        "'published <date>' with their machine) beside your own",
     )
     summary_parser.add_argument(
         "--adapter",
@@ -298,7 +304,8 @@ def _command(argv):
 
         if args.html is not None and not args.html.strip():
             parser.error("summary: --html needs a path (a file, or a folder to write index.html in)")
-        return summary.main(args.reports or [reports.DEFAULT_DIR], args.adapter, args.out, args.html)
+        folders = (args.reports or [reports.DEFAULT_DIR]) + ([PUBLISHED_DIR] if args.with_published else [])
+        return summary.main(folders, args.adapter, args.out, args.html)
     if args.command == "examples":
         from attention_conformance.tools import examples
 

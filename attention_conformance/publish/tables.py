@@ -25,6 +25,7 @@ from attention_conformance.publish import speed, summary
 from attention_conformance.run import reports
 
 RESULTS = Path("docs/results")
+PUBLISHED = Path("spec/published")  # in the checkout; paths.PUBLISHED_DIR installed
 # name -> (file the table is in, begin marker, end marker), relative to the checkout
 BLOCKS = {
     "summary": (
@@ -264,4 +265,6 @@ def main(directory=reports.DEFAULT_DIR, root="."):
         writing.whole(Path(root) / RESULTS / f"{name}.json", (json.dumps(data, indent=1) + "\n").encode())
         put(name, RENDER[name](data), root)
         print(f"{name}: {BLOCKS[name][0]} from {Path(directory)}, data in {RESULTS / (name + '.json')}")
+    reports.publish(directory, made["summary"]["adapters"], Path(root) / PUBLISHED)
+    print(f"reports: {PUBLISHED}, each column's, for `summary --with-published`")
     return 0

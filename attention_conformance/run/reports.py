@@ -37,6 +37,7 @@ made from different specs, or two runs that would fill the same column are refus
 """
 
 import contextlib
+import gzip
 import json
 import platform
 import time
@@ -44,6 +45,7 @@ from pathlib import Path
 
 from attention_conformance import machine, modes, writing
 from attention_conformance.cases import plan
+from attention_conformance.paths import PUBLISHED_DIR
 
 SCHEMA = 3  # 2: RESULT's reason, the stale divergence outcome, the started marker; 3: the outline
 DEFAULT_DIR = Path("reports")  # relative to where the run starts: the checkout in tox, anywhere for a user
@@ -65,7 +67,8 @@ def _write(directory, name, content):
 
 def _read(path):
     try:
-        content = json.loads(Path(path).read_text())
+        data = Path(path).read_bytes()
+        content = json.loads(gzip.decompress(data) if str(path).endswith(".gz") else data)
     except (OSError, ValueError) as exc:
         raise ReportError(f"{path}: unreadable report: {exc}") from None
     if not isinstance(content, dict) or content.get("schema") != SCHEMA:
@@ -242,7 +245,7 @@ def write_mutants(directory, adapter, defined, mutants):
 def runs(directory):
     """{adapter: report} for every run report in the folder."""
     found = {}
-    for path in sorted(Path(directory).glob("*.json")):
+    for path in sorted([*Path(directory).glob("*.json"), *Path(directory).glob("*.json.gz")]):
         if path.name.startswith("mutants-") or path.stem in ("matrix", "benchmark", "portability"):
             continue
         report = _read(path)
@@ -261,6 +264,20 @@ def mutants(directories):
     return sorted(defined), results
 
 
+def _published(directory):
+    return Path(directory).resolve() == PUBLISHED_DIR.resolve()
+
+
+def publish(directory, columns, into):
+    """The published run's reports (`columns` of folder `directory`) gzipped into `into` (spec/published in a
+    checkout), what `summary --with-published` puts beside a user's own; a column no longer published goes."""
+    for column in columns:
+        data = (Path(directory) / file_name(column)).read_bytes()
+        writing.whole(Path(into) / f"{file_name(column)}.gz", gzip.compress(data, 9, mtime=0))
+    for stale in set(Path(into).glob("*.json.gz")) - {Path(into) / f"{file_name(c)}.gz" for c in columns}:
+        stale.unlink()
+
+
 def merge(directories):
     """({column prefix: finished run report}, [(adapter, why its run did not finish)]) from one folder or several.
     From one folder a prefix is the adapter name; merged, it is "adapter version device@host", so each
@@ -273,10 +290,9 @@ def merge(directories):
                 stopped.append((report["adapter"], f"{why} ({directory})"))
                 continue
             ran = next((d for d, state in report.get("devices", {}).items() if state == "ran"), "cpu")
+            host = f"published {report['finished'][:10]}" if _published(directory) else report.get("host", "?")
             key = (
-                report["adapter"]
-                if len(directories) == 1
-                else f"{report['adapter']} {report['version']} {ran}@{report.get('host', '?')}"
+                report["adapter"] if len(directories) == 1 else f"{report['adapter']} {report['version']} {ran}@{host}"
             )
             if key in found:
                 raise ReportError(f"{directory}: {key!r} is already reported by {origin[key]}: two runs for one column")

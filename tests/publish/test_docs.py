@@ -65,3 +65,16 @@ def test_publishing_refuses_an_incomplete_run_in_one_line(tmp_path):
         SystemExit, match=r"^error: .*not a complete, conforming run of every built-in adapter \(\w+: MISSING"
     ):
         tables.summary_data(tmp_path / "reports")
+
+
+def test_the_shipped_published_reports_are_the_summary_tables_run():
+    """What `summary --with-published` puts beside a user's reports: the README table's run, every column of it,
+    finished, complete and made from the installed spec (else the merge would refuse it)."""
+    from attention_conformance.paths import PUBLISHED_DIR
+    from attention_conformance.run import reports
+
+    found = reports.runs(PUBLISHED_DIR)
+    assert sorted(found) == sorted(_data("summary")["adapters"]), "run `attention-conformance publish`"
+    for column, report in found.items():
+        assert report["complete"] and "finished" in report, column
+        assert report["spec_sha256"] == tables.spec_sha256(), f"{column}: run `attention-conformance publish`"

@@ -124,3 +124,23 @@ def test_the_kill_rate_counts_wrong_adapters_caught_and_names_those_that_were_no
     assert by_name["reference__reordered_sum"] == ["must pass", "passed all 9", True]
     assert by_name["reference__never_run"][2] is False
     assert wrong == ["reference__never_run not run", "reference__one_ulp_off not caught"]
+
+
+def test_with_published_puts_the_shipped_run_beside_a_users_own_marked_as_published(tmp_path, capsys):
+    import gzip
+
+    from attention_conformance import cli
+    from attention_conformance.paths import PUBLISHED_DIR
+
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "reference.json").write_bytes(
+        gzip.decompress((PUBLISHED_DIR / "reference.json.gz").read_bytes())
+    )
+    code = cli.main(
+        ["summary", "--reports", str(tmp_path / "mine"), "--with-published", "--out", str(tmp_path / "out")]
+    )
+    out = capsys.readouterr().out
+    assert code == 0, out[-2000:]
+    published = [line for line in out.splitlines() if line.startswith("| torch-compiled ") and "@published 20" in line]
+    assert len(published) == 1, out[-3000:]
+    assert any(line.startswith("| reference ") and "@published" not in line for line in out.splitlines())
