@@ -12,6 +12,7 @@ another spec or another list of frameworks than the repository's.
 """
 
 import hashlib
+import inspect
 import json
 import re
 from pathlib import Path
@@ -19,7 +20,7 @@ from pathlib import Path
 from attention_conformance import machine, modes, writing
 from attention_conformance.cases import loader
 from attention_conformance.contract import ops, registry
-from attention_conformance.contract.meanings import MEANINGS
+from attention_conformance.contract.meanings import CHOICE_WORDS, MEANINGS, OUTPUTS
 from attention_conformance.paths import SPEC_DIR
 from attention_conformance.publish import speed, summary
 from attention_conformance.run import reports
@@ -47,6 +48,21 @@ BLOCKS = {
         "docs/contract.md",
         "<!-- conventions: written by `attention-conformance publish` from spec/attention.yaml -->",
         "<!-- end of conventions -->",
+    ),
+    "outputs": (
+        "docs/contract.md",
+        "<!-- outputs: written by `attention-conformance publish` from contract/meanings.py -->",
+        "<!-- end of outputs -->",
+    ),
+    "choices": (
+        "docs/contract.md",
+        "<!-- choices: written by `attention-conformance publish` from contract/ops.py and meanings.py -->",
+        "<!-- end of choices -->",
+    ),
+    "helpers": (
+        "docs/contract.md",
+        "<!-- helpers: written by `attention-conformance publish` from the package's public functions -->",
+        "<!-- end of helpers -->",
     ),
     "benchmark": (
         "docs/speed.md",
@@ -199,6 +215,53 @@ def contract_data():
     ]
 
 
+def outputs_data():
+    """[function, output, what it is] for each output of a function with more than one (meanings.OUTPUTS)."""
+    several = {op: outs for op, (_, outs) in ops.OPS.items() if len(outs) > 1}
+    missing = [f"{op}/{out}" for op, outs in several.items() for out in outs if out not in OUTPUTS.get(op, {})]
+    if missing:
+        raise SystemExit(f"error: contract/meanings.py's OUTPUTS says nothing of {', '.join(missing)}")
+    return [[op, out, OUTPUTS[op][out]] for op, outs in several.items() for out in outs]
+
+
+def choices_data():
+    """[parameter, value, what it selects] for every value a choice parameter takes (ops.CHOICES)."""
+    missing = [f"{p}={v}" for p, values in ops.CHOICES.items() for v in values if v not in CHOICE_WORDS.get(p, {})]
+    if missing:
+        raise SystemExit(f"error: contract/meanings.py's CHOICE_WORDS says nothing of {', '.join(missing)}")
+    return [[param, value, CHOICE_WORDS[param][value]] for param, values in ops.CHOICES.items() for value in values]
+
+
+def helpers_data():
+    """[call, what it does] for the public helpers an adapter may import: known_divergences and ports' functions."""
+    import attention_conformance
+    from attention_conformance import ports
+
+    found = [("attention_conformance", attention_conformance.known_divergences)] + [
+        ("attention_conformance.ports", f)
+        for name, f in vars(ports).items()
+        if inspect.isfunction(f) and not name.startswith("_") and f.__module__ == ports.__name__
+    ]
+    return [
+        [f"{where}.{f.__name__}{inspect.signature(f)}", " ".join(inspect.getdoc(f).split("\n\n")[0].split())]
+        for where, f in found
+    ]
+
+
+def outputs_table(rows):
+    lines = ["| function | output | what it is |", "|---|---|---|"]
+    return "\n".join(lines + [f"| `{op}` | `{out}` | {what} |" for op, out, what in rows])
+
+
+def choices_table(rows):
+    lines = ["| parameter | value | what it selects |", "|---|---|---|"]
+    return "\n".join(lines + [f"| `{param}` | `{value!r}` | {what} |" for param, value, what in rows])
+
+
+def helpers_table(rows):
+    return "\n".join(f"- `{call}`: {what}" for call, what in rows)
+
+
 def conventions_data():
     """{name: text} of the spec's conventions, the facts an adapter's author needs (RoPE's pairs, a window's count,
     the cap's order, a sink's part): made from the spec, so a case's `conventions.<name>` is on the page."""
@@ -218,10 +281,19 @@ RENDER = {
     "summary": summary_table,
     "contract": contract_table,
     "conventions": conventions_table,
+    "outputs": outputs_table,
+    "choices": choices_table,
+    "helpers": helpers_table,
     "benchmark": speed.tables,
     "portability": portability_table,
 }
-DATA_IN_CODE = ("contract", "conventions")  # rendered from the package itself: no docs/results/<name>.json
+DATA_IN_CODE = (
+    "contract",
+    "conventions",
+    "outputs",
+    "choices",
+    "helpers",
+)  # rendered from the package itself: no docs/results/<name>.json
 
 
 def block(name, root="."):
@@ -252,6 +324,8 @@ def main(directory=reports.DEFAULT_DIR, root="."):
     # writes it without every framework installed).
     put("contract", contract_table(contract_data()), root)
     put("conventions", conventions_table(conventions_data()), root)
+    for name in ("outputs", "choices", "helpers"):
+        put(name, RENDER[name](globals()[f"{name}_data"]()), root)
     print(f"contract: {BLOCKS['contract'][0]} from the package and the spec's conventions")
     made = {
         "summary": summary_data(directory),
