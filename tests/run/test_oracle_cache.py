@@ -82,7 +82,7 @@ def test_the_key_covers_the_arithmetic_the_oracle_computes_with(tmp_path, monkey
     assert oracle_cache.key("attention", {"n": 2}, None, oracle) != before
 
 
-@pytest.mark.parametrize("damage", ["truncate", "flip_a_value", "not_npz", "empty"])
+@pytest.mark.parametrize("damage", ["truncate", "flip_a_value", "not_npz", "empty", "vanished"])
 def test_a_damaged_entry_is_recomputed_not_trusted(cache, damage):
     good = _expected()
     (entry,) = cache.glob("*.npz")
@@ -92,6 +92,8 @@ def test_a_damaged_entry_is_recomputed_not_trusted(cache, damage):
         entry.write_text("context: [1, 2, 3]\n")
     elif damage == "empty":
         entry.write_bytes(b"")
+    elif damage == "vanished":  # deleted mid-run, by a user's cleanup or another run's
+        entry.unlink()
     else:  # a value changed inside an intact file: the recorded digest no longer matches
         with np.load(entry) as stored:
             arrays = {name: stored[name] for name in stored.files}
