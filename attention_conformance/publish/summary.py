@@ -171,7 +171,7 @@ def main(directories=(reports.DEFAULT_DIR,), names=None, out=reports.DEFAULT_DIR
     except reports.ReportError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    reported = {r["adapter"] for r in found.values()}
+    reported = {r["adapter"] for r in found.values() if not r.get("published")}  # the published run asks nothing
     if not (found or unfinished or names):
         print(
             f"error: no reports in {', '.join(map(str, directories))}: run `attention-conformance run --adapter NAME` "
@@ -189,7 +189,7 @@ def main(directories=(reports.DEFAULT_DIR,), names=None, out=reports.DEFAULT_DIR
     # The spec the reports were made from (reports.merge refuses two); with no report at all, the installed one,
     # so a run that reported nothing still shows every case, each cell MISSING.
     outline = next(iter(found.values()))["outline"] if found else reports.outline(loader.load())
-    found = {key: report for key, report in found.items() if asked(report["adapter"])}
+    found = {key: report for key, report in found.items() if asked(report["adapter"]) or report.get("published")}
     convention_cases = {case_id for case_id, _, convention in outline["cases"] if convention}
     rows, failures, conforming = [], [], []
     for key, report, missing in (
@@ -210,7 +210,7 @@ def main(directories=(reports.DEFAULT_DIR,), names=None, out=reports.DEFAULT_DIR
     measured_on = sorted({machine.one_line(r["machine"]) for r in found.values() if "machine" in r})
     print("measured on: " + ("; ".join(measured_on) or "not recorded"))
     reran = [
-        f"{key} ({len({t for r in report['reruns'] for t in r['tests']})} tests, "
+        f"{key} ({len({t for r in report['reruns'] for t in r.get('tests', ())})} tests, "
         f"last {report['reruns'][-1]['finished']})"
         for key, report in sorted(found.items())
         if report.get("reruns")

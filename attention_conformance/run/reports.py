@@ -23,7 +23,8 @@
                             convention?]]}: the spec the run was made from, as the summary and the
                             matrix show it (whichever spec is installed where they run)
                             reruns (only where a narrowed run went on top of a complete one,
-                            on_top): [{"finished", "tests": [ids]}], oldest first
+                            on_top): [{"complete_run_finished"}, then {"finished", "tests": [ids]}
+                            for each rerun, oldest first]
                             While the tests run the file says only {"adapter", "started",
                             "complete": false, "tests": {}}: a run that dies leaves that behind,
                             never its last result. An adapter that does not import, or whose
@@ -191,10 +192,11 @@ def on_top(directory, adapter, run):
             f"{last['finished']}: that one ran another spec, version or mode"
         )
     rerun = {"finished": time.strftime("%Y-%m-%dT%H:%M:%S"), "tests": sorted(run["tests"])}
+    reruns = last.get("reruns") or [{"complete_run_finished": last["finished"]}]  # its first entry: when it ran whole
     said = f"narrowed by pytest arguments: its {len(run['tests'])} results on top of the complete run of "
     return (
-        run | {"complete": True, "tests": last["tests"] | run["tests"], "reruns": [*last.get("reruns", []), rerun]},
-        said + last["finished"],
+        run | {"complete": True, "tests": last["tests"] | run["tests"], "reruns": [*reruns, rerun]},
+        said + reruns[0]["complete_run_finished"],
     )
 
 
@@ -303,5 +305,6 @@ def merge(directories):
                     f"{here}: made from spec {str(other)[:12]}, but {where} from spec {str(first)[:12]}: "
                     "reports merge only when every machine ran the same spec (rerun the older one, or move it out)"
                 )
-            found[key], origin[key] = report, str(directory)
+            # The published run's, in memory only: shown beside a user's own, never asked for (summary --adapter)
+            found[key], origin[key] = report | ({"published": True} if _published(directory) else {}), str(directory)
     return found, stopped

@@ -29,7 +29,16 @@ class Subject:
 
     def fail(self, message):
         __tracebackhide__ = True
-        raise Nonconformance(f"{self.label}: {message}")
+        convention = self.case.convention  # where the math has no single answer, the spec chose one: say which
+        raise Nonconformance(
+            f"{self.label}: {message}"
+            + (
+                f"; this case states the spec's conventions.{convention} (docs/contract.md): a framework that "
+                "follows another declares it in KNOWN_DIVERGENCES, shown as `conv`"
+                if convention
+                else ""
+            )
+        )
 
     def other(self, name):
         """Another output of the same call, as numbers, with the same row selected."""

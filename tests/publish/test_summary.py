@@ -144,3 +144,33 @@ def test_with_published_puts_the_shipped_run_beside_a_users_own_marked_as_publis
     published = [line for line in out.splitlines() if line.startswith("| torch-compiled ") and "@published 20" in line]
     assert len(published) == 1, out[-3000:]
     assert any(line.startswith("| reference ") and "@published" not in line for line in out.splitlines())
+    # --adapter asks for the user's own columns; the published ones stay beside them and never stand in for one
+    code = cli.main(
+        [
+            "summary",
+            "--reports",
+            str(tmp_path / "mine"),
+            "--with-published",
+            "--adapter",
+            "reference",
+            "--out",
+            str(tmp_path / "o2"),
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 0 and sum("@published 20" in line for line in out.splitlines() if line.startswith("| ")) >= 12, out[
+        -3000:
+    ]
+    code = cli.main(
+        [
+            "summary",
+            "--reports",
+            str(tmp_path / "mine"),
+            "--with-published",
+            "--adapter",
+            "torch",
+            "--out",
+            str(tmp_path / "o3"),
+        ]
+    )
+    assert code == 1 and "MISSING" in capsys.readouterr().out

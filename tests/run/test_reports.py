@@ -188,7 +188,10 @@ def test_a_narrowed_rerun_goes_on_top_of_the_last_complete_run_never_in_its_plac
     assert report["complete"] is True and "on top of the complete run of" in said
     assert report["tests"]["test_weights[reference-float64-thermostat]"]["outcome"] == "failed"  # the rerun's
     assert report["tests"]["test_context[reference-float64-sat]"] == RESULT  # the complete run's
-    assert [r["tests"] for r in report["reruns"]] == [["test_weights[reference-float64-thermostat]"]]
+    assert [r.get("tests") for r in report["reruns"]] == [None, ["test_weights[reference-float64-thermostat]"]]
+    complete_run = report["reruns"][0]["complete_run_finished"]
+    report, said = _narrowed(tmp_path)  # a second rerun names the complete run's time, not the first rerun's
+    assert said.endswith(complete_run) and len(report["reruns"]) == 3
     assert sorted(p.name for p in tmp_path.iterdir()) == ["reference.json"]
 
 

@@ -80,3 +80,21 @@ def test_verify_all_runs_what_the_adapter_defines_and_fails_what_it_gets_wrong()
         "passed"
     }
     assert set(outcomes.values()) == {"not applicable"}  # every other op is left undefined
+
+
+def test_a_failure_on_a_case_that_states_a_convention_names_it_and_how_to_declare_another():
+    case = SPEC.cases["decode_flag_chunk"]  # a causal flag over fewer queries than keys: conventions.causal_alignment
+
+    def top_left(x, w_query, w_key, w_value, start):  # the flag aligned as some frameworks do
+        rows = reference.causal_attention(x, w_query, w_key, w_value)["context"]
+        return rows[..., : rows.shape[-2] - start, :]
+
+    adapter = types.SimpleNamespace(DTYPES=("float64",), causal_flag=top_left)
+    with pytest.raises(Nonconformance) as failed:
+        verify.verify(SPEC, "top_left", adapter, case, "context", "float64", GOLDENS)
+    assert "this case states the spec's conventions.causal_alignment" in str(failed.value)
+    assert "KNOWN_DIVERGENCES, shown as `conv`" in str(failed.value)
+    plain = SPEC.cases["thermostat"]
+    with pytest.raises(Nonconformance) as failed:
+        verify.verify(SPEC, "off", _softmax_adapter(lambda w: w * 1.01), plain, "weights", "float64", GOLDENS)
+    assert "conventions." not in str(failed.value)

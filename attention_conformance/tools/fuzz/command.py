@@ -29,7 +29,7 @@ from attention_conformance.contract import ids, ops, registry
 from attention_conformance.run import tolerance_model
 from attention_conformance.tools.fuzz import cases, findings, search
 
-INSTALL = "pip install 'attention-conformance[fuzz]' (or: pip install hypothesis==6.170.15)"
+INSTALL = "pip install '/path/to/your/clone/of/attention-conformance[fuzz]', or pip install hypothesis==6.170.15"
 DEFAULT_OUT = "fuzz-findings"
 
 # --- the command --------------------------------------------------------------------------------
