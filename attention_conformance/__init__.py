@@ -9,19 +9,11 @@ verifiers raise their own messages, so pytest's assertion rewriting has nothing 
 __version__ = "0.2.0"
 
 
-def known_divergences(adapter):
-    """A built-in adapter's known divergences, as an adapter declares its own: {'case/output/dtype': reason}.
+def __getattr__(name):
+    """`from attention_conformance import known_divergences` (PEP 562): the public helper, imported when asked for, so
+    importing the package still imports nothing else (its definition: cases/divergences.py)."""
+    if name == "known_divergences":
+        from attention_conformance.cases.divergences import known_divergences
 
-    For an adapter that wraps or copies a built-in one, so it inherits what that framework is known
-    to do differently: `KNOWN_DIVERGENCES = known_divergences("torch") | {"my_case": "why"}`.
-    Both sources: spec/divergences/<adapter>.yaml's entries for it and the built-in module's own
-    KNOWN_DIVERGENCES (reading those imports that adapter, and so its framework)."""
-    import importlib
-
-    from attention_conformance.cases import divergences
-    from attention_conformance.contract import ids, registry
-
-    if adapter not in registry.NAMES:
-        raise ValueError(f"known_divergences({adapter!r}): not a built-in adapter; one of {', '.join(registry.NAMES)}")
-    module = importlib.import_module(registry.module_path(adapter))
-    return {ids.declared_key(pattern): reason for pattern, reason in divergences.declared(adapter, module).items()}
+        return known_divergences
+    raise AttributeError(f"module 'attention_conformance' has no attribute {name!r}")

@@ -125,3 +125,20 @@ def own_entries(adapter, mode):
     ({"compiled": {"sat": "why"}})."""
     own = getattr(adapter, "KNOWN_DIVERGENCES", {})
     return [(k, v) for k, v in own.items() if k not in modes.MODES] + list(own.get(mode, {}).items())
+
+
+def known_divergences(adapter):
+    """A built-in adapter's known divergences, as an adapter declares its own: {'case/output/dtype': reason}.
+
+    For an adapter that wraps or copies a built-in one, so it inherits what that framework is known
+    to do differently: `KNOWN_DIVERGENCES = known_divergences("torch") | {"my_case": "why"}`.
+    Both sources: spec/divergences/<adapter>.yaml's entries for it and the built-in module's own
+    KNOWN_DIVERGENCES (reading those imports that adapter, and so its framework)."""
+    import importlib
+
+    from attention_conformance.contract import registry
+
+    if adapter not in registry.NAMES:
+        raise ValueError(f"known_divergences({adapter!r}): not a built-in adapter; one of {', '.join(registry.NAMES)}")
+    module = importlib.import_module(registry.module_path(adapter))
+    return {ids.declared_key(pattern): reason for pattern, reason in declared(adapter, module).items()}

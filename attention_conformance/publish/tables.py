@@ -20,7 +20,8 @@ from pathlib import Path
 from attention_conformance import machine, modes, writing
 from attention_conformance.cases import loader
 from attention_conformance.contract import ops, registry
-from attention_conformance.contract.meanings import CHOICE_WORDS, MEANINGS, OUTPUTS
+from attention_conformance.contract.meanings import MEANINGS
+from attention_conformance.contract.outputs import CHOICE_WORDS, OUTPUTS
 from attention_conformance.paths import SPEC_DIR
 from attention_conformance.publish import speed, summary
 from attention_conformance.run import reports
@@ -51,12 +52,12 @@ BLOCKS = {
     ),
     "outputs": (
         "docs/contract.md",
-        "<!-- outputs: written by `attention-conformance publish` from contract/meanings.py -->",
+        "<!-- outputs: written by `attention-conformance publish` from contract/outputs.py -->",
         "<!-- end of outputs -->",
     ),
     "choices": (
         "docs/contract.md",
-        "<!-- choices: written by `attention-conformance publish` from contract/ops.py and meanings.py -->",
+        "<!-- choices: written by `attention-conformance publish` from contract/ops.py and outputs.py -->",
         "<!-- end of choices -->",
     ),
     "helpers": (
@@ -220,7 +221,7 @@ def outputs_data():
     several = {op: outs for op, (_, outs) in ops.OPS.items() if len(outs) > 1}
     missing = [f"{op}/{out}" for op, outs in several.items() for out in outs if out not in OUTPUTS.get(op, {})]
     if missing:
-        raise SystemExit(f"error: contract/meanings.py's OUTPUTS says nothing of {', '.join(missing)}")
+        raise SystemExit(f"error: contract/outputs.py's OUTPUTS says nothing of {', '.join(missing)}")
     return [[op, out, OUTPUTS[op][out]] for op, outs in several.items() for out in outs]
 
 
@@ -228,16 +229,16 @@ def choices_data():
     """[parameter, value, what it selects] for every value a choice parameter takes (ops.CHOICES)."""
     missing = [f"{p}={v}" for p, values in ops.CHOICES.items() for v in values if v not in CHOICE_WORDS.get(p, {})]
     if missing:
-        raise SystemExit(f"error: contract/meanings.py's CHOICE_WORDS says nothing of {', '.join(missing)}")
+        raise SystemExit(f"error: contract/outputs.py's CHOICE_WORDS says nothing of {', '.join(missing)}")
     return [[param, value, CHOICE_WORDS[param][value]] for param, values in ops.CHOICES.items() for value in values]
 
 
 def helpers_data():
     """[call, what it does] for the public helpers an adapter may import: known_divergences and ports' functions."""
-    import attention_conformance
     from attention_conformance import ports
+    from attention_conformance.cases import divergences
 
-    found = [("attention_conformance", attention_conformance.known_divergences)] + [
+    found = [("attention_conformance", divergences.known_divergences)] + [
         ("attention_conformance.ports", f)
         for name, f in vars(ports).items()
         if inspect.isfunction(f) and not name.startswith("_") and f.__module__ == ports.__name__
