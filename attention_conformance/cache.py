@@ -29,21 +29,35 @@ def entry(kind, name):
     return None if folder is None else folder / kind / name
 
 
+REFUSED = []  # the first write the disk refused this process, as one line for the run's end (the plugin prints it)
+
+
 def write(path, save):
     """Write `path` whole or not at all: `save(file)` fills a temporary file beside it, renamed into
     place, so parallel environments never see half a file. A read-only or full disk costs the next
-    run time, never a result: the OSError is swallowed."""
+    run time, never a result: the OSError is kept in REFUSED, never raised."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
-    except OSError:
+    except OSError as exc:
+        _refused(path, exc)
         return
     try:
         with os.fdopen(fd, "wb") as f:
             save(f)
         os.replace(tmp, path)
-    except OSError:
+    except OSError as exc:
+        _refused(path, exc)
         Path(tmp).unlink(missing_ok=True)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _refused(path, exc):
+    if not REFUSED:
+        REFUSED.append(
+            f"cache: {directory() or path.parent} cannot be written ({exc.strerror or exc}): each run computes the "
+            "oracle's answers again; "
+            "set ATTENTION_CONFORMANCE_CACHE to a writable folder (or off)"
+        )

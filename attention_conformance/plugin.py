@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from attention_conformance import machine, modes, writing
+from attention_conformance import cache, machine, modes, writing
 from attention_conformance.cases import divergences, golden, loader, plan
 from attention_conformance.contract import ids, ops, registry
 from attention_conformance.margin import Nonconformance
@@ -350,6 +350,8 @@ def pytest_sessionfinish(session, exitstatus):
         reporter.write_line(f"ERROR: {exc}", red=True)
         session.exitstatus = writing.EXIT
         return
+    for line in cache.REFUSED:  # time lost, never a verdict: said once, at the end
+        reporter.write_line(line, yellow=True)
     missing = sorted(state.expected - ran)
     if complete and missing:
         reporter.write_line(

@@ -3,7 +3,7 @@ value of a choice parameter selects. docs/contract.md's "What each output is" an
 by `attention-conformance publish` (tests/publish/test_docs.py: not stale; every output and value has its words)."""
 
 # function -> {output: what it is}, for each function with more than one output (a single output is its `returns`
-# above). docs/contract.md's "What each output is" is generated from it
+# above). docs/contract.md's "What each output is" is generated from it.
 OUTPUTS = {
     "create_parameter": {
         "parameter": "the parameter's values, [d_in, d_out], as the framework initialised them from `seed`",
