@@ -217,16 +217,14 @@ def test_reports_from_two_machines_merge_into_one_matrix(tmp_path):
         done = _run(["summary", "--reports", "machine_a", "--html", given], tmp_path)
         assert done.returncode == 0 and f"{written})" in done.stdout and (tmp_path / written).is_file(), done.stderr
     unwritable = _run(["summary", "--reports", "machine_a", "--html", "/proc/page.html"], tmp_path)
-    assert unwritable.returncode == 1, unwritable.stderr
-    assert (
-        unwritable.stderr.strip()
-        .splitlines()[-1]
-        .startswith("FAILED: the page could not be written to /proc/page.html: ")
-    ), unwritable.stderr
+    assert unwritable.returncode == 74, unwritable.stderr  # the machine refused a file (README: exit codes)
+    assert unwritable.stderr.strip().splitlines()[-1].startswith("error: /proc/page.html: cannot write ("), (
+        unwritable.stderr
+    )
     assert "Traceback" not in unwritable.stderr
     (tmp_path / "taken" / "index.html" / "something").mkdir(parents=True)  # the page's name is a folder: replace fails
     taken = _run(["summary", "--reports", "machine_a", "--html", "taken"], tmp_path)
-    assert taken.returncode == 1 and "FAILED: the page could not be written to taken/index.html: " in taken.stderr
+    assert taken.returncode == 74 and "error: taken/index.html: cannot write (" in taken.stderr, taken.stderr
     assert sorted(p.name for p in (tmp_path / "taken").iterdir()) == ["index.html"], "nothing half-written left"
     empty = _run(["summary", "--reports", "machine_a", "--html", ""], tmp_path)
     assert empty.returncode == 2 and "--html needs a path" in empty.stderr
@@ -253,11 +251,11 @@ def test_reports_from_two_machines_merge_into_one_matrix(tmp_path):
     assert twice.returncode == 2 and "the same --reports folder is given twice" in twice.stderr
     shutil.copytree(tmp_path / "machine_a", tmp_path / "machine_a_again")
     same_column = _run(["summary", "--reports", "machine_a", "--reports", "machine_a_again"], tmp_path)
-    assert same_column.returncode == 1 and "two runs for one column" in same_column.stderr
+    assert same_column.returncode == 2 and "two runs for one column" in same_column.stderr  # the folders given clash
     report = tmp_path / "machine_b" / "second_framework.json"
     report.write_text(report.read_text().replace('"spec_sha256": "', '"spec_sha256": "0ther'))
     mixed = _run(["summary", "--reports", "machine_a", "--reports", "machine_b"], tmp_path)
-    assert mixed.returncode == 1 and "reports merge only when every machine ran the same spec" in mixed.stderr
+    assert mixed.returncode == 2 and "reports merge only when every machine ran the same spec" in mixed.stderr
 
 
 def test_the_ci_workflow_runs_every_built_in_adapter_and_merges_them():
