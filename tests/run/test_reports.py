@@ -14,8 +14,9 @@ SPEC = loader.load()
 RESULT = {"outcome": "passed", "margin": 0.1, "ulp": 1.0, "worst": None, "message": None, "reason": None}
 
 
-def _write(directory, adapter="reference", **changes):
-    run = {
+def _run(adapter="reference", **changes):
+    """write_run's arguments for a complete run of one passed test, with `changes`."""
+    return {
         "version": "numpy 2",
         "mode": {"name": "eager", "runs": "op by op"},
         "dtypes": ["float64"],
@@ -26,8 +27,11 @@ def _write(directory, adapter="reference", **changes):
         "complete": True,
         "expected": 1,
         "tests": {f"test_weights[{adapter}-float64-thermostat]": RESULT},
-    }
-    reports.write_run(directory, adapter, **run | changes)
+    } | changes
+
+
+def _write(directory, adapter="reference", **changes):
+    reports.write_run(directory, adapter, **_run(adapter, **changes))
 
 
 def test_a_written_run_reads_back_with_its_outline_and_nothing_left_beside_it(tmp_path):
@@ -160,18 +164,8 @@ def test_a_reports_folder_deleted_mid_run_is_made_again_for_the_report(tmp_path)
 
 def _narrowed(directory, **changes):
     """A narrowed run of one test, written as the plugin writes it: on top of the last complete run where it can."""
-    run = {
-        "version": "numpy 2",
-        "mode": {"name": "eager", "runs": "op by op"},
-        "dtypes": ["float64"],
-        "devices": {"cpu": "ran", "gpu": "unavailable"},
-        "spec": SPEC,
-        "spec_sha256": "abc123",
-        "numerics": {},
-        "complete": False,
-        "expected": 1,
-        "tests": {"test_weights[reference-float64-thermostat]": RESULT | {"outcome": "failed", "margin": None}},
-    } | changes
+    failed = {"test_weights[reference-float64-thermostat]": RESULT | {"outcome": "failed", "margin": None}}
+    run = _run(complete=False, tests=failed) | changes
     held = reports.hold(directory, ["reference"])
     run, said = reports.on_top(directory, "reference", run)
     reports.write_run(directory, "reference", **run)
