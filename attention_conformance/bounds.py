@@ -34,7 +34,7 @@ import ml_dtypes
 import numpy as np
 from numpy.lib.mixins import NDArrayOperatorsMixin
 
-from attention_conformance import deterministic
+from attention_conformance import deterministic, remembered
 
 # Within 1 ULP for Sleef (torch), 1-2 for Eigen (TensorFlow, XLA) and MLAS's softmax (ONNX Runtime),
 # as their sources state; 4 ULP leaves room for a vectorised exp none of them documents.
@@ -280,7 +280,7 @@ def matmul(a, b):
         * np.abs(va).max(axis=-1, keepdims=True, initial=0.0)
         * np.abs(vb).max(axis=-2, keepdims=True, initial=0.0)
     )
-    product = _rounded(deterministic.matmul(va, vb), err + _gamma(K) * size + oracle)
+    product = _rounded(remembered.product(deterministic.matmul, va, vb), err + _gamma(K) * size + oracle)
     product.terms = K
     return product
 

@@ -65,3 +65,59 @@ def test_memory_stays_within_the_budget(monkeypatch):
     assert len(remembered._ANSWERS) == 3
     double(np.full(1000, 0), 1)  # the oldest was dropped: computed again
     assert len(calls) == 6
+
+
+def _counted_matmul():
+    from attention_conformance import deterministic
+
+    computed = []
+
+    def matmul(a, b):
+        computed.append(a.shape)
+        return deterministic.matmul(a, b)
+
+    return matmul, computed
+
+
+def test_a_product_of_the_same_operands_is_computed_once_and_given_as_a_copy():
+    matmul, computed = _counted_matmul()
+    rng = np.random.default_rng(0)
+    a, b = rng.uniform(-1, 1, (64, 256)), rng.uniform(-1, 1, (256, 256))  # 4 million multiply-adds: worth keeping
+    first = remembered.product(matmul, a, b)
+    first[0, 0] = np.nan  # the caller's copy: the next one is untouched
+    again = remembered.product(matmul, a.copy(), b.copy())
+    assert len(computed) == 1 and np.isfinite(again[0, 0])
+    assert again.tobytes() == matmul(a, b).tobytes()
+    b[0, 0] += 2.0**-40  # one operand's last bits: another product
+    remembered.product(matmul, a, b)
+    assert len(computed) == 3
+
+
+def test_a_small_product_is_computed_again_hashing_would_cost_as_much():
+    matmul, computed = _counted_matmul()
+    a = np.ones((4, 4))
+    remembered.product(matmul, a, a)
+    remembered.product(matmul, a, a)
+    assert len(computed) == 2 and not remembered._PRODUCTS
+
+
+def test_the_bound_after_the_exact_answer_reuses_its_products_and_gives_the_same_bytes(monkeypatch):
+    """verify.py asks for the exact answer, then the bound: the bound's values are the exact answer's steps."""
+    from attention_conformance import deterministic
+    from attention_conformance.adapters import reference
+    from attention_conformance.cases import golden, inputs, loader
+    from attention_conformance.run import tolerance_model
+
+    case = loader.load().cases["gpt2_small_heads_causal"]
+    kwargs = inputs.resolve_all(case, "float16", golden.Goldens())
+    kwargs["x"] = kwargs["x"][:, :128]  # GPT-2's width and heads, 128 tokens: each projection is worth keeping
+    alone = tolerance_model.Derived("float16").multi_head_attention(**kwargs)
+    remembered.forget()
+    computed = []
+    original = deterministic.matmul
+    monkeypatch.setattr(deterministic, "matmul", lambda a, b: computed.append(1) or original(a, b))
+    reference.multi_head_attention(**kwargs)
+    exact_products = len(computed)
+    after = tolerance_model.Derived("float16").multi_head_attention(**kwargs)
+    assert all(after[name].tobytes() == alone[name].tobytes() for name in alone)
+    assert len(computed) - exact_products < exact_products  # the bound computed fewer than the exact answer did

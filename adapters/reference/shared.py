@@ -7,6 +7,7 @@ import contextvars
 import numpy as np
 
 from attention_conformance import bounds, deterministic
+from attention_conformance.remembered import product
 
 _round_to = contextvars.ContextVar("round_to", default=None)
 
@@ -39,7 +40,7 @@ def tanh(a):
 # arrays (tolerance_model.bound), the same steps also carry how far a correct computation in another summation
 # order or dtype may land.
 def mm(a, b):
-    return bounds.matmul(a, b) if _bounded(a, b) else deterministic.matmul(a, b)
+    return bounds.matmul(a, b) if _bounded(a, b) else product(deterministic.matmul, a, b)
 
 
 def fsum(a, axis=-1, keepdims=False):

@@ -136,12 +136,7 @@ def _reference_outputs(c):
     output, row = c.exp.output, c.exp.row
     exact = calls.outputs("reference", reference, c.case, "float64", c.goldens, input_dtype=c.dtype, oracle=True)
     c.reference_out = _select(exact[output], row)
-    plain_dtype = tolerance_model.plain_dtype(c.dtype)
-    with reference.rounding_to(np_dtype(plain_dtype)):
-        plain = calls.outputs(
-            "reference", reference, c.case, "float64", c.goldens, input_dtype=c.dtype, rounding=plain_dtype, oracle=True
-        )[output]
-    c.plain_out = _select(np.asarray(plain).astype(np_dtype(plain_dtype)), row)  # the result is stored in it too
+    # The bound next, while the exact answer's products are still remembered (remembered.product): its values are them.
     derived = calls.outputs(
         "reference",
         tolerance_model.Derived(c.dtype),
@@ -152,6 +147,12 @@ def _reference_outputs(c):
         rounding=f"bound {c.dtype}",
         oracle=True,
     )[output]
+    plain_dtype = tolerance_model.plain_dtype(c.dtype)
+    with reference.rounding_to(np_dtype(plain_dtype)):
+        plain = calls.outputs(
+            "reference", reference, c.case, "float64", c.goldens, input_dtype=c.dtype, rounding=plain_dtype, oracle=True
+        )[output]
+    c.plain_out = _select(np.asarray(plain).astype(np_dtype(plain_dtype)), row)  # the result is stored in it too
     if derived is not None and np.asarray(derived).dtype != object:
         k = _model()[c.dtype]
         c.model_allowed = tolerance_model.allowed(c.dtype, c.reference_out, c.plain_out, _select(derived, row), k)
