@@ -9,6 +9,7 @@ TARGETS = {  # a ratio above 1 is a miss
     "overhead_share": 0.10,  # of the whole-spec run
     "overhead_ms_per_test": 3.0,
     "cold_over_warm": 1.5,
+    "checking_over_peer": 1.0,  # checking work per test against a hand-written pytest file's (tools/peer.py)
     "memory_over_allowed": 1.0,  # peak over bare import / (2 x working set + allocator baseline)
     "main_job_over_floor": 1.3,
 }
@@ -89,6 +90,16 @@ HEADERS = {
         "allowed MiB (2 x set + baseline)",
         "used/allowed (<= 1)",
     ),
+    "peer": (
+        "framework",
+        "tests (peer's failed)",
+        "whole spec s",
+        "peer s",
+        "whole/peer",
+        "checking ms/test",
+        "peer's ms/test",
+        "checking/peer (<= 1)",
+    ),
     "modes": ("column", "tests run (of all)", "whole spec s", "floor s", "whole/floor", "first run s", "compile s"),
     "findings": ("framework", "op", "dtype", "seconds", "calls", "share of floor", "what a user should know"),
     "scaling": ("framework", "path") + tuple(f"T={t}" for t in SCALING_T),
@@ -115,6 +126,7 @@ _TARGET_WORDS = {
     "overhead_share": "overhead <= 10% of the run",
     "overhead_ms_per_test": "<= 3 ms a test",
     "cold_over_warm": "cold <= 1.5x warm",
+    "checking_over_peer": "checking work per test <= the hand-written peer's",
     "memory_over_allowed": "memory <= 2x working set + baseline",
     "main_job_over_floor": "main job <= 1.3x its floor",
 }
@@ -194,6 +206,31 @@ def tables(doc):
             for r in rows
         ],
     )
+    peered = [r for r in rows if "peer_s" in r]
+    if peered:
+        lines += [
+            "",
+            "Against a hand-written peer (tools/peer.py): one plain pytest file making the same calls on the same "
+            "inputs and checking the outputs the suite passed with assert_allclose against stored answers. Checking "
+            "work is a test's wall time less the adapter's own.",
+            "",
+        ]
+        lines += _table(
+            "peer",
+            [
+                (
+                    r["adapter"],
+                    f"{r['peer_tests']} ({r['peer_failed']})",
+                    _f(r["whole_s"]),
+                    _f(r["peer_s"]),
+                    _f(r["whole_over_peer"]),
+                    _f(r["checking_ms_per_test"]),
+                    _f(r["peer_checking_ms_per_test"]),
+                    _vs(r, "checking_over_peer", r["checking_over_peer"], 2),
+                )
+                for r in peered
+            ],
+        )
     lines += ["", "Targets: " + "; ".join(_held(doc, key) for key in TARGETS) + "."]
     if doc.get("modes"):
         lines += [

@@ -20,6 +20,7 @@ from attention_conformance.cases import golden, inputs, loader, plan
 from attention_conformance.contract import ops, registry
 from attention_conformance.publish import speed
 from attention_conformance.run import calls, verify
+from attention_conformance.tools import peer
 
 MATMUL = (1024, 768, 768)  # GPT-2 small's projection: (T, d_in) @ (d_in, d_out)
 
@@ -57,14 +58,16 @@ class _PerTest:
 
     def pytest_runtest_protocol(self, item):
         self.started = (time.perf_counter(), sum(calls.inside_s.values()))
-        self.skipped = False
+        self.skipped = self.passed = False
 
     def pytest_runtest_logreport(self, report):
         self.skipped |= report.skipped and not hasattr(report, "wasxfail")  # not applicable: never called
+        self.passed |= report.when == "call" and report.passed and not hasattr(report, "wasxfail")
 
     def pytest_runtest_logfinish(self, nodeid):
         t, inside = self.started
-        self.rows.append((nodeid, time.perf_counter() - t, sum(calls.inside_s.values()) - inside, not self.skipped))
+        wall, inside = time.perf_counter() - t, sum(calls.inside_s.values()) - inside
+        self.rows.append((nodeid, wall, inside, not self.skipped, self.passed))
 
 
 def child_whole(name, reports_dir):
@@ -95,7 +98,10 @@ def child_whole(name, reports_dir):
                 "inside": inside,
                 "rss_mib": _rss_mib(),
                 "in_tests_s": sum(wall for _, wall, *_ in per_test.rows),
-                "most_overhead": [{"test": n, "s": w - i} for n, w, i, _ in slowest],
+                # the tests the peer (tools/peer.py) repeats: the passed ones, their time less the adapter's
+                "passed": sum(passed for *_, passed in per_test.rows),
+                "checking_passed_s": sum(w - i for _, w, i, _, passed in per_test.rows if passed),
+                "most_overhead": [{"test": n, "s": w - i} for n, w, i, *_ in slowest],
             }
         )
     )
@@ -227,6 +233,9 @@ def measure(name, scratch=None):
         )
     if whole["exit"] not in (0, 1):
         raise RuntimeError(f"{name}: the whole-spec run stopped with pytest exit {whole['exit']}: nothing to measure")
+    with tempfile.TemporaryDirectory() as folder:
+        peer_tests = peer.write(name, Path(scratch) / f"{name}.json", folder)
+        peer_wall, peer_times, peer_exit = peer.run(folder)
     lifecycle = max(alone_wall - alone["s"], 0.0)  # a Python holding the framework starts and exits
     floor = whole["import_s"] + whole["inside_s"] + lifecycle
     overhead = whole_wall - floor
@@ -260,7 +269,16 @@ def measure(name, scratch=None):
         "most_overhead": whole["most_overhead"],
         # where the overhead is: in the tests (the oracle's cache, comparisons) or around them (start, collection, exit)
         "overhead_in_tests_s": whole["in_tests_s"] - whole["inside_s"],
+        # the hand-written peer (tools/peer.py): the same calls and outputs, assert_allclose against stored answers
+        "peer_tests": peer_tests,
+        "peer_failed": peer_times["failed"],
+        "peer_exit": peer_exit,
+        "peer_s": peer_wall,
+        "whole_over_peer": whole_wall / peer_wall,
+        "checking_ms_per_test": 1000 * whole["checking_passed_s"] / max(whole["passed"], 1),
+        "peer_checking_ms_per_test": 1000 * (peer_times["in_tests_s"] - peer_times["inside_s"]) / max(peer_tests, 1),
     } | _in_process(name)
+    row["checking_over_peer"] = row["checking_ms_per_test"] / row["peer_checking_ms_per_test"]
     # A cold run that stopped early would look fast: not measured.
     row["cold_over_warm"] = (cold_wall - row["cold_framework_extra_s"]) / whole_wall if cold["exit"] in (0, 1) else None
     row["memory_allowed_mib"] = 2 * row["working_set_mib"] + baseline

@@ -121,3 +121,29 @@ def test_another_modes_row_shows_its_run_against_its_floor_and_its_compile_time_
         "first run s": "200.00",
         "compile s": "150.50",
     }
+
+
+def test_the_peer_table_shows_checking_work_against_the_hand_written_peer_and_marks_a_miss():
+    peered = {
+        "peer_tests": 6,
+        "peer_failed": 0,
+        "peer_s": 1.6,
+        "whole_over_peer": 1.25,
+        "checking_ms_per_test": 3.0,
+        "peer_checking_ms_per_test": 1.5,
+        "checking_over_peer": 2.0,
+    }
+    doc = {"machine": MACHINE, "date": "d", "frameworks": [_row("slow", **peered), _row("unpeered")]}
+    text = speed.tables(doc)
+    (row,) = _tables(text)["framework tests (peer's failed)"]
+    assert row == {
+        "framework": "slow",
+        "tests (peer's failed)": "6 (0)",
+        "whole spec s": "2.00",
+        "peer s": "1.60",
+        "whole/peer": "1.25",
+        "checking ms/test": "3.00",
+        "peer's ms/test": "1.50",
+        "checking/peer (<= 1)": "2.00 MISS",
+    }
+    assert "checking work per test <= the hand-written peer's: missed by slow; not measured for unpeered" in text
