@@ -12,6 +12,7 @@ ones above 0.7 anywhere are listed (a tolerance that close to its edge could fai
 Writes reports/portability.json; exit 1 if an outcome changed or a run did not complete.
 """
 
+import hashlib
 import json
 import os
 import subprocess
@@ -24,6 +25,7 @@ import numpy as np
 
 from attention_conformance import cache, machine, modes, writing
 from attention_conformance.contract import registry
+from attention_conformance.paths import SPEC_DIR
 from attention_conformance.run import oracle_cache, reports
 from attention_conformance.tools import columns
 
@@ -181,12 +183,48 @@ def oracle_drift(recomputed, shared):
     return compared, differ
 
 
-def measure(name, python=sys.executable, pytest_args=(), recomputed=None):
+# A setting this CPU already is, by the instruction set machine.describe() names: its as-is run is that run. On an
+# AVX2 CPU each AVX2 cap is its own widest path; OPENBLAS_CORETYPE reaches NumPy's BLAS alone, which the oracle's
+# exact products and the comparisons do not depend on (deterministic.py).
+NATIVE = {"AVX2": "AVX2"}
+
+
+def as_is_report(name, directory=None):
+    """The adapter's own last run in `directory` (default ./reports), where it stands for the as-is run: complete
+    and whole (no narrowed rerun on top), of the installed spec, on this machine with no switch set. `tox -e
+    portability` runs after every framework's environment has run the spec here: rerunning it would repeat it."""
+    try:
+        report = reports.runs(directory or reports.DEFAULT_DIR).get(name)
+    except reports.ReportError:
+        return None
+    here = machine.describe()
+    if (
+        report is None
+        or not report.get("complete")
+        or report.get("reruns")
+        or report.get("published")
+        or report.get("spec_sha256") != hashlib.sha256((SPEC_DIR / "attention.yaml").read_bytes()).hexdigest()
+        or report.get("machine") != here | {"switches": {}}
+        or here["switches"]
+    ):
+        return None
+    return report
+
+
+def measure(name, python=sys.executable, pytest_args=(), recomputed=None, as_is=None):
     """Every setting's run of one adapter, compared; the runs' machine and switch records kept.
-    `recomputed`: the oracle cache where ORACLE_RECOMPUTED_UNDER's run keeps the answers it recomputes."""
+    `recomputed`: the oracle cache where ORACLE_RECOMPUTED_UNDER's run keeps the answers it recomputes; `as_is`:
+    a report that stands for the as-is run (as_is_report)."""
+    isa = machine.describe()["isa"]
     with tempfile.TemporaryDirectory() as scratch:
-        runs, problems, seconds = {}, [], {}
+        runs, problems, seconds, native = {}, [], {}, {}
         for label, setting in SETTINGS.items():
+            if label == "as-is" and as_is is not None:
+                runs[label], seconds[label] = as_is, "its own run"
+                continue
+            if NATIVE.get(label) == isa:
+                native[label] = f"this CPU is {isa}: its as-is run is that run"
+                continue
             start = time.perf_counter()
             if label == ORACLE_RECOMPUTED_UNDER and recomputed is not None:
                 setting = setting | {"ATTENTION_CONFORMANCE_CACHE": str(recomputed)}
@@ -210,6 +248,7 @@ def measure(name, python=sys.executable, pytest_args=(), recomputed=None):
         "seconds": seconds,
         "settings": switched,
         "substitutes": {key: why for key, (_, why) in substitutes(name).items()},
+        "native": native,
         "numerics": {s: r.get("numerics", {}) for s, r in runs.items()},
     }
     if "as-is" in runs:
@@ -229,6 +268,7 @@ def _lines(result):
         + ", ".join(f"{s} {t}" for s, t in result.get("seconds", {}).items())
     ]
     lines += [f"  {key} is replaced here: {why}" for key, why in result.get("substitutes", {}).items()]
+    lines += [f"  {label}: not rerun: {why}" for label, why in result.get("native", {}).items()]
     lines += [f"  RUN FAILED {p}" for p in result["problems"]]
     lines += [
         f"  OUTCOME CHANGED {t}: " + ", ".join(f"{s} {o}" for s, o in outcomes.items())
@@ -269,7 +309,8 @@ def main(adapter=None, envs=None, pytest_args=()):
                         }
                     )
                 else:
-                    results.append(measure(name, python, pytest_args, recompute))
+                    as_is = None if pytest_args else as_is_report(name)
+                    results.append(measure(name, python, pytest_args, recompute, as_is))
                     # Another mode reruns the families a compiler rewrites (fused kernels, masks, whole decoder
                     # layers): its compiled kernels are picked by the CPU too, at a compile a setting.
                     for column in columns.other_modes(python, name):

@@ -127,3 +127,53 @@ def test_a_column_substitutes_only_the_value_it_cannot_take(monkeypatch):
     assert emulation.environment("torch-compiled", avx2)["ATEN_CPU_CAPABILITY"] == "avx2"
     assert "ONEDNN_MAX_CPU_ISA" not in emulation.environment("tensorflow-compiled", avx2)
     assert set(emulation.substitutes("torch-compiled")) == {"ATEN_CPU_CAPABILITY=default"}
+
+
+def _ran(monkeypatch, isa):
+    from attention_conformance import machine
+
+    described = machine.describe() | {"isa": isa, "switches": {}}
+    monkeypatch.setattr(machine, "describe", lambda: described)
+    ran = []
+
+    def run(name, setting, directory, python, pytest_args):
+        ran.append(directory.name)
+        return _report({"t": 0.1}, {}), None
+
+    monkeypatch.setattr(emulation, "_run", run)
+    return ran
+
+
+def test_a_setting_this_cpu_already_is_is_not_rerun_and_says_so(monkeypatch):
+    ran = _ran(monkeypatch, "AVX2")
+    result = emulation.measure("x")
+    assert ran == ["as-is", "1_thread", "no_SIMD_dispatch"]
+    assert result["native"] == {"AVX2": "this CPU is AVX2: its as-is run is that run"} and not result["changed"]
+    assert "  AVX2: not rerun: this CPU is AVX2: its as-is run is that run" in emulation._lines(result)
+    ran = _ran(monkeypatch, "AVX-512")
+    assert emulation.measure("x")["native"] == {} and "AVX2" in ran
+
+
+def test_the_adapters_own_whole_run_here_stands_for_the_as_is_run(monkeypatch, tmp_path):
+    import hashlib
+
+    from attention_conformance import machine
+    from attention_conformance.paths import SPEC_DIR
+    from attention_conformance.run import reports
+
+    ran = _ran(monkeypatch, "AVX-512")
+    spec = hashlib.sha256((SPEC_DIR / "attention.yaml").read_bytes()).hexdigest()
+    own = {"adapter": "x", "complete": True, "spec_sha256": spec, "machine": machine.describe()} | _report(
+        {"t": 0.1}, {}
+    )
+    monkeypatch.setattr(reports, "runs", lambda directory: {"x": own})
+    assert emulation.as_is_report("x", tmp_path) is own
+    result = emulation.measure("x", as_is=own)
+    assert "as-is" not in ran and result["seconds"]["as-is"] == "its own run" and result["tests"] == 1
+    for differs in ({"complete": False}, {"reruns": [{}]}, {"spec_sha256": "other"}, {"machine": {"threads": 1}}):
+        monkeypatch.setattr(reports, "runs", lambda directory, d=differs: {"x": own | d})
+        assert emulation.as_is_report("x", tmp_path) is None, differs
+    switched = machine.describe() | {"switches": {"OMP_NUM_THREADS": "1"}}
+    monkeypatch.setattr(reports, "runs", lambda directory: {"x": own})
+    monkeypatch.setattr(machine, "describe", lambda: switched)
+    assert emulation.as_is_report("x", tmp_path) is None  # a run under a switch is not this machine as it is
