@@ -1,7 +1,10 @@
-"""Samples the suite's own tests share across stages: a minimal valid spec and the ways to break it, and an
-adapter that returns one value for every output."""
+"""Samples the suite's own tests share across stages: a minimal valid spec and the ways to break it, a few of
+the real spec's cases as a spec of their own, and an adapter that returns one value for every output."""
+
+import yaml
 
 from attention_conformance.contract import ops
+from attention_conformance.paths import SPEC_DIR
 
 VALID = """\
 documents: {"000": 000_607594879886645b.txt}
@@ -123,6 +126,19 @@ MALFORMED = {
         ["case 'sat'", "expect.weights.golden", "inside golden/"],
     ),
 }
+
+
+def few_cases(folder, *case_ids):
+    """spec/attention.yaml with only `case_ids` kept, written to folder/few_cases.yaml: for tests of the machinery
+    (reports, merging, declarations), where the whole spec's ~880 tests add minutes and check nothing more.
+    Filtered from the real file, so its sections and these cases stay the real ones."""
+    spec = yaml.safe_load((SPEC_DIR / "attention.yaml").read_text())  # anchors and merge keys resolved here
+    kept = [case for case in spec["cases"] if case["id"] in case_ids]
+    missing = set(case_ids) - {case["id"] for case in kept}
+    assert not missing, f"renamed or removed from spec/attention.yaml: {sorted(missing)}"
+    path = folder / "few_cases.yaml"
+    path.write_text(yaml.safe_dump({**spec, "cases": kept}, sort_keys=False, allow_unicode=True))
+    return path
 
 
 class Garbage:

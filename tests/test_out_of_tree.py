@@ -12,11 +12,15 @@ from pathlib import Path
 
 import numpy as np
 import yaml
+from spec_samples import few_cases
 
 from attention_conformance.contract import ops, registry
 from attention_conformance.tools import template
 
 COMMAND = str(Path(sys.executable).parent / "attention-conformance")  # the console script pip installed
+# What the machinery tests assert on: a document value, and a case that states a convention (a matrix cell of its
+# own kind) where the textbook mask diverges. The whole spec, ~880 tests, is the first test's and each tox env's.
+FEW = ("sat", "padding_fully_masked")
 
 
 def _run(args, tmp_path):
@@ -25,7 +29,8 @@ def _run(args, tmp_path):
 
 
 def test_an_adapter_outside_the_repository_runs_the_spec_from_anywhere(tmp_path):
-    # The float64 reference, copied out as somebody's own module: it imports nothing from the suite.
+    # The float64 reference, copied out as somebody's own module: it imports nothing from the suite. The whole spec,
+    # as the one end-to-end run from outside: the template flattens the reference's package into that one module.
     (tmp_path / "someones_numpy_adapter.py").write_text(template.text("reference"))
     done = _run(["run", "--adapter", "someones_numpy_adapter", "-q"], tmp_path)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
@@ -115,10 +120,11 @@ def masked_attention(x, w_query, w_key, w_value, mask):  # the textbook -inf mas
 
 def test_an_adapter_declares_its_own_known_divergences_held_to_the_strict_rules(tmp_path):
     base = template.text("reference") + TEXTBOOK_MASK
+    spec = str(few_cases(tmp_path, *FEW))  # the rules are the point, not the cases: unnarrowed, a complete run still
 
     def run(declared, *args):
         (tmp_path / "textbook.py").write_text(base + f"\nKNOWN_DIVERGENCES = {declared!r}\n")
-        done = _run(["run", "--adapter", "textbook", "-q", *args], tmp_path)
+        done = _run(["run", "--adapter", "textbook", "--spec", spec, "-q", *args], tmp_path)
         return done.returncode, done.stdout + done.stderr
 
     code, out = run({}, "-k", "padding_fully_masked")
@@ -174,8 +180,9 @@ def test_an_adapter_declares_its_own_known_divergences_held_to_the_strict_rules(
 def test_reports_from_two_machines_merge_into_one_matrix(tmp_path):
     """Two frameworks, two report folders (as two machines would write them), one summary."""
     (tmp_path / "second_framework.py").write_text(template.text("reference"))
+    spec = str(few_cases(tmp_path, *FEW))  # one file for both: reports merge only from the same spec
     for name, folder in (("reference", "machine_a"), ("second_framework", "machine_b")):
-        done = _run(["run", "--adapter", name, "--reports", folder, "-q"], tmp_path)
+        done = _run(["run", "--adapter", name, "--reports", folder, "--spec", spec, "-q"], tmp_path)
         assert done.returncode == 0, done.stdout[-1500:]
     # What the folders hold, and nothing else: no built-in adapter that was never asked for shows as MISSING.
     merged = _run(["summary", "--reports", "machine_a", "--reports", "machine_b"], tmp_path)
