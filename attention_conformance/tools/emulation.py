@@ -171,7 +171,7 @@ def compare(runs):
 def oracle_drift(recomputed, shared):
     """(entries compared, [keys whose arrays differ]) between two oracle caches."""
     compared, differ = 0, []
-    for path in sorted(Path(recomputed).glob("oracle/*.npz")):
+    for path in sorted(Path(recomputed).glob(f"oracle/*{oracle_cache.SUFFIX}")):
         ours, theirs = oracle_cache.read(path), oracle_cache.read(Path(shared) / "oracle" / path.name)
         if ours is None or theirs is None:
             continue

@@ -37,7 +37,7 @@ def _expected(case_id=CASE, dtype="float64"):
 
 def test_a_cached_answer_is_the_computed_one(cache, monkeypatch):
     first = _expected()
-    assert len(list(cache.glob("*.npz"))) == 1
+    assert len(list(cache.glob(f"*{oracle_cache.SUFFIX}"))) == 1
     monkeypatch.setattr(reference, "attention", lambda **kw: pytest.fail("computed again despite a cache entry"))
     again = _expected()
     assert sorted(again) == sorted(first)
@@ -82,13 +82,13 @@ def test_the_key_covers_the_arithmetic_the_oracle_computes_with(tmp_path, monkey
     assert oracle_cache.key("attention", {"n": 2}, None, oracle) != before
 
 
-@pytest.mark.parametrize("damage", ["truncate", "flip_a_value", "not_npz", "empty", "vanished"])
+@pytest.mark.parametrize("damage", ["truncate", "flip_a_value", "not_an_entry", "empty", "vanished"])
 def test_a_damaged_entry_is_recomputed_not_trusted(cache, damage):
     good = _expected()
-    (entry,) = cache.glob("*.npz")
+    (entry,) = cache.glob(f"*{oracle_cache.SUFFIX}")
     if damage == "truncate":
         entry.write_bytes(entry.read_bytes()[:200])
-    elif damage == "not_npz":
+    elif damage == "not_an_entry":
         entry.write_text("context: [1, 2, 3]\n")
     elif damage == "empty":
         entry.write_bytes(b"")
@@ -105,10 +105,11 @@ def test_a_damaged_entry_is_recomputed_not_trusted(cache, damage):
 
 
 def test_writes_are_whole_files_or_nothing(cache, monkeypatch):
-    def dies(*args, **kwargs):
+    def dies(f, header, body):
+        f.write(header)  # killed half-way through the entry
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(np, "savez", dies)
+    monkeypatch.setattr(oracle_cache, "_save", dies)
     with pytest.raises(KeyboardInterrupt):
         _expected()
     assert [p for p in cache.parent.rglob("*") if p.is_file()] == []
@@ -120,7 +121,7 @@ def test_off_keeps_nothing_on_disk(tmp_path, monkeypatch):
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
     assert cache_directory() is None
     _expected()
-    assert list(tmp_path.rglob("*.npz")) == []
+    assert list(tmp_path.rglob(f"*{oracle_cache.SUFFIX}")) == []
 
 
 def test_half_precision_baselines_are_cached_apart_from_the_exact_answer(cache):
@@ -132,7 +133,7 @@ def test_half_precision_baselines_are_cached_apart_from_the_exact_answer(cache):
         plain = calls.outputs(
             "reference", reference, case, "float64", goldens, input_dtype="float16", rounding="float16", oracle=True
         )
-    assert len(list(cache.glob("*.npz"))) == 2
+    assert len(list(cache.glob(f"*{oracle_cache.SUFFIX}"))) == 2
     assert not np.array_equal(exact["context"], plain["context"])
 
 
@@ -217,3 +218,24 @@ def test_a_run_reads_the_oracles_files_once_and_keys_as_reading_them_would(tmp_p
     assert oracle_cache.key("attention", {"n": 2}, None, oracle) != oracle_cache.key(
         "attention", {"n": 2}, None, oracle, computing=once
     )  # the next run reads the edit
+
+
+def test_an_entry_gives_back_every_dtype_and_shape_it_was_given_read_only(tmp_path):
+    import ml_dtypes
+
+    arrays = {
+        "scalar": np.float64(2.5),
+        "weights": np.arange(6, dtype=np.float64).reshape(2, 3) / 7,
+        "rounded": np.array([1.5, -2.25], dtype=ml_dtypes.bfloat16),
+        "hidden": np.array([[True, False]]),
+        "count": np.array(1769472),
+        "none": np.zeros((0, 4)),
+        "swapped": np.arange(3, dtype=">f8"),  # another byte order: given back as this machine's
+    }
+    oracle_cache._write(tmp_path / f"k{oracle_cache.SUFFIX}", arrays)
+    got = oracle_cache.read(tmp_path / f"k{oracle_cache.SUFFIX}")
+    assert list(got) == list(arrays)
+    for name, value in arrays.items():
+        value = np.asarray(value)
+        assert got[name].dtype.name == value.dtype.name and got[name].shape == value.shape, name
+        assert np.array_equal(got[name], value) and not got[name].flags.writeable, name

@@ -91,10 +91,10 @@ def test_an_oracle_that_differs_between_caches_is_named(tmp_path):
     from attention_conformance.run import oracle_cache
 
     a, b = tmp_path / "a", tmp_path / "b"
-    oracle_cache._write(a / "oracle" / "k1.npz", {"context": np.array([1.0, 2.0])})
-    oracle_cache._write(b / "oracle" / "k1.npz", {"context": np.array([1.0, 2.0])})
+    oracle_cache._write(a / "oracle" / f"k1{oracle_cache.SUFFIX}", {"context": np.array([1.0, 2.0])})
+    oracle_cache._write(b / "oracle" / f"k1{oracle_cache.SUFFIX}", {"context": np.array([1.0, 2.0])})
     assert emulation.oracle_drift(a, b) == (1, [])
-    oracle_cache._write(b / "oracle" / "k1.npz", {"context": np.array([1.0, np.nextafter(2.0, 3.0)])})
+    oracle_cache._write(b / "oracle" / f"k1{oracle_cache.SUFFIX}", {"context": np.array([1.0, np.nextafter(2.0, 3.0)])})
     assert emulation.oracle_drift(a, b) == (1, ["k1"])
 
 
