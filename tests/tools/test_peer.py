@@ -42,3 +42,15 @@ def test_the_peer_fails_a_wrong_output_and_leaves_out_what_the_suite_did_not_pas
     np.savez(tmp_path / "peer" / "out0.npz", **answers | {name: answers[name] + 0.5})
     _, times, exit_code = peer.run(tmp_path / "peer")
     assert exit_code == 1 and times["failed"] == 1, calls["calls"][0]
+
+
+def test_the_peer_imports_a_users_own_adapter_from_where_it_lives(tmp_path, monkeypatch):
+    from attention_conformance.tools import template
+
+    (tmp_path / "someones_adapter.py").write_text(template.text("reference"))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    report, _ = _report(tmp_path / "report", {"sat"})
+    report.write_text(report.read_text().replace("[reference-", "[someones_adapter-"))
+    assert peer.write("someones_adapter", report, tmp_path / "peer") > 0
+    _, times, exit_code = peer.run(tmp_path / "peer")
+    assert exit_code == 0 and times["failed"] == 0 and times["tests"] > 0
