@@ -82,17 +82,20 @@ def matmul(a, b):
     pairs = sorted(
         ((p, q) for p in range(count) for q in range(count) if p + q < count), key=lambda pq: -(pq[0] + pq[1])
     )
-    total = None
+    total = term = None
     for p, q in pairs:
         if a_q[p] is None or b_q[q] is None:
             continue  # zero everywhere: adding it would change no value
         # Scaling b's slice by a power of two is exact, and so is every product and partial sum: the
         # integer product scaled (an integer below 2**53), without a pass over the larger result.
-        term = np.matmul(a_q[p], np.ldexp(b_q[q][..., :used, :], -(p + q + 2) * bits))
+        scaled = np.ldexp(b_q[q][..., :used, :], -(p + q + 2) * bits)
         if total is None:
-            total = term
-        else:
-            total += term
+            total = np.matmul(a_q[p], scaled)
+            continue
+        # Each later product into one buffer: a fresh GPT-2-sized result per product cost more in page faults
+        # than in its multiply-adds.
+        term = np.matmul(a_q[p], scaled, out=term)
+        total += term
     if total is None:  # a or b is zero
         total = np.zeros(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1]))
     return np.ldexp(total, e_a + e_b)  # (.., M, 1) + (.., 1, N): each row's and column's scale, once
