@@ -231,11 +231,14 @@ def measure(name, scratch=None):
             env=os.environ
             | {"ATTENTION_CONFORMANCE_CACHE": str(cache), "JAX_COMPILATION_CACHE_DIR": str(cache / "xla")},
         )
-    if whole["exit"] not in (0, 1):
-        raise RuntimeError(f"{name}: the whole-spec run stopped with pytest exit {whole['exit']}: nothing to measure")
-    with tempfile.TemporaryDirectory() as folder:
-        peer_tests = peer.write(name, Path(scratch) / f"{name}.json", folder)
-        peer_wall, peer_times, peer_exit = peer.run(folder)
+        if whole["exit"] not in (0, 1):
+            raise RuntimeError(
+                f"{name}: the whole-spec run stopped with pytest exit {whole['exit']}: nothing to measure"
+            )
+        # The peer repeats what the warm run passed: its report is in the scratch folder, gone when this block ends.
+        peer_folder = stack.enter_context(tempfile.TemporaryDirectory())
+        peer_tests = peer.write(name, Path(scratch) / f"{name}.json", peer_folder)
+        peer_wall, peer_times, peer_exit = peer.run(peer_folder)
     lifecycle = max(alone_wall - alone["s"], 0.0)  # a Python holding the framework starts and exits
     floor = whole["import_s"] + whole["inside_s"] + lifecycle
     overhead = whole_wall - floor

@@ -135,15 +135,15 @@ def test_the_peer_table_shows_checking_work_against_the_hand_written_peer_and_ma
     }
     doc = {"machine": MACHINE, "date": "d", "frameworks": [_row("slow", **peered), _row("unpeered")]}
     text = speed.tables(doc)
-    (row,) = _tables(text)["framework tests (peer's failed)"]
+    (row,) = _tables(text)["framework peer's tests (failed)"]
     assert row == {
         "framework": "slow",
-        "tests (peer's failed)": "6 (0)",
-        "whole spec s": "2.00",
-        "peer s": "1.60",
-        "whole/peer": "1.25",
-        "checking ms/test": "3.00",
-        "peer's ms/test": "1.50",
-        "checking/peer (<= 1)": "2.00 MISS",
+        "peer's tests (failed)": "6 (0)",
+        "suite's whole spec s": "2.00",
+        "peer's whole file s": "1.60",
+        "suite/peer, whole": "1.25",
+        "suite's checking ms/test": "3.00",
+        "peer's checking ms/test": "1.50",
+        "suite/peer, checking (<= 1)": "2.00 MISS",
     }
     assert "checking work per test <= the hand-written peer's: missed by slow; not measured for unpeered" in text

@@ -73,3 +73,33 @@ def test_a_modes_compile_time_is_its_first_runs_extra_work_with_the_compile_cach
     assert all(folder.endswith(name) for name, folder in runs[0][2].items())  # every cache a fresh folder
     assert runs[2][2] == runs[0][2]  # warm: the caches the first run filled
     assert row["compile_s"] == 27.0 and row["floor_s"] == 2.0 + 8.0 + 1.0 and row["whole_over_floor"] == 12.0 / 11.0
+
+
+def test_the_peer_reads_the_warm_runs_report_before_its_scratch_folder_goes(monkeypatch):
+    """An outsider's `benchmark --adapter X` without --scratch lost every figure: the peer looked for the warm run's
+    report after its temporary folder was gone."""
+    from pathlib import Path
+
+    from attention_conformance.tools import peer
+
+    whole = {"tests": 9, "tests_run": 7, "exit": 0, "import_s": 1.0, "import_cpu_s": 1.0, "inside_s": 2.0}
+    whole |= {"inside_cpu_s": 2.0, "rss_mib": 10.0, "inside": [], "most_overhead": [], "in_tests_s": 3.0}
+    whole |= {"passed": 6, "checking_passed_s": 0.6}
+
+    def child(function, name, *args, env=None):
+        if function == "child_import":
+            return 2.0, {"s": 1.0}
+        if function == "child_bare":
+            return 1.0, {"rss_mib": 5.0, "trivial_rss_mib": 6.0}
+        (Path(args[0]) / f"{name}.json").parent.mkdir(parents=True, exist_ok=True)
+        (Path(args[0]) / f"{name}.json").write_text("{}")  # the report the run writes
+        return 5.0, whole
+
+    read = []
+    monkeypatch.setattr(measure, "_child", child)
+    monkeypatch.setattr(peer, "write", lambda name, report, folder: read.append(Path(report).read_text()) or 6)
+    monkeypatch.setattr(peer, "run", lambda folder: (4.0, {"inside_s": 2.0, "in_tests_s": 2.3, "failed": 0}, 0))
+    monkeypatch.setattr(measure, "_in_process", lambda name: {"working_set_mib": 100.0})
+    row = measure.measure("torch")  # no scratch folder given: a temporary one
+    assert read == ["{}"] and row["peer_tests"] == 6
+    assert row["checking_over_peer"] == pytest.approx(2.0)  # 0.1 s a test against the peer's (2.3 - 2.0) / 6
