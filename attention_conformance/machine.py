@@ -47,10 +47,15 @@ def _cpuinfo():
     return fields
 
 
+def cpu_flags():
+    """The CPU's feature flags, as /proc/cpuinfo names them (empty where it cannot be read)."""
+    info = _cpuinfo()
+    return set((info.get("flags") or info.get("Features") or "").split())
+
+
 def describe():
     """{"host", "cpu", "isa", "half", "threads", "switches"}: this machine, as a report records it."""
-    info = _cpuinfo()
-    flags = set((info.get("flags") or info.get("Features") or "").split())
+    info, flags = _cpuinfo(), cpu_flags()
     try:
         threads = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux

@@ -29,8 +29,9 @@ def _run(args, tmp_path):
 
 
 def test_an_adapter_outside_the_repository_runs_the_spec_from_anywhere(tmp_path):
-    # The float64 reference, copied out as somebody's own module: it imports nothing from the suite. The whole spec,
-    # as the one end-to-end run from outside: the template flattens the reference's package into that one module.
+    # The float64 reference, copied out as somebody's own module: it imports only the suite's arithmetic and bounds.
+    # The whole spec, as the one end-to-end run from outside: the template flattens the reference's package into that
+    # one module.
     (tmp_path / "someones_numpy_adapter.py").write_text(template.text("reference"))
     done = _run(["run", "--adapter", "someones_numpy_adapter", "-q"], tmp_path)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]

@@ -80,12 +80,12 @@ def _counted_matmul():
 
 
 @pytest.fixture
-def keeping():
-    with remembered.keeping_products():
+def remembering():
+    with remembered.remembering_products():
         yield
 
 
-def test_a_product_of_the_same_operands_is_computed_once_and_given_as_a_copy(keeping):
+def test_a_product_of_the_same_operands_is_computed_once_and_given_as_a_copy(remembering):
     matmul, computed = _counted_matmul()
     rng = np.random.default_rng(0)
     a, b = rng.uniform(-1, 1, (64, 256)), rng.uniform(-1, 1, (256, 256))  # 4 million multiply-adds: worth keeping
@@ -99,7 +99,7 @@ def test_a_product_of_the_same_operands_is_computed_once_and_given_as_a_copy(kee
     assert len(computed) == 3
 
 
-def test_a_small_product_is_computed_again_hashing_would_cost_as_much(keeping):
+def test_a_small_product_is_computed_again_hashing_would_cost_as_much(remembering):
     matmul, computed = _counted_matmul()
     a = np.ones((4, 4))
     remembered.product(matmul, a, a)
@@ -107,16 +107,22 @@ def test_a_small_product_is_computed_again_hashing_would_cost_as_much(keeping):
     assert len(computed) == 2 and not remembered._PRODUCTS
 
 
-def test_products_are_kept_only_while_the_oracle_cache_computes_an_answer():
+def test_products_are_remembered_only_inside_and_forgotten_when_it_ends():
     """The reference run as an adapter under test keeps nothing: its memory is the benchmark's to measure."""
     matmul, computed = _counted_matmul()
     a = np.ones((64, 256))
     remembered.product(matmul, a, a.T @ a)
     remembered.product(matmul, a, a.T @ a)
     assert len(computed) == 2 and not remembered._PRODUCTS
+    with remembered.remembering_products():
+        with remembered.remembering_products():
+            remembered.product(matmul, a, a.T @ a)
+        assert remembered._PRODUCTS, "an inner one ending forgets nothing"
+        remembered.product(matmul, a, a.T @ a)
+    assert len(computed) == 3 and not remembered._PRODUCTS
 
 
-def test_the_bound_after_the_exact_answer_reuses_its_products_and_gives_the_same_bytes(monkeypatch, keeping):
+def test_the_bound_after_the_exact_answer_reuses_its_products_and_gives_the_same_bytes(monkeypatch, remembering):
     """verify.py asks for the exact answer, then the bound: the bound's values are the exact answer's steps."""
     from attention_conformance import deterministic
     from attention_conformance.adapters import reference

@@ -6,10 +6,10 @@ baseline. Recomputing them was most of each environment's run (the GPT-2-sized c
 dtypes), so each is stored under a key hashing everything it depends on: the op, the inputs'
 dtypes, shapes and bytes, the rounding, the source of adapters/reference/ (and of the modules it
 computes with) and NumPy's version.
-A damaged file is recomputed, never trusted: an entry is a JSON header (each array's dtype, shape and place) and the
-arrays' bytes, with the CRC-32 of those bytes in the header, so a truncated or bit-flipped entry fails to load. (Until
+A damaged file is recomputed, never trusted: an entry is a JSON header (each array's dtype, shape and place), the
+arrays' bytes, and the CRC-32 of both, so a truncated or bit-flipped entry fails to load. (Until
 issue 43 an entry was an .npz with a sha256 of its arrays inside, checked on every read: 2.2 ms a read against 0.3,
-measured, at a thousand reads a run; the CRC catches what that digest did short of a deliberate rewrite.)
+measured, at a thousand reads a run; the CRC covers what that digest did, short of a deliberate rewrite.)
 writes go to a temporary file renamed into place, so parallel environments never see half a file.
 
 Where: the suite's cache (cache.py), in its oracle/ folder; ATTENTION_CONFORMANCE_CACHE=off keeps nothing.
@@ -19,15 +19,16 @@ Only the oracle's answers are cached: the output under test is always computed b
 import functools
 import hashlib
 import json
+import math
 import zlib
 from pathlib import Path
 
 import ml_dtypes
 import numpy as np
 
-from attention_conformance import cache, deterministic, ports, remembered
+from attention_conformance import cache, deterministic, ports
 
-FORMAT = "3"  # 3: a header and raw bytes; inputs keyed by each array's own digest
+FORMAT = "4"  # 4: a header, raw bytes and their CRC; inputs keyed by each array's own digest
 SUFFIX = ".arrays"
 
 
@@ -96,21 +97,25 @@ def read(path):
     try:
         with open(path, "rb") as f:
             data = f.read()
-        size = int.from_bytes(data[:4], "little")
-        header = json.loads(data[4 : 4 + size])
-        body = memoryview(data)[4 + size :]
-        if zlib.crc32(body) != header["crc32"] or len(body) != header["bytes"]:
+        whole, crc = memoryview(data)[:-4], int.from_bytes(data[-4:], "little")
+        if len(data) < 8 or zlib.crc32(whole) != crc:  # the header's names, shapes and places too, not the values alone
             return None
-        return {
-            name: np.frombuffer(body[start : start + length], dtype=_dtype(dtype)).reshape(shape)
-            for name, (dtype, shape, start, length) in header["arrays"].items()
-        }
+        size = int.from_bytes(data[:4], "little")
+        header = json.loads(bytes(whole[4 : 4 + size]))
+        body, arrays, start = whole[4 + size :], {}, 0
+        for name, (dtype, shape, at, length) in header["arrays"].items():
+            dtype = _dtype(dtype)
+            if at != start or length != math.prod(shape) * dtype.itemsize:  # the arrays tile the body, in order
+                return None
+            arrays[name] = np.frombuffer(body[at : at + length], dtype=dtype).reshape(shape)
+            start += length
+        return arrays if start == len(body) else None
     except (OSError, ValueError, KeyError, TypeError):  # absent, truncated, not an entry: recompute
         return None
 
 
 def _dtype(name):
-    return ml_dtypes.bfloat16 if name == "bfloat16" else np.dtype(name)
+    return np.dtype(ml_dtypes.bfloat16) if name == "bfloat16" else np.dtype(name)
 
 
 def _write(path, arrays):
@@ -123,15 +128,14 @@ def _write(path, arrays):
         places[name] = [value.dtype.name, list(value.shape), start, len(data)]
         chunks.append(data)
         start += len(data)
-    body = b"".join(chunks)
-    header = json.dumps({"arrays": places, "bytes": len(body), "crc32": zlib.crc32(body)}).encode()
-    cache.write(path, lambda f: _save(f, header, body))
+    header = json.dumps({"arrays": places}).encode()
+    whole = len(header).to_bytes(4, "little") + header + b"".join(chunks)
+    cache.write(path, lambda f: _save(f, whole, zlib.crc32(whole).to_bytes(4, "little")))
 
 
-def _save(f, header, body):
-    f.write(len(header).to_bytes(4, "little"))
-    f.write(header)
-    f.write(body)
+def _save(f, whole, crc):
+    f.write(whole)
+    f.write(crc)
 
 
 def cached(op, kwargs, rounding, oracle_file, compute, keep=None, digests=None):
@@ -140,8 +144,7 @@ def cached(op, kwargs, rounding, oracle_file, compute, keep=None, digests=None):
     unchecked attention weights are 96 MiB in float64). `digests`: the inputs' own, as key() takes them."""
 
     def computed():
-        with remembered.keeping_products():  # the bound, asked next, reuses the exact answer's products
-            result = compute()
+        result = compute()
         return result if keep is None else {name: result[name] for name in keep}
 
     computing = fingerprint(_computing_files(oracle_file))
@@ -156,4 +159,6 @@ def cached(op, kwargs, rounding, oracle_file, compute, keep=None, digests=None):
     if not all(a.dtype.kind in "biuf" or a.dtype.name == "bfloat16" for a in arrays.values()):
         return result
     _write(path, arrays)
-    return arrays  # the same types whether it came from disk or not
+    for value in arrays.values():
+        value.flags.writeable = False
+    return arrays  # the same types, read-only, whether it came from disk or not

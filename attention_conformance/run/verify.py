@@ -5,6 +5,7 @@ import functools
 
 import numpy as np
 
+from attention_conformance import remembered
 from attention_conformance.cases import plan
 from attention_conformance.cases.fields import FIELDS
 from attention_conformance.dtypes import LOW_PRECISION, np_dtype
@@ -134,19 +135,20 @@ def _reference_outputs(c):
     from attention_conformance.adapters import reference
 
     output, row = c.exp.output, c.exp.row
-    exact = calls.outputs("reference", reference, c.case, "float64", c.goldens, input_dtype=c.dtype, oracle=True)
-    c.reference_out = _select(exact[output], row)
-    # The bound next, while the exact answer's products are still remembered (remembered.product): its values are them.
-    derived = calls.outputs(
-        "reference",
-        tolerance_model.Derived(c.dtype),
-        c.case,
-        "float64",
-        c.goldens,
-        input_dtype=c.dtype,
-        rounding=f"bound {c.dtype}",
-        oracle=True,
-    )[output]
+    # The bound right after the exact answer, the products it computed remembered: the bound's values are them.
+    with remembered.remembering_products():
+        exact = calls.outputs("reference", reference, c.case, "float64", c.goldens, input_dtype=c.dtype, oracle=True)
+        c.reference_out = _select(exact[output], row)
+        derived = calls.outputs(
+            "reference",
+            tolerance_model.Derived(c.dtype),
+            c.case,
+            "float64",
+            c.goldens,
+            input_dtype=c.dtype,
+            rounding=f"bound {c.dtype}",
+            oracle=True,
+        )[output]
     plain_dtype = tolerance_model.plain_dtype(c.dtype)
     with reference.rounding_to(np_dtype(plain_dtype)):
         plain = calls.outputs(

@@ -12,7 +12,6 @@ ones above 0.7 anywhere are listed (a tolerance that close to its edge could fai
 Writes reports/portability.json; exit 1 if an outcome changed or a run did not complete.
 """
 
-import hashlib
 import json
 import os
 import subprocess
@@ -25,9 +24,8 @@ import numpy as np
 
 from attention_conformance import cache, machine, modes, writing
 from attention_conformance.contract import registry
-from attention_conformance.paths import SPEC_DIR
 from attention_conformance.run import oracle_cache, reports
-from attention_conformance.tools import columns
+from attention_conformance.tools import already_run, columns
 
 # Each applies to every framework: a switch for a framework not loaded is ignored. XLA's floor is
 # AVX: below it XLA cannot compile float16 at all (LLVM: "Symbols not found: __truncsfhf2", jax
@@ -183,47 +181,19 @@ def oracle_drift(recomputed, shared):
     return compared, differ
 
 
-# A setting this CPU already is, by the instruction set machine.describe() names: its as-is run is that run. On an
-# AVX2 CPU each AVX2 cap is its own widest path; OPENBLAS_CORETYPE reaches NumPy's BLAS alone, which the oracle's
-# exact products and the comparisons do not depend on (deterministic.py).
-NATIVE = {"AVX2": "AVX2"}
-
-
-def as_is_report(name, directory=None):
-    """The adapter's own last run in `directory` (default ./reports), where it stands for the as-is run: complete
-    and whole (no narrowed rerun on top), of the installed spec, on this machine with no switch set. `tox -e
-    portability` runs after every framework's environment has run the spec here: rerunning it would repeat it."""
-    try:
-        report = reports.runs(directory or reports.DEFAULT_DIR).get(name)
-    except reports.ReportError:
-        return None
-    here = machine.describe()
-    if (
-        report is None
-        or not report.get("complete")
-        or report.get("reruns")
-        or report.get("published")
-        or report.get("spec_sha256") != hashlib.sha256((SPEC_DIR / "attention.yaml").read_bytes()).hexdigest()
-        or report.get("machine") != here | {"switches": {}}
-        or here["switches"]
-    ):
-        return None
-    return report
-
-
 def measure(name, python=sys.executable, pytest_args=(), recomputed=None, as_is=None):
     """Every setting's run of one adapter, compared; the runs' machine and switch records kept.
     `recomputed`: the oracle cache where ORACLE_RECOMPUTED_UNDER's run keeps the answers it recomputes; `as_is`:
-    a report that stands for the as-is run (as_is_report)."""
-    isa = machine.describe()["isa"]
+    a report that stands for the as-is run (already_run.as_is_report)."""
     with tempfile.TemporaryDirectory() as scratch:
-        runs, problems, seconds, native = {}, [], {}, {}
+        runs, problems, seconds, skipped = {}, [], {}, {}
         for label, setting in SETTINGS.items():
             if label == "as-is" and as_is is not None:
                 runs[label], seconds[label] = as_is, "its own run"
                 continue
-            if NATIVE.get(label) == isa:
-                native[label] = f"this CPU is {isa}: its as-is run is that run"
+            why = already_run.native_reason(label, setting, substitutes(name))
+            if why:
+                skipped[label] = why
                 continue
             start = time.perf_counter()
             if label == ORACLE_RECOMPUTED_UNDER and recomputed is not None:
@@ -248,7 +218,7 @@ def measure(name, python=sys.executable, pytest_args=(), recomputed=None, as_is=
         "seconds": seconds,
         "settings": switched,
         "substitutes": {key: why for key, (_, why) in substitutes(name).items()},
-        "native": native,
+        "native": skipped,
         "numerics": {s: r.get("numerics", {}) for s, r in runs.items()},
     }
     if "as-is" in runs:
@@ -309,7 +279,7 @@ def main(adapter=None, envs=None, pytest_args=()):
                         }
                     )
                 else:
-                    as_is = None if pytest_args else as_is_report(name)
+                    as_is = None if pytest_args else already_run.as_is_report(name, python=python)
                     results.append(measure(name, python, pytest_args, recompute, as_is))
                     # Another mode reruns the families a compiler rewrites (fused kernels, masks, whole decoder
                     # layers): its compiled kernels are picked by the CPU too, at a compile a setting.

@@ -19,7 +19,7 @@ from attention_conformance import dtypes
 from attention_conformance.cases import golden, inputs, loader, plan
 from attention_conformance.contract import ops, registry
 from attention_conformance.publish import speed
-from attention_conformance.run import calls, verify
+from attention_conformance.run import calls, reports, verify
 from attention_conformance.tools import peer
 
 MATMUL = (1024, 768, 768)  # GPT-2 small's projection: (T, d_in) @ (d_in, d_out)
@@ -237,7 +237,7 @@ def measure(name, scratch=None):
             )
         # The peer repeats what the warm run passed: its report is in the scratch folder, gone when this block ends.
         peer_folder = stack.enter_context(tempfile.TemporaryDirectory())
-        peer_tests = peer.write(name, Path(scratch) / f"{name}.json", peer_folder)
+        peer_tests = peer.write(name, Path(scratch) / reports.file_name(name), peer_folder)
         peer_wall, peer_times, peer_exit = peer.run(peer_folder)
     lifecycle = max(alone_wall - alone["s"], 0.0)  # a Python holding the framework starts and exits
     floor = whole["import_s"] + whole["inside_s"] + lifecycle
@@ -281,7 +281,9 @@ def measure(name, scratch=None):
         "checking_ms_per_test": 1000 * whole["checking_passed_s"] / max(whole["passed"], 1),
         "peer_checking_ms_per_test": 1000 * (peer_times["in_tests_s"] - peer_times["inside_s"]) / max(peer_tests, 1),
     } | _in_process(name)
-    row["checking_over_peer"] = row["checking_ms_per_test"] / row["peer_checking_ms_per_test"]
+    # A peer with no test, or one pytest stopped (exit past 1), has no checking work to weigh against.
+    peered = peer_tests and peer_exit in (0, 1) and row["peer_checking_ms_per_test"] > 0
+    row["checking_over_peer"] = row["checking_ms_per_test"] / row["peer_checking_ms_per_test"] if peered else None
     # A cold run that stopped early would look fast: not measured.
     row["cold_over_warm"] = (cold_wall - row["cold_framework_extra_s"]) / whole_wall if cold["exit"] in (0, 1) else None
     row["memory_allowed_mib"] = 2 * row["working_set_mib"] + baseline

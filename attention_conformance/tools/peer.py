@@ -151,5 +151,6 @@ def run(folder):
     times_file = Path(folder) / "times.json"
     if not times_file.exists():
         raise RuntimeError(f"the peer did not run (pytest exit {done.returncode}):\n{done.stdout[-3000:]}")
-    failed = re.search(r"(\d+) failed", done.stdout.strip().splitlines()[-1] if done.stdout.strip() else "")
-    return wall, json.loads(times_file.read_text()) | {"failed": int(failed[1]) if failed else 0}, done.returncode
+    last = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+    failed = sum(int(n) for n in re.findall(r"(\d+) (?:failed|errors?)\b", last))  # pytest's summary line
+    return wall, json.loads(times_file.read_text()) | {"failed": failed}, done.returncode

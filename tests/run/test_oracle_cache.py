@@ -82,7 +82,7 @@ def test_the_key_covers_the_arithmetic_the_oracle_computes_with(tmp_path, monkey
     assert oracle_cache.key("attention", {"n": 2}, None, oracle) != before
 
 
-@pytest.mark.parametrize("damage", ["truncate", "flip_a_value", "not_an_entry", "empty", "vanished"])
+@pytest.mark.parametrize("damage", ["truncate", "flip_a_value", "move_an_array", "not_an_entry", "empty", "vanished"])
 def test_a_damaged_entry_is_recomputed_not_trusted(cache, damage):
     good = _expected()
     (entry,) = cache.glob(f"*{oracle_cache.SUFFIX}")
@@ -94,7 +94,10 @@ def test_a_damaged_entry_is_recomputed_not_trusted(cache, damage):
         entry.write_bytes(b"")
     elif damage == "vanished":  # deleted mid-run, by a user's cleanup or another run's
         entry.unlink()
-    else:  # one bit of a stored value flipped in place (the disk's rot): the zip's CRC-32 no longer matches
+    elif damage == "move_an_array":  # one digit of the header: an array read from 8 bytes further on, well shaped
+        data = entry.read_bytes()
+        entry.write_bytes(data.replace(b", 0, ", b", 8, ", 1))
+    else:  # one bit of a stored value flipped in place (the disk's rot): the entry's CRC-32 no longer matches
         data = bytearray(entry.read_bytes())
         value = np.ascontiguousarray(good[sorted(good)[0]]).tobytes()
         data[data.index(value) + len(value) // 2] ^= 1
@@ -105,8 +108,8 @@ def test_a_damaged_entry_is_recomputed_not_trusted(cache, damage):
 
 
 def test_writes_are_whole_files_or_nothing(cache, monkeypatch):
-    def dies(f, header, body):
-        f.write(header)  # killed half-way through the entry
+    def dies(f, whole, crc):
+        f.write(whole)  # killed before the entry's last bytes
         raise KeyboardInterrupt
 
     monkeypatch.setattr(oracle_cache, "_save", dies)

@@ -129,11 +129,12 @@ def test_a_column_substitutes_only_the_value_it_cannot_take(monkeypatch):
     assert set(emulation.substitutes("torch-compiled")) == {"ATEN_CPU_CAPABILITY=default"}
 
 
-def _ran(monkeypatch, isa):
+def _ran(monkeypatch, isa, flags=()):
     from attention_conformance import machine
 
     described = machine.describe() | {"isa": isa, "switches": {}}
     monkeypatch.setattr(machine, "describe", lambda: described)
+    monkeypatch.setattr(machine, "cpu_flags", lambda: set(flags))
     ran = []
 
     def run(name, setting, directory, python, pytest_args):
@@ -150,30 +151,23 @@ def test_a_setting_this_cpu_already_is_is_not_rerun_and_says_so(monkeypatch):
     assert ran == ["as-is", "1_thread", "no_SIMD_dispatch"]
     assert result["native"] == {"AVX2": "this CPU is AVX2: its as-is run is that run"} and not result["changed"]
     assert "  AVX2: not rerun: this CPU is AVX2: its as-is run is that run" in emulation._lines(result)
+
+
+@pytest.mark.parametrize(
+    ("name", "isa", "flags"),
+    [
+        ("x", "AVX-512", ()),  # the caps are below this CPU
+        ("x", "AVX2", ("avx_vnni",)),  # oneDNN's AVX-VNNI kernels sit above the AVX2 cap
+        ("tensorflow", "AVX2", ()),  # its stand-in (oneDNN off) is not this CPU as it is
+    ],
+)
+def test_the_avx2_setting_is_rerun_wherever_it_changes_something(monkeypatch, name, isa, flags):
+    ran = _ran(monkeypatch, isa, flags)
+    assert emulation.measure(name)["native"] == {} and "AVX2" in ran
+
+
+def test_the_adapters_own_run_stands_for_the_as_is_run_without_running_it(monkeypatch):
     ran = _ran(monkeypatch, "AVX-512")
-    assert emulation.measure("x")["native"] == {} and "AVX2" in ran
-
-
-def test_the_adapters_own_whole_run_here_stands_for_the_as_is_run(monkeypatch, tmp_path):
-    import hashlib
-
-    from attention_conformance import machine
-    from attention_conformance.paths import SPEC_DIR
-    from attention_conformance.run import reports
-
-    ran = _ran(monkeypatch, "AVX-512")
-    spec = hashlib.sha256((SPEC_DIR / "attention.yaml").read_bytes()).hexdigest()
-    own = {"adapter": "x", "complete": True, "spec_sha256": spec, "machine": machine.describe()} | _report(
-        {"t": 0.1}, {}
-    )
-    monkeypatch.setattr(reports, "runs", lambda directory: {"x": own})
-    assert emulation.as_is_report("x", tmp_path) is own
+    own = _report({"t": 0.1}, {})
     result = emulation.measure("x", as_is=own)
     assert "as-is" not in ran and result["seconds"]["as-is"] == "its own run" and result["tests"] == 1
-    for differs in ({"complete": False}, {"reruns": [{}]}, {"spec_sha256": "other"}, {"machine": {"threads": 1}}):
-        monkeypatch.setattr(reports, "runs", lambda directory, d=differs: {"x": own | d})
-        assert emulation.as_is_report("x", tmp_path) is None, differs
-    switched = machine.describe() | {"switches": {"OMP_NUM_THREADS": "1"}}
-    monkeypatch.setattr(reports, "runs", lambda directory: {"x": own})
-    monkeypatch.setattr(machine, "describe", lambda: switched)
-    assert emulation.as_is_report("x", tmp_path) is None  # a run under a switch is not this machine as it is
