@@ -2,8 +2,8 @@
 whole run here only where it is this code, this spec, this framework version, this machine as it is; a setting only
 where this CPU already is it."""
 
+import datetime
 import hashlib
-import time
 
 import pytest
 
@@ -25,11 +25,11 @@ def own(monkeypatch):
         "spec_sha256": SPEC,
         "machine": machine.describe() | {"switches": {}},
         "devices": {"cpu": "ran", "gpu": "unavailable"},
-        "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "finished": "2030-01-02T03:04:05",
         "tests": {},
     }
     monkeypatch.setattr(already_run, "_version", lambda name, python: "x 1.0")
-    monkeypatch.setattr(already_run, "_last_change", lambda: time.time() - 60)
+    monkeypatch.setattr(already_run, "_last_change", lambda: datetime.datetime(2030, 1, 2, 3, 0).timestamp())
     return report
 
 
@@ -64,5 +64,5 @@ def test_a_run_under_a_switch_is_not_this_machine_as_it_is(monkeypatch, tmp_path
 
 
 def test_the_newest_file_of_the_suite_is_when_it_last_changed():
-    assert already_run._last_change() <= time.time()
+    assert already_run._last_change() >= (SPEC_DIR / "attention.yaml").stat().st_mtime
     assert already_run._finished({"finished": "not a time"}) == 0.0
