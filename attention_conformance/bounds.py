@@ -70,6 +70,20 @@ def computed_in(dtype, sums_in_dtype=False):
         _units.reset(token)
 
 
+def units():
+    """What the bounds of a step computed now depend on (store and accumulate units, stored dtype), or None outside
+    computed_in: part of a remembered answer's key."""
+    found = _units.get()
+    return None if found is None else (found[0], found[1], str(np.dtype(found[2])))
+
+
+def overflows():
+    """The list computed_in gathers overflowing steps in, or None outside it: remembered.py appends a remembered
+    answer's overflows again, so that a bound given twice is refused twice."""
+    found = _units.get()
+    return None if found is None else found[3]
+
+
 @contextlib.contextmanager
 def in_float32_at_least():
     """Steps a framework computes in float32 whatever the dtype: RoPE's positions, frequencies and angles (HF's
@@ -125,6 +139,11 @@ class Bounded(NDArrayOperatorsMixin):
         self.value = np.asarray(value, dtype=np.float64)
         self.err = np.zeros(self.value.shape) if err is None else np.broadcast_to(err, self.value.shape).copy()
         self.terms = 0  # the length of the sum that made it, when it is a product's: see _add
+
+    def remembered_as(self):
+        """What makes this array what it is, for remembered.py: a bound answer is given again only for the same
+        values, bounds and sum length."""
+        return self.value, self.err, np.asarray(self.terms, dtype=np.float64)
 
     def __array__(self, *args, **kwargs):
         raise Unbounded("a Bounded array met a NumPy call that would drop its bound: bound that step in bounds.py")

@@ -67,6 +67,47 @@ def test_memory_stays_within_the_budget(monkeypatch):
     assert len(calls) == 6
 
 
+def test_a_bound_is_known_by_its_value_its_error_and_its_units():
+    """The oracle's bound of the fused heads is the multi-head case's (issue 43: 5 s a dtype at GPT-2's shape)."""
+    from attention_conformance import bounds
+
+    calls = []
+
+    @remembered.remembered(bounds.units, bounds.overflows)
+    def doubled(x):
+        calls.append(1)
+        return x * 2.0
+
+    with bounds.computed_in("float16"):
+        first = doubled(bounds.Bounded(np.ones(3)))
+        again = doubled(bounds.Bounded(np.ones(3)))
+        assert isinstance(again, bounds.Bounded) and again.err.tobytes() == first.err.tobytes()
+        doubled(bounds.Bounded(np.ones(3), err=1e-3))  # the same values with another bound
+        assert len(calls) == 2
+    with bounds.computed_in("bfloat16"):  # another dtype's units
+        doubled(bounds.Bounded(np.ones(3)))
+    assert len(calls) == 3
+
+
+def test_an_overflow_is_recorded_again_when_its_answer_is_given_again():
+    """A bound past float16's range is refused (tolerance_model.Overflow) whichever case asked for it first."""
+    from attention_conformance import bounds
+
+    calls = []
+
+    @remembered.remembered(bounds.units, bounds.overflows)
+    def stored(x):
+        calls.append(1)
+        return bounds.stored(x * 1.0)
+
+    recorded = []
+    for _ in range(2):
+        with bounds.computed_in("float16") as overflowed:
+            stored(bounds.Bounded(np.full(2, 1e5)))
+        recorded.append(overflowed)
+    assert recorded[0] and recorded[0] == recorded[1] and len(calls) == 1
+
+
 def _counted_matmul():
     from attention_conformance import deterministic
 

@@ -6,7 +6,7 @@ import numpy as np
 from attention_conformance import bounds
 from attention_conformance.remembered import remembered
 
-from .shared import _bounded, _f64, _round_to, exp, fsum, mm
+from .shared import _bounded, _f64, _remembering, exp, fsum, mm
 
 
 def create_parameter(d_in, d_out, seed):
@@ -15,7 +15,7 @@ def create_parameter(d_in, d_out, seed):
     return {"parameter": value, "trainable": True}
 
 
-@remembered(_round_to.get)
+@remembered(_remembering, bounds.overflows)
 def project(x, w):
     x, w = _f64(x, w)
     return mm(x, w)  # (.., T, D) @ (D, H) -> (.., T, H)

@@ -6,7 +6,7 @@ from attention_conformance import bounds
 from attention_conformance.remembered import remembered
 
 from .documents import blend, project, scale, softmax, transposed_matmul
-from .shared import _bounded, _f64, _round_to, _zeros, exp, fsum, mm
+from .shared import _bounded, _f64, _remembering, _zeros, exp, fsum, mm
 
 
 def _masked_softmax(scaled, hidden, keys=None):
@@ -117,7 +117,7 @@ def fused_attention(x, w_query, w_key, w_value, num_heads, causal):
     return grouped_attention(x, w_query, w_key, w_value, num_heads, num_heads, causal)
 
 
-@remembered(_round_to.get)
+@remembered(_remembering, bounds.overflows)
 def grouped_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal):
     """Grouped-query attention: head n of N uses columns n*H:(n+1)*H of W_query and K/V head n // (N / num_kv_heads)
     (each K/V head repeated N / num_kv_heads times in place: repeat-interleave, as torch's repeat_interleave and Llama's
