@@ -2,8 +2,10 @@
 wrong adapters of tests/mutants whose mistake is in a forward op the fuzzer covers are found within
 it (at least 90% of them), each finding a spec case that loads and a reproducer that runs alone."""
 
+import ast
 import json
 import math
+import os
 import shutil
 import subprocess
 import sys
@@ -190,62 +192,146 @@ def test_a_finding_is_a_spec_case_and_a_standalone_reproducer(requested_adapter,
     assert run.returncode == 1 and "REPRODUCED" in run.stdout, (run.returncode, run.stdout, run.stderr[-2000:])
 
 
-# Runs each reproducer named on its command line as its own __main__ (in its own folder where the second
-# argument is "alone") and writes [[path, exit code, stdout], ...] to the file named first. One interpreter
-# imports the framework once for every reproducer: a fresh one each cost 19 torch imports, 110 of this test's
-# 157 s (AMD EPYC, 2 cores; 55 s so). test_a_finding_is_a_spec_case_and_a_standalone_reproducer runs one
-# alone in a fresh interpreter.
-_EACH = """
-import contextlib, io, json, os, runpy, sys
-written, alone, results = sys.argv[1], sys.argv[2] == "alone", []
-for path in sys.argv[3:]:
-    if alone:
-        os.chdir(os.path.dirname(path))
-    sys.argv, out = [path], io.StringIO()
-    with contextlib.redirect_stdout(out):
+# A reproducer is meant to run alone in a fresh interpreter, and importing the framework is most of that: 19 torch
+# imports were 110 of this test's 157 s (AMD EPYC, 2 cores). So one interpreter sets the os.environ lines the
+# reproducers of a group open with, then forks a child per reproducer that runs it whole as __main__ from there. The
+# modules the first child imported are imported before the next fork (torch itself; torch.compiler.disable imports
+# dynamo, 7 s more): a later reproducer finds them loaded, as its own run would load them, but no state an earlier
+# one set (a framework switch, an environment variable, a global). Arguments: the results file, "alone" (each in its
+# own folder) or "here", the opening lines, the scripts; it writes [[path, exit code, stdout, stderr], ...].
+_FORKED = """
+import importlib, json, os, runpy, sys, traceback
+written, alone, opening, paths = sys.argv[1], sys.argv[2] == "alone", sys.argv[3], sys.argv[4:]
+try:
+    exec(compile(opening, "<the reproducers' opening lines>", "exec"), {"__name__": "__opening__", "os": os})
+except BaseException:  # each reproducer meets it again in its own child, which reports it
+    pass
+results = []
+for path in paths:
+    out, err = path + ".stdout", path + ".stderr"
+    pid = os.fork()
+    if pid == 0:
+        code = 1
         try:
-            runpy.run_path(path, run_name="__main__")
-            code = 0
-        except SystemExit as exc:
-            code = exc.code
-        except BaseException as exc:  # a crash is a reproducer's failure, reported with the others
-            code = f"{type(exc).__name__}: {exc}"
-    results.append([path, code, out.getvalue()])
+            for fd, name in ((1, out), (2, err)):
+                os.dup2(os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), fd)
+            if alone:
+                os.chdir(os.path.dirname(path))
+            sys.argv = [path]
+            try:
+                runpy.run_path(path, run_name="__main__")
+                code = 0
+            except SystemExit as exc:  # as the interpreter exits on it
+                if exc.code is None or isinstance(exc.code, int):
+                    code = exc.code or 0
+                else:
+                    print(exc.code, file=sys.stderr)
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            with open(path + ".modules", "w") as f:
+                json.dump([name for name in sys.modules if name != "__main__"], f)
+            os._exit(code & 0xFF)
+    status = os.waitpid(pid, 0)[1]
+    if path == paths[0] and os.path.exists(path + ".modules"):
+        with open(path + ".modules") as f:
+            for name in json.load(f):
+                try:
+                    importlib.import_module(name)
+                except BaseException:  # a module only its own import chain loads: the next child loads it so
+                    pass
+    with open(out) as o, open(err) as e:
+        results.append([path, os.waitstatus_to_exitcode(status), o.read(), e.read()])
 with open(written, "w") as f:
     json.dump(results, f)
 """
 
 
+def _opening(source):
+    """(the os.environ settings a reproducer makes before its first statement that is not an import or one of them,
+    the variables they set): what a fork may have made before it starts the reproducer."""
+    kept, variables = [], set()
+    for node in ast.parse(source).body:
+        target = ast.unparse(node.targets[0]) if isinstance(node, ast.Assign) else ""
+        if target.startswith("os.environ["):
+            kept.append(ast.unparse(node))
+            variables.add(node.targets[0].slice.value)
+        elif not isinstance(node, (ast.Import, ast.ImportFrom)) and not (
+            isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)  # a docstring
+        ):
+            break
+    return "\n".join(kept), variables
+
+
 def _reproduce(scripts, tmp_path):
-    """{script: (exit code, stdout)} for reproducers run in a fresh interpreter, each as its own __main__:
-    the standalone ones with the suite unimportable, each alone in a folder; the others (closures a factory
-    made: their header says so) where their adapter module imports, as that header says."""
-    alone = [s for s in scripts if "NOT STANDALONE" not in s.read_text()]
+    """{script: (exit code, stdout, stderr)}, each reproducer as if alone in a fresh interpreter (_FORKED): the
+    standalone ones with the suite unimportable, each in a folder of its own; the others (closures a factory made:
+    their header says so) where their adapter module imports, as that header says. A variable any reproducer's opening
+    sets in os.environ is not passed on from this process (an adapter's import sets some): each must set it itself."""
+    groups, unset = {}, set()
+    for script in scripts:
+        source = script.read_text()
+        opening, variables = _opening(source)
+        groups.setdefault(("NOT STANDALONE" not in source, opening), []).append(script)
+        unset |= variables
     results = {}
-    for group, block in ((alone, True), ([s for s in scripts if s not in alone], False)):
-        if not group:
-            continue
+    for n, ((alone, opening), group) in enumerate(groups.items()):
         copies = {}
         for i, script in enumerate(group):
-            folder = tmp_path / "isolated" / str(i) if block else script.parent
+            folder = tmp_path / "isolated" / f"{n}-{i}" if alone else script.parent
             folder.mkdir(parents=True, exist_ok=True)
             copies[str((folder / script.name).resolve())] = script
-            if block:
+            if alone:
                 shutil.copy(script, folder / script.name)
-        written = tmp_path / f"reproduced-{block}.json"
-        block_suite = "import sys; sys.modules['attention_conformance'] = None; sys.modules['tests'] = None\n"
-        code = (block_suite if block else "") + _EACH
+        written = tmp_path / f"reproduced-{n}.json"
+        block = "import sys; sys.modules['attention_conformance'] = None; sys.modules['tests'] = None\n"
         run = subprocess.run(
-            [sys.executable, *(["-I"] if block else []), "-c", code, str(written), ("here", "alone")[block], *copies],
-            cwd=tmp_path if block else ROOT,
+            [sys.executable, *(["-I"] if alone else []), "-c", (block if alone else "") + _FORKED, str(written)]
+            + [("here", "alone")[alone], opening, *copies],
+            cwd=tmp_path if alone else ROOT,
+            env={k: v for k, v in os.environ.items() if k not in unset},
             capture_output=True,
             text=True,
             timeout=600,
         )
         assert run.returncode == 0 and written.exists(), (run.returncode, run.stdout[-1000:], run.stderr[-2000:])
-        for path, exit_code, out in json.loads(written.read_text()):
-            results[copies[path]] = (exit_code, out)
+        for path, exit_code, out, err in json.loads(written.read_text()):
+            results[copies[path]] = (exit_code, out, err)
     return results
+
+
+def test_each_reproducer_runs_as_if_alone_and_its_failure_is_its_own(tmp_path):
+    """_reproduce's children: no state from the reproducer before, the suite unimportable, an exit 0, a crash and a
+    message to SystemExit each told apart, and an os.environ variable a reproducer sets only where it sets it."""
+    scripts = {
+        "sets": "import os\nimport json\njson.CARRIED = 1\nprint('REPRODUCED')\nraise SystemExit(1)\n",
+        "finds": "import json\nprint('carried' if hasattr(json, 'CARRIED') else 'REPRODUCED')\nraise SystemExit(1)\n",
+        "passes": "print('not reproduced')\n",
+        "suite": "import attention_conformance\n",
+        "says": "raise SystemExit('why')\n",
+        "own_variable": "import os\nos.environ['A_VARIABLE'] = 'its own'\nprint(os.environ['A_VARIABLE'])\n",
+        "needs_variable": "import os\nprint(os.environ.get('A_VARIABLE', 'not set'))\n",
+    }
+    for name, source in scripts.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / f"{name}.py").write_text(source)
+    os.environ["A_VARIABLE"] = "this process's"
+    try:
+        ran = _reproduce([tmp_path / name / f"{name}.py" for name in scripts], tmp_path / "run")
+    finally:
+        del os.environ["A_VARIABLE"]
+    got = {path.stem: (code, out.strip(), err.strip().splitlines()[-1:]) for path, (code, out, err) in ran.items()}
+    assert got == {
+        "sets": (1, "REPRODUCED", []),
+        "finds": (1, "REPRODUCED", []),
+        "passes": (0, "not reproduced", []),
+        "suite": (1, "", ["ModuleNotFoundError: import of attention_conformance halted; None in sys.modules"]),
+        "says": (1, "", ["why"]),
+        "own_variable": (0, "its own", []),
+        "needs_variable": (0, "not set", []),  # set by this process, and by another reproducer only for itself
+    }
 
 
 def test_every_findings_reproducer_runs_and_exits_1(requested_adapter, kills, tmp_path):
@@ -263,7 +349,7 @@ def test_every_findings_reproducer_runs_and_exits_1(requested_adapter, kills, tm
         [scripts[mutant]] = sorted(out.glob("*.py"))
     ran = _reproduce(list(scripts.values()), tmp_path)
     problems = [
-        f"{mutant}: exit {ran[script][0]}: {ran[script][1][-600:]}"
+        f"{mutant}: exit {ran[script][0]}: {(ran[script][1] + ran[script][2])[-600:]}"
         for mutant, script in scripts.items()
         if ran[script][0] != 1 or "REPRODUCED" not in ran[script][1]
     ]
