@@ -143,7 +143,7 @@ class Bounded(NDArrayOperatorsMixin):
     def remembered_as(self):
         """What makes this array what it is, for remembered.py: a bound answer is given again only for the same
         values, bounds and sum length."""
-        return self.value, self.err, np.asarray(self.terms, dtype=np.float64)
+        return self.value, np.asarray(self.err, dtype=np.float64), np.asarray(self.terms, dtype=np.float64)
 
     def __array__(self, *args, **kwargs):
         raise Unbounded("a Bounded array met a NumPy call that would drop its bound: bound that step in bounds.py")

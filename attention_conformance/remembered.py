@@ -17,17 +17,18 @@ import numpy as np
 
 _ANSWERS = collections.OrderedDict()  # key -> (answer, what it appended to records()), the latest last
 # GPT-2's heads or a projection are 6 MiB, 12 with their bound: one dtype's exact answers and bounds, so that the
-# fused case finds them beside the multi-head one. Filled only while the oracle computes; a warm run reads its cache.
+# fused case finds them beside the multi-head one. Filled where the reference computes: as the oracle on a first run
+# (a warm run reads the oracle's disk cache instead), and as an adapter under test, whose memory the benchmark weighs.
 _MOST_BYTES = 128 << 20
 
 
 def remembered(context, records=lambda: None):
     """Decorate a function of arrays so that a call with the same arguments in float64 and the same
-    `context()` (the oracle's rounding) is answered with a copy of the first answer. A function that
-    takes float32 or float16 numbers must compute on their float64 values (the oracle's _f64). An argument
-    with a `remembered_as()` (bounds.Bounded: its value and its bound) is known by the arrays it returns.
-    `records()` is a list the function appends to as it computes (bounds' overflows), or None: what the first
-    call appended, an answer given again appends again."""
+    `context()` (what else the answer depends on: the oracle's rounding, a bound's units) is answered with a copy
+    of the first answer. A function that takes float32 or float16 numbers must compute on their float64 values (the
+    oracle's _f64). An argument with a `remembered_as()` (bounds.Bounded: its value and its bound) is known by the
+    arrays it returns. `records()` is a list the function appends to as it computes (bounds' overflows), or None:
+    what the first call appended, an answer given again appends again."""
 
     def decorate(function):
         signature = inspect.signature(function)
