@@ -39,7 +39,8 @@ def remembered(context, records=lambda: None):
                 arguments = signature.bind(*args, **kwargs).arguments
                 h = hashlib.sha256(f"{function.__qualname__}|{context()}".encode())
                 for name, value in arguments.items():
-                    for a in _numbers(value):
+                    for part in _arrays(value):
+                        a = np.ascontiguousarray(part, dtype=np.float64)
                         h.update(f"|{name}|{a.shape}|".encode())
                         h.update(a.tobytes())
             except Exception:  # noqa: BLE001 - arguments that are not numbers: the function says what is wrong
@@ -113,9 +114,10 @@ def product(matmul, a, b):
     return _PRODUCTS[key].copy()  # a caller may scale its product in place
 
 
-def _numbers(value):
+def _arrays(value):
+    """The arrays a leaf of arguments or answers is: a bounds.Bounded array's value, bound and sum length."""
     known_as = getattr(value, "remembered_as", None)
-    return known_as() if known_as is not None else (np.ascontiguousarray(value, dtype=np.float64),)
+    return known_as() if known_as is not None else (np.asarray(value),)
 
 
 def _size(value):
@@ -123,5 +125,4 @@ def _size(value):
         return sum(map(_size, value.values()))
     if isinstance(value, (tuple, list)):
         return sum(map(_size, value))
-    known_as = getattr(value, "remembered_as", None)
-    return sum(a.nbytes for a in known_as()) if known_as is not None else np.asarray(value).nbytes
+    return sum(a.nbytes for a in _arrays(value))

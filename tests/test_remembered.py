@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from attention_conformance import remembered
+from attention_conformance import bounds, remembered
 
 
 @pytest.fixture(autouse=True)
@@ -67,17 +67,21 @@ def test_memory_stays_within_the_budget(monkeypatch):
     assert len(calls) == 6
 
 
-def test_a_bound_is_known_by_its_value_its_error_and_its_units():
-    """The oracle's bound of the fused heads is the multi-head case's (issue 43: 5 s a dtype at GPT-2's shape)."""
-    from attention_conformance import bounds
-
+def _counting_bound(step):
+    """A remembered step of the bound, as the reference's are (its units in the context, its overflows recorded)."""
     calls = []
 
     @remembered.remembered(bounds.units, bounds.overflows)
-    def doubled(x):
+    def counted(x):
         calls.append(1)
-        return x * 2.0
+        return step(x)
 
+    return counted, calls
+
+
+def test_a_bound_is_known_by_its_value_its_error_and_its_units():
+    """The oracle's bound of the fused heads is the multi-head case's (issue 43: 5 s a dtype at GPT-2's shape)."""
+    doubled, calls = _counting_bound(lambda x: x * 2.0)
     with bounds.computed_in("float16"):
         first = doubled(bounds.Bounded(np.ones(3)))
         again = doubled(bounds.Bounded(np.ones(3)))
@@ -91,15 +95,7 @@ def test_a_bound_is_known_by_its_value_its_error_and_its_units():
 
 def test_an_overflow_is_recorded_again_when_its_answer_is_given_again():
     """A bound past float16's range is refused (tolerance_model.Overflow) whichever case asked for it first."""
-    from attention_conformance import bounds
-
-    calls = []
-
-    @remembered.remembered(bounds.units, bounds.overflows)
-    def stored(x):
-        calls.append(1)
-        return bounds.stored(x * 1.0)
-
+    stored, calls = _counting_bound(lambda x: bounds.stored(x * 1.0))
     recorded = []
     for _ in range(2):
         with bounds.computed_in("float16") as overflowed:
