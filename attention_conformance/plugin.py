@@ -23,7 +23,7 @@ from attention_conformance.cases import divergences, golden, loader, plan
 from attention_conformance.contract import ids, ops, registry
 from attention_conformance.margin import Nonconformance
 from attention_conformance.paths import CONFORMANCE_TESTS, SPEC_DIR
-from attention_conformance.run import calls, launch, reports, verify
+from attention_conformance.run import calls, launch, progress, reports, verify
 
 
 def pytest_addoption(parser):
@@ -176,11 +176,12 @@ def _load(config, names):
     for name, module in state.loaded.items():  # an adapter's own, held to the same strict rules as the file's
         state.divergences |= divergences.declared(name, module, config.getoption("known_divergences"))
     state.numerics = {k: v for module in state.loaded.values() for k, v in registry.pin(module).items()}
-    state.versions = {name: _ask(name, module, "version", str) for name, module in state.loaded.items()}
-    state.devices = {
-        name: _ask(name, module, "devices", (list, tuple)) if hasattr(module, "devices") else ["cpu"]
-        for name, module in state.loaded.items()
-    }
+    for name, module in state.loaded.items():
+        try:
+            state.versions[name] = registry.ask(name, module, "version", str)
+            state.devices[name] = registry.ask(name, module, "devices", (list, tuple), ["cpu"])
+        except registry.AdapterError as exc:
+            raise _Refused(name, str(exc)) from None
     device = config.getoption("device")
     for name, seen in state.devices.items():
         if device not in seen:
@@ -190,23 +191,6 @@ def _load(config, names):
     state.planned = plan.tests(state.spec, state.loaded)
     state.expected = {t.id for t in state.planned}
     state.results = {name: {} for name in state.loaded}
-
-
-def _ask(name, module, function, kind):
-    """version() or devices(); an adapter that raises or answers nonsense is refused (exit 4), never INTERNALERROR."""
-    try:
-        answer = getattr(module, function)()
-    except Exception as exc:  # noqa: BLE001 - whatever the adapter does is reported, not propagated
-        raise _Refused(
-            name,
-            f"adapter {name!r}: {function}() raises {type(exc).__name__}: {exc}; "
-            f"run `attention-conformance check {name}`",
-        ) from None
-    if not isinstance(answer, kind) or not answer:
-        raise _Refused(
-            name, f"adapter {name!r}: {function}() returned {answer!r}; run `attention-conformance check {name}`"
-        )
-    return answer
 
 
 def pytest_report_header(config):
@@ -267,18 +251,33 @@ def pytest_collection_modifyitems(items):
         reason = state.divergence_of[item.name] = divergences.reason_for(item.name, state.divergences)
         if reason is not None:
             item.add_marker(pytest.mark.xfail(reason=f"known divergence: {reason}", strict=True))
-        test = getattr(item, "callspec", None) and item.callspec.params.get("conformance_test")
-        if isinstance(test, ConformanceTest):  # `-k` selects a family ("soft_capping") or an op, as a case
+        test = _conformance_test(item)
+        if test is not None:  # `-k` selects a family ("soft_capping") or an op, as a case
             item.extra_keyword_matches.update({ids.family_keyword(test.test.case.family), test.test.case.op})
 
     # One case's tests together (adapter, dtype, case), so its outputs are computed once and dropped after.
     def case_order(item):
-        test = getattr(item, "callspec", None) and item.callspec.params.get("conformance_test")
-        if not isinstance(test, ConformanceTest):  # another test, or NOTSET: an output no case of this spec checks
+        test = _conformance_test(item)
+        if test is None:  # another test, or NOTSET: an output no case of this spec checks
             return (1, "", "", "")
         return (0, test.test.adapter, test.test.dtype, test.test.case.id)
 
     items.sort(key=case_order)
+
+
+def _conformance_test(item):
+    test = getattr(item, "callspec", None) and item.callspec.params.get("conformance_test")
+    return test if isinstance(test, ConformanceTest) else None
+
+
+def pytest_collection_finish(session):
+    if state.active:  # the oracle's progress line, over what -k and ids left selected (run/progress.py)
+        tests = [t.test for t in map(_conformance_test, session.items) if t is not None]
+        progress.start(tests, verify.asks_oracle, session.config.pluginmanager.get_plugin("terminalreporter"))
+
+
+def pytest_runtest_logfinish():
+    progress.flush()  # between tests, where pytest's capture is suspended: the line reaches the user's stderr
 
 
 def pytest_runtest_logreport(report):
@@ -309,8 +308,8 @@ def pytest_runtest_logreport(report):
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
     report = yield
-    test = getattr(item, "callspec", None) and item.callspec.params.get("conformance_test")
-    if not isinstance(test, ConformanceTest):
+    test = _conformance_test(item)
+    if test is None:
         return report
     if call.when == "call":
         report.margin, report.ulp, report.worst = test.margin, test.ulp, test.worst
@@ -334,6 +333,7 @@ def pytest_runtest_makereport(item, call):
 
 
 def pytest_sessionfinish(session, exitstatus):
+    progress.current = None
     if not state.active or state.spec is None:
         return
     config = session.config

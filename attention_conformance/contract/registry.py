@@ -30,6 +30,22 @@ class AdapterError(Exception):
     pass
 
 
+def ask(name, module, function, kind, absent=None):
+    """version() or devices() (`absent` where the adapter defines none): an adapter that raises or answers nonsense
+    is refused (AdapterError: exit 4), never an INTERNALERROR."""
+    if absent is not None and not hasattr(module, function):
+        return absent
+    try:
+        answer = getattr(module, function)()
+    except Exception as exc:  # noqa: BLE001 - whatever the adapter does is reported, not propagated
+        said = f"raises {type(exc).__name__}: {exc}"
+    else:
+        if isinstance(answer, kind) and answer:
+            return answer
+        said = f"returned {answer!r}"
+    raise AdapterError(f"adapter {name!r}: {function}() {said}; run `attention-conformance check {name}`")
+
+
 def module_path(name):
     """The module to import for an adapter name: a built-in adapter, an installed package's entry
     point in the group attention_conformance.adapters, or the name itself as a dotted module path."""

@@ -9,7 +9,7 @@ import numpy as np
 from attention_conformance.cases import fields, inputs, plan
 from attention_conformance.contract.ops import OPS
 from attention_conformance.margin import Nonconformance
-from attention_conformance.run import oracle_cache
+from attention_conformance.run import oracle_cache, progress
 
 
 class AdapterRaised(Nonconformance):
@@ -111,9 +111,16 @@ def outputs(adapter_name, adapter, case, dtype, goldens, input_dtype=None, round
             # Inputs the oracle says do not change its answer are left out of the key: cases that differ
             # only in them (a checkpoint's layout, which layer holds the weights) share one cache entry.
             deciding = getattr(adapter, "deciding_inputs", lambda op, given: given)(case.op, kwargs)
+            computed = []
+
+            def compute():
+                computed.append(True)
+                return call()
+
             result = oracle_cache.cached(
-                case.op, deciding, rounding, oracle_cache.sources(adapter), call, keep, digests
+                case.op, deciding, rounding, oracle_cache.sources(adapter), compute, keep, digests
             )
+            progress.asked_for(case.id, input_dtype or dtype, bool(computed))
         else:  # nor does an output under test stay in memory beyond what its expectations read
             compared = {
                 getattr(exp, f.name) for exp in case.expect.values() for f in fields.FIELDS.values() if f.other_output
