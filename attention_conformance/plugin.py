@@ -302,6 +302,7 @@ def pytest_runtest_logreport(report):
         "worst": getattr(report, "worst", None) if outcome == "passed" else None,
         "message": message if outcome in ("failed", "error", "diverged", "stale divergence") else None,
         "reason": reason,
+        "seconds": round(report.duration, 4),  # a family's cost (publish/costs.py): its first test computes the case
     }
 
 

@@ -40,9 +40,11 @@ def known_divergences():
 def record_mutant():
     """Keep what a wrong adapter did, for the kill-rate table in the summary."""
 
-    def record(name, expected, results):
+    def record(name, expected, results, seconds=None, families=()):
         failing = sorted(t for t, (outcome, _) in results.items() if outcome in ("failed", "error"))
         _ran[name] = {"expected": expected, "cases": len(results), "caught_by": failing}
+        if seconds is not None:  # what the wrong adapter costs the self-check, by family (publish/costs.py)
+            _ran[name] |= {"seconds": round(seconds, 3), "families": sorted(families)}
 
     return record
 

@@ -3,6 +3,7 @@
     tox -m conformance -p auto && attention-conformance publish      # the summary table in README.md
     tox -e benchmark && attention-conformance publish                # and the benchmark's in docs/speed.md
     tox -e portability && attention-conformance publish              # and the portability table in docs/portability.md
+    tox -p auto && tox -m full -p auto && attention-conformance publish   # and the family costs in docs/speed.md
 
 Run in the checkout. What a table is made from is kept in docs/results/ (summary.json: the summary
 table's rows, the spec's sha256 and the machine; benchmark.json and portability.json as those commands wrote
@@ -23,7 +24,7 @@ from attention_conformance.contract import ops, registry
 from attention_conformance.contract.meanings import MEANINGS
 from attention_conformance.contract.outputs import CHOICE_WORDS, OUTPUTS
 from attention_conformance.paths import SPEC_DIR
-from attention_conformance.publish import speed, summary
+from attention_conformance.publish import costs, speed, summary
 from attention_conformance.run import reports
 
 RESULTS = Path("docs/results")
@@ -70,6 +71,18 @@ BLOCKS = {
         "<!-- benchmark tables: written by `attention-conformance publish`; do not edit by hand -->",
         "<!-- end of benchmark tables -->",
     ),
+    "costs": (
+        "docs/speed.md",
+        "<!-- family costs: written by `attention-conformance publish`; do not edit by hand -->",
+        "<!-- end of family costs -->",
+    ),
+}
+# What makes each run-made table's data, for the line that says a table was left as it is.
+MADE_BY = {
+    "summary": "`tox -m conformance -p auto`",
+    "benchmark": "`tox -e benchmark`",
+    "portability": "`tox -e portability`",
+    "costs": "`tox -p auto` and `tox -m full -p auto`",
 }
 
 
@@ -163,7 +176,8 @@ def portability_data(directory):
         raise SystemExit(
             f"error: {path} is not a report of `tox -e portability` ({type(exc).__name__}: {exc})"
         ) from None
-    if bad or sorted(results) != sorted(registry.NAMES):
+    # Each framework's other mode reruns under the settings too, a row of its own (`torch-compiled`).
+    if bad or sorted({modes.split(name)[0] for name in results}) != sorted(registry.NAMES):
         why = f"it failed for {', '.join(bad)}" if bad else "not every built-in adapter is in it"
         raise SystemExit(
             f"error: {path} is not a passing run of every built-in adapter ({why}): rerun `tox -e portability`"
@@ -287,6 +301,7 @@ RENDER = {
     "helpers": helpers_table,
     "benchmark": speed.tables,
     "portability": portability_table,
+    "costs": costs.table,
 }
 DATA_IN_CODE = (
     "contract",
@@ -332,10 +347,11 @@ def main(directory=reports.DEFAULT_DIR, root="."):
         "summary": summary_data(directory),
         "benchmark": benchmark_data(directory),
         "portability": portability_data(directory),
+        "costs": costs.data(directory),
     }
     for name, data in made.items():
         if data is None:
-            print(f"{name}: no {Path(directory) / (name + '.json')}, table left as it is (`tox -e {name}` makes one)")
+            print(f"{name}: nothing for it in {Path(directory)}, table left as it is ({MADE_BY[name]} makes it)")
             continue
         writing.whole(Path(root) / RESULTS / f"{name}.json", (json.dumps(data, indent=1) + "\n").encode())
         put(name, RENDER[name](data), root)

@@ -5,7 +5,8 @@
                             "expected", "tests": {test id: RESULT}, "finished"}
                             RESULT = {"outcome": passed | failed | error | diverged | not applicable
                                                  | stale divergence,
-                                      "margin", "ulp", "worst", "message", "reason"}
+                                      "margin", "ulp", "worst", "message", "reason",
+                                      "seconds": the test's call (absent before issue 54)}
                             worst (a passed test; else None, and absent from reports
                             written before it was kept): the element that set the margin,
                             {"element", "got", "expected", "error", "allowed", "tolerance",
@@ -30,7 +31,9 @@
                             never its last result. An adapter that does not import, or whose
                             NOT_APPLICABLE names nothing, has its report deleted.
     mutants-<adapter>.json  the suite's wrong adapters for that adapter: {"schema", "adapter",
-                            "defined": [names], "mutants": {name: {"expected", "cases", "caught_by"}}}
+                            "defined": [names], "mutants": {name: {"expected", "cases", "caught_by",
+                            "seconds", "families": the families of the cases it ran (both absent before
+                            issue 54)}}}
 
 Each tox environment (or machine) writes its own files; the summary and the matrix read them, from
 one folder or merged from several (one per machine). A file with another schema number, folders

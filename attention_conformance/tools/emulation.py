@@ -219,6 +219,7 @@ def measure(name, python=sys.executable, pytest_args=(), recomputed=None, as_is=
         "settings": switched,
         "substitutes": {key: why for key, (_, why) in substitutes(name).items()},
         "native": skipped,
+        "pytest_args": list(pytest_args),  # what each rerun selected: its families (publish/costs.py)
         "numerics": {s: r.get("numerics", {}) for s, r in runs.items()},
     }
     if "as-is" in runs:

@@ -5,6 +5,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -127,6 +128,7 @@ def test_registry_is_what_tox_runs(requested_adapter):
 
 
 def test_wrong_adapter_is_caught(mutant, goldens, record_mutant, known_divergences):
+    started = time.perf_counter()
     name = mutant
     first = registry.load(f"tests.mutants.{name}")
     # A wrong adapter whose bug only a mode shows (RUN_MODE: a compiler's path) runs in that mode's column.
@@ -156,7 +158,8 @@ def test_wrong_adapter_is_caught(mutant, goldens, record_mutant, known_divergenc
         }
 
     results = run(column, module, known)
-    record_mutant(name, module.EXPECTED, results)
+    families = {case.family for case in spec.cases.values()}
+    record_mutant(name, module.EXPECTED, results, time.perf_counter() - started, families)
     caught = {t: msg for t, (outcome, msg) in results.items() if outcome in ("failed", "error")}
     if module.EXPECTED == "passes":
         assert caught == {}, f"{name} should pass but failed: {next(iter(caught.items()))}"
