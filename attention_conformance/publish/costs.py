@@ -35,7 +35,7 @@ def data(directory):
     columns = {column: _per_family(report, family_of) for column, report in sorted(runs.items())}
     selfcheck = collections.Counter()
     for result in reports.mutants([directory])[1].values():
-        for family in result.get("families", ()):
+        for family in result.get("families", ()) if "seconds" in result else ():
             selfcheck[family] += result["seconds"] / len(result["families"])
     portability = collections.Counter()
     path = Path(directory) / "portability.json"

@@ -237,7 +237,7 @@ def tables(doc):
     if doc.get("modes"):
         lines += [
             "",
-            "Other modes (attention_conformance/modes.py; `tox -p auto` runs them, the main job does not): the warm "
+            "Other modes (attention_conformance/modes.py; the full tier, `tox -m full -p auto`, runs them): the warm "
             "whole-spec run against its floor, and the compile time, the framework's own work in a first run with "
             "its compile caches empty less the same work warm:",
             "",

@@ -100,7 +100,7 @@ def summary_data(directory):
         case_id for r in found.values() for case_id, _, convention in r["outline"]["cases"] if convention
     }
     rows, problems = [], [f"{name}: unfinished ({why})" for name, why in unfinished]
-    # Each built-in adapter, then its other modes' columns where the folder holds them (`tox -p auto` runs them).
+    # Each built-in adapter, then its other modes' columns where the folder holds them (the full tier runs them).
     columns = [
         c
         for name in registry.NAMES

@@ -5,7 +5,6 @@ import json
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -121,14 +120,13 @@ def test_registry_is_what_tox_runs(requested_adapter):
     # The suite runs the whole folder but what it leaves to the selfchecks and the browser, so a new test file is
     # collected; each path it leaves out must be another environment's.
     suite = tox["testenv:suite"]["commands"]
-    assert re.search(r"^pytest tests( --ignore=\S+)* \{posargs\}$", suite, re.M), suite
+    assert re.search(r"^pytest tests( --ignore=\S+)*( --durations=\d+)? \{posargs\}$", suite, re.M), suite
     others = selfcheck["commands"] + tox["testenv:browser"]["commands"]
     unrun = [path for path in re.findall(r"--ignore=(\S+)", suite) if path not in others]
     assert unrun == [], "test files no tox environment runs"
 
 
 def test_wrong_adapter_is_caught(mutant, goldens, record_mutant, known_divergences):
-    started = time.perf_counter()
     name = mutant
     first = registry.load(f"tests.mutants.{name}")
     # A wrong adapter whose bug only a mode shows (RUN_MODE: a compiler's path) runs in that mode's column.
@@ -159,7 +157,7 @@ def test_wrong_adapter_is_caught(mutant, goldens, record_mutant, known_divergenc
 
     results = run(column, module, known)
     families = {case.family for case in spec.cases.values()}
-    record_mutant(name, module.EXPECTED, results, time.perf_counter() - started, families)
+    record_mutant(name, module.EXPECTED, results, families)
     caught = {t: msg for t, (outcome, msg) in results.items() if outcome in ("failed", "error")}
     if module.EXPECTED == "passes":
         assert caught == {}, f"{name} should pass but failed: {next(iter(caught.items()))}"
