@@ -35,8 +35,8 @@ def data(directory):
     columns = {column: _per_family(report, family_of) for column, report in sorted(runs.items())}
     selfcheck = collections.Counter()
     for result in reports.mutants([directory])[1].values():
-        for family in result.get("families", ()) if "seconds" in result else ():
-            selfcheck[family] += result["seconds"] / len(result["families"])
+        timed = result.get("families", []) if "seconds" in result else []  # none before issue 54
+        selfcheck.update({family: result["seconds"] / len(timed) for family in timed})
     portability = collections.Counter()
     path = Path(directory) / "portability.json"
     for result in json.loads(path.read_text())["results"] if path.exists() else []:

@@ -5,6 +5,7 @@ over the families it selected, and the tiers each lands in."""
 import json
 
 import pytest
+from spec_samples import write_finished_run
 
 from attention_conformance.cases import loader
 from attention_conformance.publish import costs
@@ -24,20 +25,7 @@ def _result(seconds):
 
 
 def _write(directory, column, tests):
-    reports.write_run(
-        directory,
-        column,
-        version="x 1",
-        mode={"name": "eager", "runs": "op by op"},
-        dtypes=["float32"],
-        devices={"cpu": "ran"},
-        spec=SPEC,
-        spec_sha256="ab" * 32,
-        numerics={},
-        complete=True,
-        expected=len(tests),
-        tests=tests,
-    )
+    write_finished_run(directory, column, SPEC, tests)
 
 
 @pytest.fixture

@@ -4,6 +4,8 @@ adapter fails the verdict, which is the last line printed. And the kill rate of 
 
 from types import SimpleNamespace
 
+from spec_samples import write_finished_run
+
 from attention_conformance.publish import summary
 from attention_conformance.run import reports
 
@@ -23,20 +25,7 @@ def _run(directory, adapter, **outcomes):
         f"test_context[{adapter}-float32-{case}]": _result(o, 0.1, "off by 1e-3" if o == "failed" else None)
         for case, o in outcomes.items()
     }
-    reports.write_run(
-        directory,
-        adapter,
-        version=f"{adapter} 1.0",
-        mode={"name": adapter.rpartition("-")[2] if "-" in adapter else "eager", "runs": "as the test says"},
-        dtypes=["float32"],
-        devices={"cpu": "ran"},
-        spec=SPEC,
-        spec_sha256="0" * 64,
-        numerics={},
-        complete=True,
-        expected=len(tests),
-        tests=tests,
-    )
+    write_finished_run(directory, adapter, SPEC, tests, adapter.rpartition("-")[2] if "-" in adapter else "eager")
 
 
 def _cells(line):
