@@ -61,10 +61,10 @@ def check(name):
         print(f"{name}: does not import: {type(exc).__name__}: {exc}{registry.import_hint(name, exc)}", file=sys.stderr)
         return 1
     registry.pin(module)  # as `run` does: JAX computes float64 only with x64 switched on
-    problems = registry.contract_problems(module)
+    problems, said = registry.contract_problems(module), []
     if not problems:  # each mode as `run` loads it: its functions through in_mode, its own NOT_APPLICABLE keys
         declared_modes = list(modes.declared(module))
-        first = preflight.problems(registry.in_mode(module, name, declared_modes[0]), name)
+        first = preflight.problems(registry.in_mode(module, name, declared_modes[0]), name, said)
         problems = first + [
             f"in mode {mode}: {problem}"
             for mode in declared_modes[1:]
@@ -79,6 +79,8 @@ def check(name):
             f"keys, shapes and dtypes on tiny inputs (modes: {', '.join(modes.declared(module))}); "
             f"`attention-conformance run --adapter {name}` checks the numbers"
         )
+    for line in said:
+        print(f"{name}: {line}")
     declared = {k for k, v in getattr(module, "NOT_APPLICABLE", {}).items() if isinstance(v, str)}
     skipped = [op for op in ops.OPS if op in declared or not hasattr(module, op)]
     if skipped:  # so that a forgotten stub is seen before a run reports its cases not applicable

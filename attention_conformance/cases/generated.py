@@ -32,6 +32,10 @@ def features(op, inputs):
             features["float32_scale"] = float(np.float32(value)) == float(value)
         elif name == "x" and len(shape(value)) >= 2:
             features["one_token"] = shape(value)[-2] == 1
+        elif name == "cap" and isinstance(value, (int, float)):  # conventions.softcap: a cap of 0 is none
+            features["capped"] = value != 0
+        elif name == "sinks":  # conventions.sinks: a sink of -inf takes nothing, a head without one
+            features["with_sinks"] = has_sinks(value)
     if "scores" in inputs and shape(inputs["scores"]):  # a bfloat16 sum stops growing at 2**8 terms
         features["long_row"] = shape(inputs["scores"])[-1] >= 256
     if len(shape(inputs.get("x"))) >= 2:  # one query row in all (B = T = N = 1): XLA:CPU's bfloat16 dot fails
@@ -40,6 +44,13 @@ def features(op, inputs):
         T, E = shape(inputs["x"])[-2:]
         features["cube_heads"] = T == inputs["num_heads"] == E > 1  # one of each: no axis to swap
     return features
+
+
+def has_sinks(value):
+    """Whether a drawn or spec `sinks` holds a sink that takes something: a number other than -inf."""
+    if isinstance(value, dict):  # {uniform: [low, high], ...} is finite; {fill: -.inf, ...} is none
+        return "fill" not in value or value["fill"] != -np.inf
+    return bool((np.asarray(value, dtype=np.float64) != -np.inf).any())
 
 
 def shape(value):
@@ -63,6 +74,9 @@ DECIDING = {
     "mask_conventions": ("api", "fill", "fully_masked", "one_query"),
     "layer_mask": ("fully_masked", "cube_heads", "one_query"),
     "layer_key_padding": ("fully_masked", "cube_heads"),
+    # A decoder case names the families it switches on together: one declared for its cap and sinks at once (an
+    # eager function that takes one or the other) excuses the drawn cases with both, not the capped ones alone.
+    "decoder_attention": ("capped", "with_sinks"),
     **{
         op: ("multi_query", "one_token")
         for op in ("grouped_attention", "grouped_fused_attention", "grouped_attention_layer")

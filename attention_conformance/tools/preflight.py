@@ -12,7 +12,7 @@ verdict: numbers are compared by `attention-conformance run`.
 import numpy as np
 
 from attention_conformance import dtypes, modes
-from attention_conformance.cases import divergences, loader, plan
+from attention_conformance.cases import divergences, generated, loader, plan
 from attention_conformance.contract import ids, ops, registry
 
 T, D, HEADS = 3, 4, 2  # tokens, width (d_in = d_out, so both weight layouts have one shape), heads
@@ -34,6 +34,10 @@ _SCALARS = {
     "cap": 5.0,
     "switch": True,
 }
+# A parameter that switches a family on, and its value that switches it off (conventions.softcap: a cap of 0 is none;
+# conventions.sinks: a sink of -inf takes nothing). A call whose combination the adapter declares not applicable
+# (through a spec case naming it: decoder_mqa_interleaved, a cap and sinks together) is made with one of them off.
+_OFF = {"cap": 0.0, "sinks": -np.inf}
 
 
 def tiny_input(name, kind, form, dtype, rng, choose):
@@ -108,9 +112,10 @@ def _output_problem(name, got, expected, dtype):
     return None
 
 
-def problems(module, adapter_name=None):
+def problems(module, adapter_name=None, said=None):
     """Every way `module` (the adapter `adapter_name`, by default its module's last name) breaks the
-    contract, one readable line each; [] when it is ready to run."""
+    contract, one readable line each; [] when it is ready to run. `said` (a list) gets a line for each call made
+    otherwise than on the first tiny inputs because the adapter declares their combination not applicable."""
     adapter_name = adapter_name or module.__name__.rsplit(".", 1)[-1]
     found = registry.contract_problems(module)
     if found:  # calling functions with the wrong parameters would only repeat these
@@ -172,7 +177,9 @@ def problems(module, adapter_name=None):
                 continue
             problems_here = []
             for form in ops.FORMS.get(op, ("unbatched",)):
-                problems_here = _call_problems(module, op, form, dtype, choose, not_applicable)
+                problems_here = []
+                for off in _combinations(module, spec, op, form, dtype, choose, said if dtype == primary else None):
+                    problems_here += _call_problems(module, op, form, dtype, choose, off)
                 found += problems_here
                 if problems_here:  # the other form would mostly repeat them
                     break
@@ -181,16 +188,54 @@ def problems(module, adapter_name=None):
     return found
 
 
-def _call_problems(module, op, form, dtype, choose, not_applicable):
-    """What is wrong with one call of `op` on tiny inputs in one form, against the reference's call."""
+def _switched_off(inputs, off):
+    """The tiny inputs with the parameters in `off` switched off (_OFF), in their own dtype and shape."""
+    return inputs | {p: np.full_like(inputs[p], _OFF[p]) if np.ndim(inputs[p]) else _OFF[p] for p in off}
+
+
+def _combinations(module, spec, op, form, dtype, choose, said):
+    """The parameters to switch off for each call of `op`: () alone, unless the adapter declares the tiny inputs'
+    combination not applicable through a spec case it stands with (generated.twins, as fuzz reads a declaration);
+    then each one switched off whose call it does not declare, and a line in `said` for the user."""
+    try:
+        inputs = tiny_inputs(op, form, dtype, choose)
+    except LookupError:
+        return [()]  # _call_problems says what is missing
+
+    def declared(off):
+        changed = _switched_off(inputs, off)
+        twins = generated.twins(spec, op, changed)
+        reasons = {generated.not_applicable(module, twins, op, changed, dtype, o) for o in ops.OPS[op][1]}
+        return None if None in reasons else [t.id for t in twins]
+
+    by_case = declared(())
+    if by_case is None:
+        return [()]
+    on = [p for p in _OFF if p in inputs and any(generated.features(op, {p: inputs[p]}).values())]
+    calls = [(p,) for p in on if declared((p,)) is None]
+    if said is not None:
+        made = ", and ".join(f"with {p} off" for (p,) in calls) or "not at all"
+        said.append(
+            f"{op}() with {' and '.join(on) or 'these inputs'} set together: not called, declared not applicable "
+            f"(case {', '.join(by_case)}); called {made}"
+        )
+    return calls
+
+
+def _call_problems(module, op, form, dtype, choose, off=()):
+    """What is wrong with one call of `op` on tiny inputs in one form (the parameters in `off` switched off),
+    against the reference's call."""
     from attention_conformance.adapters import reference
 
     params, outputs = ops.OPS[op]
+    not_applicable = getattr(module, "NOT_APPLICABLE", {})
     try:
-        inputs, reference_inputs = tiny_inputs(op, form, dtype, choose), tiny_inputs(op, form, "float64", choose)
+        inputs = _switched_off(tiny_inputs(op, form, dtype, choose), off)
+        reference_inputs = _switched_off(tiny_inputs(op, form, "float64", choose), off)
     except LookupError as exc:
         return [str(exc)]
     shown = ", ".join(f"{p}={inputs[p]!r}" if ops.PARAMETERS[p] in ("choice", "switch") else p for p in params)
+    shown += "".join(f", {p} off" for p in off)
     call = f"{op}({shown})" + (f" with {form} inputs" if len(ops.FORMS.get(op, ())) > 1 else "")
     try:
         got = getattr(module, op)(**inputs)

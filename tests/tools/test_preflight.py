@@ -73,3 +73,38 @@ def test_tiny_inputs_are_the_same_numbers_for_the_adapter_and_the_reference():
     b = preflight.tiny_inputs("attention", "unbatched", "float64", choose=None)
     assert a["x"].shape == (preflight.T, preflight.D) and a["x"].dtype == np.float32
     np.testing.assert_array_equal(a["x"], b["x"])  # float32 numbers, held in float64 for the reference
+
+
+_NO_CAP_WITH_SINKS = (
+    "_decoder = decoder_attention\n\n\n"
+    "def decoder_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, pairing, window, cap, sinks):\n"
+    "    if cap and (np.asarray(sinks, dtype=np.float64) != -np.inf).any():\n"
+    "        raise NotImplementedError('a soft cap and sinks together')\n"
+    "    return _decoder(x, w_query, w_key, w_value, num_heads, num_kv_heads, pairing, window, cap, sinks)\n"
+)
+
+
+def test_a_declared_case_excuses_its_combination_and_the_op_is_still_called(tmp_path):
+    # transformers' eager functions take a soft cap or sinks, never both (issue 58): the case that has both is
+    # declared, and check calls the op with each of them switched off instead, saying so.
+    declared = (
+        _NO_CAP_WITH_SINKS + "\n\nNOT_APPLICABLE = NOT_APPLICABLE | {'decoder_mqa_interleaved': 'no cap with sinks'}\n"
+    )
+    said = []
+    assert preflight.problems(_copy(tmp_path, "eager_decoder", declared), said=said) == []
+    assert said == [
+        "decoder_attention() with cap and sinks set together: not called, declared not applicable "
+        "(case decoder_mqa_interleaved); called with cap off, and with sinks off"
+    ]
+    undeclared = preflight.problems(_copy(tmp_path, "eager_decoder_undeclared", _NO_CAP_WITH_SINKS))
+    assert len(undeclared) == 1 and "raises NotImplementedError: a soft cap and sinks together" in undeclared[0]
+
+
+def test_each_switched_off_call_is_still_checked(tmp_path):
+    # A wrong output on a call made with sinks off is named, with what was switched off.
+    wrong = _NO_CAP_WITH_SINKS.replace(
+        "    return _decoder(", "    if not cap:\n        return np.zeros(2)\n    return _decoder("
+    )
+    wrong += "\n\nNOT_APPLICABLE = NOT_APPLICABLE | {'decoder_mqa_interleaved': 'no cap with sinks'}\n"
+    found = preflight.problems(_copy(tmp_path, "eager_decoder_wrong", wrong))
+    assert len(found) == 1 and ", cap off)" in found[0] and "has shape [2]" in found[0], found

@@ -42,3 +42,29 @@ def test_an_output_is_excused_with_its_reason():
         )
         == "float64 is not in the adapter's DTYPES"
     )
+
+
+def _decoder_inputs(cap, sinks):
+    return {
+        "x": {"uniform": [-1, 1], "shape": [1, 5, 8], "seed": 1},
+        "num_heads": 2,
+        "num_kv_heads": 2,
+        "cap": cap,
+        "sinks": sinks,
+        "pairing": "rotate_half",
+        "window": 3,
+    }
+
+
+def test_a_declared_case_excuses_only_draws_with_its_combination():
+    # decoder_mqa_interleaved has a cap and sinks: declared, it excuses the draws with both, not the others (issue 58).
+    adapter = types.SimpleNamespace(
+        DTYPES=("float32",),
+        decoder_attention=reference.decoder_attention,
+        NOT_APPLICABLE={"decoder_mqa_interleaved": "no cap with sinks"},
+    )
+    fuzzer = search.Fuzzer("declaring", adapter, "float32", ["decoder_attention"])
+    both = _decoder_inputs(5.0, {"uniform": [-1, 3], "shape": [2], "seed": 3})
+    assert fuzzer.excuse("decoder_attention", both, "context") == "not applicable: no cap with sinks"
+    for cap, sinks in ((5.0, [-np.inf, -np.inf]), (0.0, {"uniform": [-1, 3], "shape": [2], "seed": 3})):
+        assert fuzzer.excuse("decoder_attention", _decoder_inputs(cap, sinks), "context") is None
