@@ -35,6 +35,7 @@ from attention_conformance.cases import golden, loader
 from attention_conformance.contract import ops, registry
 from attention_conformance.paths import PUBLISHED_DIR, SPEC_DIR
 from attention_conformance.run import launch, reports
+from attention_conformance.tools.fuzz import cases as fuzz_cases
 
 
 def validate(path, golden_dir):
@@ -94,11 +95,11 @@ def explain_keys():
     return explain_file.USAGE
 
 
-def _drawing(parser, examples):
+def _drawing(parser, examples, each=""):
     """The arguments of a command that draws cases on one adapter (fuzz, sweep)."""
     parser.add_argument("--adapter", required=True, metavar="NAME")
     parser.add_argument(
-        "--examples", type=int, default=examples, metavar="N", help=f"cases to draw (default {examples})"
+        "--examples", type=int, default=examples, metavar="N", help=f"cases to draw{each} (default {examples})"
     )
     parser.add_argument(
         "--seed", type=int, default=0, metavar="S", help="the same seed draws the same cases (default 0)"
@@ -247,7 +248,7 @@ def _command(argv):
         "the tolerance model (docs/fuzz.md). Exit 0 no finding, 1 a finding (its spec case and reproducer in "
         "--out), 2 wrong usage.",
     )
-    _drawing(fuzz_parser, 100)
+    _drawing(fuzz_parser, fuzz_cases.EXAMPLES_PER_OP, " per op")
     fuzz_parser.add_argument("--dtype", choices=dtypes.DTYPES, help="default: the adapter's first dtype")
     fuzz_parser.add_argument(
         "--mode", choices=modes.MODES, help="the adapter as this mode runs it (default: its first, its MODES)"

@@ -169,3 +169,46 @@ def torch_variants():
         "torch F.linear": run(textbook(lambda x, w: F.linear(x, w.T))),
         "torch SDPA": run(sdpa),
     }
+
+
+# --- the scale step alone (the contract's `scale`: scores given, scaled by 1/sqrt(d_k)), the ways kernels write it ----
+# Each takes the scores (float64 arrays holding the dtype's numbers), d_k and the dtype, and returns the scaled scores
+# stored in the dtype, computed in the accumulation dtype (float32 for the half types) unless it says otherwise.
+
+
+def _in(dtype, value):
+    return _accumulate(dtype)(value)
+
+
+def _one_ulp_off(a, dtype):
+    """Each nonzero element one unit in the last place of the dtype away from zero (tests/mutants/_one_ulp.py)."""
+    held = np.asarray(a).astype(np_dtype(dtype))
+    return np.where(held == 0, held, np.nextafter(held, np.copysign(np.inf, held).astype(held.dtype))).astype(
+        np.float64
+    )
+
+
+SCALES = {
+    # torch's `scores / math.sqrt(d_k)`, NumPy's with a Python float: the root rounded to the dtype, then divided
+    "divide by the rounded root": lambda s, d, t: _store(s.astype(_accumulate(t)) / _in(t, np.sqrt(d)), t),
+    # the same in float64, stored once: a double rounding
+    "divide in float64": lambda s, d, t: _store(s / np.sqrt(d), t),
+    # a kernel's scale factor computed once in float64 and rounded, each score multiplied by it
+    "multiply by the rounded reciprocal": lambda s, d, t: _store(s.astype(_accumulate(t)) * _in(t, 1 / np.sqrt(d)), t),
+    # the root and then its reciprocal, each rounded: three roundings in all
+    "multiply by the reciprocal of the rounded root": lambda s, d, t: _store(
+        s.astype(_accumulate(t)) * (_in(t, 1) / _in(t, np.sqrt(d))), t
+    ),
+    # a library rsqrt accurate to one ULP, not correctly rounded
+    "multiply by an rsqrt one ULP off": lambda s, d, t: _store(
+        s.astype(_accumulate(t)) * np.nextafter(_in(t, 1 / np.sqrt(d)), _accumulate(t)(np.inf)), t
+    ),
+    # the factor kept in the half type itself (a kernel's scalar argument in the tensor's dtype)
+    "multiply by the reciprocal held in the dtype": lambda s, d, t: _store(
+        s.astype(_accumulate(t)) * _store(1 / np.sqrt(d), t).astype(_accumulate(t)), t
+    ),
+    # the built-in adapters' one-ULP-off wrong adapters are expected to pass: a result one ULP from a correct one
+    "divide, then one ULP off": lambda s, d, t: _one_ulp_off(
+        _store(s.astype(_accumulate(t)) / _in(t, np.sqrt(d)), t), t
+    ),
+}

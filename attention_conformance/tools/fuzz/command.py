@@ -2,6 +2,9 @@
 
     attention-conformance fuzz --adapter NAME [--examples N] [--seed S] [--dtype D] [--op OP ...] [--out DIR]
 
+Each op gets --examples drawn cases of its own (default cases.EXAMPLES_PER_OP), searched op by op from the seed; a
+line per op says how many distinct cases it got, how many outputs were judged and how many excused.
+
 Hypothesis draws cases in the spec's own vocabulary (seeded uniform tensors `{uniform: [low, high],
 shape, seed}`, fills, boolean masks, switches and words), so a finding is a spec case. The drawn
 cases lean on the places where implementations go wrong: one token (T = 1), odd head sizes, long
@@ -44,7 +47,7 @@ def _base_name(name):
     return f"{base}-{mode}" if mode else base
 
 
-def main(adapter_name, examples=100, seed=0, dtype=None, out=DEFAULT_OUT, chosen=None):
+def main(adapter_name, examples=cases.EXAMPLES_PER_OP, seed=0, dtype=None, out=DEFAULT_OUT, chosen=None):
     try:
         import hypothesis  # noqa: F401 - only whether it is installed, before any work
     except ImportError:
@@ -100,10 +103,12 @@ def main(adapter_name, examples=100, seed=0, dtype=None, out=DEFAULT_OUT, chosen
         )
         return 2
     finding = judged.run(examples, seed)
+    for op, (drawn, outputs, excused) in judged.by_op.items():
+        print(f"  {op}: {drawn} distinct cases, {outputs} outputs judged" + (f", {excused} excused" if excused else ""))
     excused = sum(judged.excused.values())
     summary = (
-        f"{adapter_name} {dtype}: {judged.calls} distinct cases of {examples} drawn, "
-        f"over {len(judged.ops)} ops, seed {seed}"
+        f"{adapter_name} {dtype}: {judged.calls} distinct cases of {examples} drawn per op, "
+        f"over {len(judged.by_op)} of {len(judged.ops)} ops, seed {seed}"
         + (
             f", {excused} outputs excused (not applicable, known divergences, or beyond the dtype's range)"
             if excused

@@ -170,8 +170,12 @@ class _Inliner:
 
     def walk(self, tree, g):
         names, attributes = [], {}
+        # A name the function binds (an argument, an assignment) is its own, whatever the module calls so: a local
+        # `heads` beside the star-imported module `heads` made a reproducer read heads.transpose from the module.
+        local = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        local |= {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg)}
         for node in ast.walk(tree):
-            if isinstance(node, ast.Name) and node.id not in names:
+            if isinstance(node, ast.Name) and node.id not in names and node.id not in local:
                 names.append(node.id)
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
                 attributes.setdefault(node.value.id, set()).add(node.attr)

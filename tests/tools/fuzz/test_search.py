@@ -68,3 +68,17 @@ def test_a_declared_case_excuses_only_draws_with_its_combination():
     assert fuzzer.excuse("decoder_attention", both, "context") == "not applicable: no cap with sinks"
     for cap, sinks in ((5.0, [-np.inf, -np.inf]), (0.0, {"uniform": [-1, 3], "shape": [2], "seed": 3})):
         assert fuzzer.excuse("decoder_attention", _decoder_inputs(cap, sinks), "context") is None
+
+
+def test_each_op_gets_its_own_budget_and_each_word_its_share():
+    # 29 ops sharing one budget gave each about three cases (issue 58): each op now draws its own, and an op with
+    # words draws with each word held in turn (hypothesis favours a list's first words).
+    adapter = registry.load("reference")
+    fuzzer = search.Fuzzer("reference", adapter, "float64", ["softmax", "attention_module"])
+    seen = []
+    evaluate = fuzzer.evaluate
+    fuzzer.evaluate = lambda op, inputs: seen.append((op, inputs.get("checkpoint"))) or evaluate(op, inputs)
+    assert fuzzer.run(12, seed=0, shrink=0) is None
+    assert 6 <= fuzzer.by_op["softmax"][0] <= 12 and fuzzer.by_op["softmax"][1] == fuzzer.by_op["softmax"][0]
+    assert {c for op, c in seen if op == "attention_module"} == set(search.ops.CHOICES["checkpoint"])
+    assert fuzzer.by_op["attention_module"][0] > 12  # its nine words' shares, search.cases.MIN_SHARE at least
