@@ -199,7 +199,7 @@ def stored(a):
 
 # A number the implementation computes, a scale 1/sqrt(d_k), lands up to three roundings from its value: the root, its
 # reciprocal, and a library rsqrt's last place (not correctly rounded; 1 ULP is 2 u). Counting one accused the torch
-# adapter one ULP off at 2 ULP (issue 58; tests/run/test_false_alarms_scale.py measures every way, docs/tolerance-model.md).
+# adapter one ULP off at 2 ULP (issue 58; tests/run/test_false_alarms_scale.py measures each way).
 _CONSTANT_ROUNDINGS = 3
 
 

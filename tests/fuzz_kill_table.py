@@ -43,7 +43,7 @@ def main(argv=None):
     parser.add_argument("adapter")
     parser.add_argument("--seeds", type=int, default=20)
     args = parser.parse_args(argv)
-    print("| wrong adapter | ops fuzzed | found at seeds (of %d) | s |\n|---|---|---|---|" % args.seeds)
+    print(f"| wrong adapter | ops fuzzed | found at seeds (of {args.seeds}) | s |\n|---|---|---|---|")
     missed = 0
     for name, covered, found, seconds in kills(args.adapter, args.seeds):
         missed += len(found) < args.seeds

@@ -4,7 +4,6 @@ fuzz found it only with --op multi_head_attention and 60 cases while 29 ops shar
 import torch
 import torch.nn.functional as F
 
-from attention_conformance.adapters import torch as base
 from attention_conformance.adapters.torch import *
 from attention_conformance.adapters.torch.shared import _causal_mask, _np, _t
 
