@@ -82,3 +82,15 @@ def test_each_op_gets_its_own_budget_and_each_word_its_share():
     assert 6 <= fuzzer.by_op["softmax"][0] <= 12 and fuzzer.by_op["softmax"][1] == fuzzer.by_op["softmax"][0]
     assert {c for op, c in seen if op == "attention_module"} == set(search.ops.CHOICES["checkpoint"])
     assert fuzzer.by_op["attention_module"][0] > 12  # its nine words' shares, search.cases.MIN_SHARE at least
+
+
+def test_shares_hold_each_word_and_a_capped_ops_no_cap():
+    assert search.cases.shares("softmax") == [{}]
+    assert search.cases.shares("softcap_attention") == [{}, {"cap": 0.0}]
+    assert search.cases.shares("mask_conventions") == [
+        {"api": "bool"},
+        {"api": "additive"},
+        {"fill": "neg_inf"},
+        {"fill": "large_negative"},
+        {"fill": "dtype_min"},
+    ]
