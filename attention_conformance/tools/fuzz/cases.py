@@ -289,9 +289,9 @@ def strategy(drawn_ops, words=None):
 
 def shares(op):
     """The parts an op's budget is split into: {} for an op without words; else each word of each of its word
-    parameters held fixed in turn ({"checkpoint": "gpt2"}); a capped op's cases with no cap apart. Hypothesis draws a
-    word list's first words far more often than its last: attention_module drew ("mha", "reference") 10 times in 23 and never a GPT-2 checkpoint into
-    another layer, at 2 seeds of 20, however large the budget (issue 58)."""
+    parameters held fixed in turn ({"checkpoint": "gpt2"}); a capped op's cases with no cap apart. Hypothesis draws
+    a word list's first words far more often than its last: attention_module drew ("mha", "reference") 10 times in
+    23 and never a GPT-2 checkpoint into another layer, at 2 seeds of 20, however large the budget (issue 58)."""
     params = ops.OPS[op][0]
     words = [{p: w} for p in params if ops.PARAMETERS.get(p) == "choice" for w in ops.CHOICES[p]]
     # A cap of 0 is no cap (conventions.softcap), a convention with its own bug (a library zeroed the logits): drawn as
