@@ -91,7 +91,9 @@ _NARROWING = ("one_token", "one_query")
 def twins(spec, op, inputs):
     """The spec cases a generated case of `op` stands with: same op, same deciding features. Where no
     spec case has them all, the last are let go one by one (a generated averaged-weights cube stands
-    with the averaged-weights cases, the spec having no such cube)."""
+    with the averaged-weights cases, the spec having no such cube). A one-query (one-token) case also stands with the
+    spec's one-query cases of the op, found the same way among them: jax's one-query bfloat16 failure, declared on a
+    boolean mask's case, holds for an additive mask's draw too."""
     deciding = DECIDING.get(op, ())
     mine = features(op, inputs)
     cases = [(c, features(op, c.inputs)) for c in spec.cases.values() if c.op == op]
@@ -102,11 +104,18 @@ def twins(spec, op, inputs):
     def same(theirs, f):
         return theirs.get(f, False) == mine.get(f, False) or (f in _NARROWING and not theirs.get(f))
 
-    for n in range(len(deciding), -1, -1):
-        twins = [c for c, theirs in cases if all(same(theirs, f) for f in deciding[:n])]
-        if twins:
-            return twins
-    return []
+    def closest(among):
+        for n in range(len(deciding), -1, -1):
+            found = [c for c, theirs in among if all(same(theirs, f) for f in deciding[:n])]
+            if found:
+                return found
+        return []
+
+    found = closest(cases)
+    narrow = [f for f in deciding if f in _NARROWING and mine.get(f)]
+    if narrow:
+        found += [c for c in closest([(c, t) for c, t in cases if all(t.get(f) for f in narrow)]) if c not in found]
+    return found
 
 
 def not_applicable(adapter, stands_with, op, inputs, dtype, output):

@@ -255,9 +255,13 @@ def judge(name, dtype, got, exact, plain, derived, k):
         value = float(got[index]) if got.ndim else float(got)
         row = exact[index[:-1]] if exact.ndim else exact
         finite = np.abs(np.where(np.isfinite(exact), exact, 0.0))
-        scale = np.abs(np.where(np.isfinite(row), row, 0.0)).max(initial=0.0) or finite.max(
-            initial=0.0
-        )  # a zero row: the tensor's
+        # A zero row: the tensor's scale; a zero tensor: the value got's (a ULP of 0 is the smallest subnormal, and
+        # "2e+44 ULP" says nothing, as an outside trial found).
+        scale = (
+            np.abs(np.where(np.isfinite(row), row, 0.0)).max(initial=0.0)
+            or finite.max(initial=0.0)
+            or (abs(value) if np.isfinite(value) else 0.0)
+        )
         unit = float(np.spacing(np.asarray(scale).astype(np_dtype(dtype))))
         ulp_count = error / unit if unit else float("inf")
         plain_error = abs(float(plain[index] if plain.ndim else plain) - expected)

@@ -103,12 +103,16 @@ def main(adapter_name, examples=cases.EXAMPLES_PER_OP, seed=0, dtype=None, out=D
         )
         return 2
     finding = judged.run(examples, seed)
-    for op, (drawn, outputs, excused) in judged.by_op.items():
-        print(f"  {op}: {drawn} distinct cases, {outputs} outputs judged" + (f", {excused} excused" if excused else ""))
+    for op, share in judged.by_op.items():
+        print(
+            f"  {op}: {share.cases} distinct cases of {share.drawn} drawn, {share.judged} outputs judged"
+            + "".join(f"; {n} excused, {reason[:120]}" for reason, n in share.excused.most_common())
+        )
     excused = sum(judged.excused.values())
     summary = (
-        f"{adapter_name} {dtype}: {judged.calls} distinct cases of {examples} drawn per op, "
-        f"over {len(judged.by_op)} of {len(judged.ops)} ops, seed {seed}"
+        f"{adapter_name} {dtype}: {judged.calls} distinct cases over {len(judged.by_op)} of {len(judged.ops)} ops "
+        f"(--examples {examples} per op; an op with words draws at least {min(examples, cases.MIN_SHARE)} a word), "
+        f"seed {seed}"
         + (
             f", {excused} outputs excused (not applicable, known divergences, or beyond the dtype's range)"
             if excused

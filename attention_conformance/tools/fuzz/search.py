@@ -2,6 +2,7 @@
 with the adapter's NOT_APPLICABLE keys and known divergences honoured through the spec cases the
 generated case stands with (its twins), and the search and shrinking of a finding."""
 
+import collections
 import dataclasses
 import random
 import tempfile
@@ -39,6 +40,17 @@ def _float64(kwargs):
 
 
 @dataclasses.dataclass
+class Share:
+    """One op's part of a run: the cases drawn for it (its budget), the distinct ones, the outputs judged, and the
+    outputs excused, by reason."""
+
+    drawn: int = 0
+    cases: int = 0
+    judged: int = 0
+    excused: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+
+
+@dataclasses.dataclass
 class Finding:
     op: str
     inputs: dict
@@ -72,7 +84,7 @@ class Fuzzer:
         self.calls = 0
         self.judged = 0  # outputs compared with the model: 0 means the run said nothing
         self.excused = {}  # reason -> how many outputs it excused
-        self.by_op = {}  # op -> [distinct cases, outputs judged, outputs excused]: each op's share, said per op
+        self.by_op = {}  # op -> its Share of the run, said op by op
         self.margin = 0.0  # the last case's worst margin: what a targeted search pushes up
         self.worst = None  # (margin, "op/output", the verdict's words): the closest a passing case came
         self.declared_worst = (0.0, 0, None)  # (largest margin, outputs, where) within a declared `within`
@@ -138,12 +150,12 @@ class Fuzzer:
 
     def _excuse(self, op, reason, count=1):
         self.excused[reason] = self.excused.get(reason, 0) + count
-        self.by_op.setdefault(op, [0, 0, 0])[2] += count
+        self.by_op.setdefault(op, Share()).excused[reason] += count
 
     def evaluate(self, op, inputs):
         """A Finding if the adapter's outputs break the tolerance model on this case, else None."""
         self.calls += 1
-        self.by_op.setdefault(op, [0, 0, 0])[0] += 1
+        self.by_op.setdefault(op, Share()).cases += 1
         self.margin = 0.0
         names = ops.OPS[op][1]
         judged = []
@@ -218,7 +230,7 @@ class Fuzzer:
             verdict = tolerance_model.judge(output, self.dtype, value, want, plain[output], derived[output], k)
             verdicts[output] = verdict
             self.judged += 1
-            self.by_op.setdefault(op, [0, 0, 0])[1] += 1
+            self.by_op.setdefault(op, Share()).judged += 1
             declared = self.declared(op, output)
             if declared and not verdict.within:
                 if declared.sums_in_dtype:
@@ -262,7 +274,7 @@ class Fuzzer:
     def _run_op(self, op, words, examples, seed, shrink):
         from hypothesis import HealthCheck, Phase, configuration, errors, find, settings, target
 
-        self.by_op.setdefault(op, [0, 0, 0])
+        self.by_op.setdefault(op, Share()).drawn += examples
         seen = {}  # repr(case) -> found?, so a replayed case gets the same answer
         spent = []
 

@@ -79,9 +79,10 @@ def test_each_op_gets_its_own_budget_and_each_word_its_share():
     evaluate = fuzzer.evaluate
     fuzzer.evaluate = lambda op, inputs: seen.append((op, inputs.get("checkpoint"))) or evaluate(op, inputs)
     assert fuzzer.run(12, seed=0, shrink=0) is None
-    assert 6 <= fuzzer.by_op["softmax"][0] <= 12 and fuzzer.by_op["softmax"][1] == fuzzer.by_op["softmax"][0]
+    softmax, module = fuzzer.by_op["softmax"], fuzzer.by_op["attention_module"]
+    assert softmax.drawn == 12 and 6 <= softmax.cases <= 12 and softmax.judged == softmax.cases
     assert {c for op, c in seen if op == "attention_module"} == set(search.ops.CHOICES["checkpoint"])
-    assert fuzzer.by_op["attention_module"][0] > 12  # its nine words' shares, search.cases.MIN_SHARE at least
+    assert module.drawn == 9 * search.cases.MIN_SHARE  # its nine words' shares, search.cases.MIN_SHARE each
 
 
 def test_shares_hold_each_word_and_a_capped_ops_no_cap():
