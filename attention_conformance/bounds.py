@@ -184,29 +184,22 @@ def _rounded(value, err):
 
 
 def stored(a):
-    """`a` as the next step receives it, stored in the dtype: a computed value (err > 0) rounds once
-    more, from u_accumulate to u_store. Inputs given in the dtype are exact and stay so."""
+    """`a` as the next step receives it, stored in the dtype: a computed value (err > 0) rounds once more, from
+    u_accumulate to u_store, plus a subnormal step (not relative there; issue 58). Given inputs stay exact."""
     if not isinstance(a, Bounded):
         return a
+    limits = ml_dtypes.finfo(_units.get()[2])
     largest = float(np.max(np.abs(np.where(np.isfinite(a.value), a.value, 0.0)), initial=0.0))
-    if largest > float(ml_dtypes.finfo(_units.get()[2]).max):
+    if largest > float(limits.max):
         _units.get()[3].append(largest)
-    # Below the dtype's normal range a stored result rounds on a fixed grid, not relative to itself: one step of it
-    # (the smallest subnormal, float16's 6e-8) covers that rounding and a kernel's last place there (issue 58).
-    tiny = float(ml_dtypes.finfo(_units.get()[2]).smallest_subnormal)
+    tiny = float(limits.smallest_subnormal)
     return Bounded(a.value, np.where(a.err > 0, a.err + (_store() - _accumulate()) * np.abs(a.value) + tiny, a.err))
 
 
-# A number the implementation computes, a scale 1/sqrt(d_k), lands up to three roundings from its value: the root, its
-# reciprocal, and a library rsqrt's last place (not correctly rounded; 1 ULP is 2 u). Counting one accused the torch
-# adapter one ULP off at 2 ULP (issue 58; tests/run/test_false_alarms_scale.py measures each way).
-_CONSTANT_ROUNDINGS = 3
-
-
 def _constant(a):
-    """err of a plain operand: none for an array (inputs are given in the dtype), _CONSTANT_ROUNDINGS x u_store for
-    a number the implementation computes (a scale)."""
-    return 0.0 if isinstance(a, Bounded) or np.ndim(a) > 0 else _CONSTANT_ROUNDINGS * _store()
+    """err of a plain operand: none for an array (given in the dtype), 3 u_store for a number the implementation
+    computes (1/sqrt(d_k): root, reciprocal, an rsqrt's last place; issue 58, tests/run/test_false_alarms_scale.py)."""
+    return 0.0 if isinstance(a, Bounded) or np.ndim(a) > 0 else 3 * _store()
 
 
 def _folded(a, b):
