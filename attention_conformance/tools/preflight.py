@@ -214,11 +214,13 @@ def _combinations(module, spec, op, form, dtype, choose, said):
     on = [p for p in _OFF if p in inputs and any(generated.features(op, {p: inputs[p]}).values())]
     calls = [(p,) for p in on if declared((p,)) is None]
     if said is not None:
-        made = ", and ".join(f"with {p} off" for (p,) in calls) or "not at all"
-        said.append(
+        made = ", and ".join(f"with {p} off" for (p,) in calls)
+        line = (
             f"{op}() with {' and '.join(on) or 'these inputs'} set together: not called, declared not applicable "
-            f"(case {', '.join(by_case)}); called {made}"
+            f"(case {', '.join(by_case)}); " + (f"called {made}" if made else "nothing to switch off: not checked")
         )
+        if line not in said:  # an op of two forms would say it twice
+            said.append(line)
     return calls
 
 
