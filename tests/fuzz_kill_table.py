@@ -10,31 +10,43 @@ import argparse
 import sys
 from pathlib import Path
 
-sys.path[:0] = [str(Path(__file__).resolve().parent.parent), str(Path(__file__).resolve().parent)]
+from conftest import MUTANTS
 
-from conftest import MUTANTS  # noqa: E402
+from attention_conformance.contract import ops, registry
+from attention_conformance.tools.fuzz import cases, search
 
-from attention_conformance.contract import ops, registry  # noqa: E402
-from attention_conformance.tools.fuzz import cases, search  # noqa: E402
+
+def forward_mutants(adapter_name):
+    """(mutant, its module, the ops it changes that fuzz covers) for each of the adapter's wrong adapters that should be
+    caught, fuzzed on those ops only (the other ops are the real adapter's own). A mistake only another mode makes
+    (RUN_MODE: torch.compile's, MLX's shapeless compile) is that column's: fuzz draws through the first mode."""
+    real = registry.load(adapter_name)
+    for name in (m for m in MUTANTS if m.split("__")[0] == adapter_name):
+        mutant = f"tests.mutants.{name}"
+        module = registry.load(mutant)
+        replaced = [op for op in ops.OPS if getattr(module, op, None) is not getattr(real, op, None)]
+        covered = [op for op in replaced if op in cases.COVERED]
+        if covered and getattr(module, "EXPECTED", "caught") == "caught" and not getattr(module, "RUN_MODE", None):
+            yield mutant, module, covered
+
+
+def fuzzed(mutant, module, covered, adapter_name, examples, seed):
+    """(found?, distinct cases) of one wrong adapter fuzzed at one seed, in each dtype it runs in until found."""
+    calls = 0
+    for dtype in getattr(module, "RUN_IN", module.DTYPES[:1]):
+        fuzzer = search.Fuzzer(mutant, module, dtype, covered, adapter_name)
+        found = fuzzer.run(examples, seed, shrink=0) is not None
+        calls += fuzzer.calls
+        if found:
+            return True, calls
+    return False, calls
 
 
 def kills(adapter_name, seeds, examples=cases.EXAMPLES_PER_OP):
     """Yields (mutant, ops, [seeds that found it]) for each of the adapter's forward-op wrong adapters."""
-    real = registry.load(adapter_name)
-    for name in (m for m in MUTANTS if m.split("__")[0] == adapter_name):
-        module = registry.load(f"tests.mutants.{name}")
-        replaced = [op for op in ops.OPS if getattr(module, op, None) is not getattr(real, op, None)]
-        covered = [op for op in replaced if op in cases.COVERED]
-        if not covered or getattr(module, "EXPECTED", "caught") != "caught" or getattr(module, "RUN_MODE", None):
-            continue  # a mistake only another mode makes (torch.compile's) is that column's: fuzz runs eager here
-        found = []
-        for seed in range(seeds):
-            for dtype in getattr(module, "RUN_IN", module.DTYPES[:1]):
-                fuzzer = search.Fuzzer(f"tests.mutants.{name}", module, dtype, covered, adapter_name)
-                if fuzzer.run(examples, seed, shrink=0) is not None:
-                    found.append(seed)
-                    break
-        yield name, covered, found
+    for mutant, module, covered in forward_mutants(adapter_name):
+        found = [s for s in range(seeds) if fuzzed(mutant, module, covered, adapter_name, examples, s)[0]]
+        yield mutant.rsplit(".", 1)[-1], covered, found
 
 
 def main(argv=None):
@@ -42,6 +54,7 @@ def main(argv=None):
     parser.add_argument("adapter")
     parser.add_argument("--seeds", type=int, default=20)
     args = parser.parse_args(argv)
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the checkout: tests.mutants.<adapter>__<bug>
     print(f"| wrong adapter | ops fuzzed | found at seeds (of {args.seeds}) |\n|---|---|---|")
     missed = 0
     for name, covered, found in kills(args.adapter, args.seeds):

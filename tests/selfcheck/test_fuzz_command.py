@@ -15,12 +15,12 @@ import pytest
 
 pytest.importorskip("hypothesis")
 
-from conftest import MUTANTS
+from fuzz_kill_table import forward_mutants, fuzzed
 
 from attention_conformance import cli
 from attention_conformance.cases import loader
-from attention_conformance.contract import ops, registry
-from attention_conformance.tools.fuzz import cases, search
+from attention_conformance.contract import registry
+from attention_conformance.tools.fuzz import cases
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 SEED = 0
@@ -38,29 +38,12 @@ PENDING = {}
 _kills = {}
 
 
-def _forward_mutants(adapter):
-    return [f"tests.mutants.{m}" for m in MUTANTS if m.split("__")[0] == adapter]
-
-
-def fuzz_kill_rate(adapter_name, mutants, examples, seed):
-    """{mutant: (caught?, ops fuzzed, calls)} for wrong adapters whose changed ops the fuzzer covers,
-    each fuzzed on those ops only (the other ops are the real adapter's own functions)."""
-    real = registry.load(adapter_name)
+def fuzz_kill_rate(adapter_name, examples, seed):
+    """{mutant: (caught?, ops fuzzed, calls)} for the adapter's wrong adapters whose changed ops the fuzzer covers
+    (fuzz_kill_table.forward_mutants), each at one seed."""
     results = {}
-    for mutant in mutants:
-        module = registry.load(mutant)
-        replaced = [op for op in ops.OPS if getattr(module, op, None) is not getattr(real, op, None)]
-        covered = [op for op in replaced if op in cases.COVERED]
-        if not covered or getattr(module, "EXPECTED", "caught") != "caught":
-            continue
-        dtypes = getattr(module, "RUN_IN", module.DTYPES[:1])
-        caught, calls = False, 0
-        for dtype in dtypes:
-            fuzzer = search.Fuzzer(mutant, module, dtype, covered, adapter_name)
-            caught = fuzzer.run(examples, seed, shrink=0) is not None
-            calls += fuzzer.calls
-            if caught:
-                break
+    for mutant, module, covered in forward_mutants(adapter_name):
+        caught, calls = fuzzed(mutant, module, covered, adapter_name, examples, seed)
         results[mutant] = (caught, covered, calls)
     return results
 
@@ -73,7 +56,7 @@ def percent(results):
 def kills(requested_adapter):
     """{mutant: (caught, ops, calls)} for the adapter's wrong variants the fuzzer covers, once a session."""
     if requested_adapter not in _kills:
-        results = fuzz_kill_rate(requested_adapter, _forward_mutants(requested_adapter), MUTANT_EXAMPLES, SEED)
+        results = fuzz_kill_rate(requested_adapter, MUTANT_EXAMPLES, SEED)
         _kills[requested_adapter] = results
     return _kills[requested_adapter]
 

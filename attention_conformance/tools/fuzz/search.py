@@ -81,10 +81,7 @@ class Fuzzer:
             for output, exp in case.expect.items()
             if plan.applies(self.spec, case, exp, dtype, primary)
         }  # the spec's dtype plan, case by case
-        self.calls = 0
-        self.judged = 0  # outputs compared with the model: 0 means the run said nothing
-        self.excused = {}  # reason -> how many outputs it excused
-        self.by_op = {}  # op -> its Share of the run, said op by op
+        self.by_op = {}  # op -> its Share of the run, said op by op; the run's totals are their sums
         self.margin = 0.0  # the last case's worst margin: what a targeted search pushes up
         self.worst = None  # (margin, "op/output", the verdict's words): the closest a passing case came
         self.declared_worst = (0.0, 0, None)  # (largest margin, outputs, where) within a declared `within`
@@ -148,13 +145,26 @@ class Fuzzer:
             found = tolerance_model.bound(self.dtype, getattr(reference, op), sums_in_dtype=sums_in_dtype, **as64)
         return found if len(names) > 1 else {names[0]: found}
 
+    @property
+    def calls(self):
+        """Distinct cases evaluated, every op's."""
+        return sum(share.cases for share in self.by_op.values())
+
+    @property
+    def judged(self):
+        """Outputs compared with the model: 0 means the run said nothing."""
+        return sum(share.judged for share in self.by_op.values())
+
+    @property
+    def excused(self):
+        """reason -> how many outputs it excused, every op's."""
+        return sum((share.excused for share in self.by_op.values()), collections.Counter())
+
     def _excuse(self, op, reason, count=1):
-        self.excused[reason] = self.excused.get(reason, 0) + count
         self.by_op.setdefault(op, Share()).excused[reason] += count
 
     def evaluate(self, op, inputs):
         """A Finding if the adapter's outputs break the tolerance model on this case, else None."""
-        self.calls += 1
         self.by_op.setdefault(op, Share()).cases += 1
         self.margin = 0.0
         names = ops.OPS[op][1]
@@ -229,7 +239,6 @@ class Fuzzer:
                 continue
             verdict = tolerance_model.judge(output, self.dtype, value, want, plain[output], derived[output], k)
             verdicts[output] = verdict
-            self.judged += 1
             self.by_op.setdefault(op, Share()).judged += 1
             declared = self.declared(op, output)
             if declared and not verdict.within:
