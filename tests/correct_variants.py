@@ -212,3 +212,110 @@ SCALES = {
         _store(s.astype(_accumulate(t)) / _in(t, np.sqrt(d)), t), t
     ),
 }
+
+
+# --- every op: the reference's own steps, each stored in the dtype, computed the ways kernels compute them ------------
+# The reference (adapters/reference/) computes every op from a few steps (shared.py: mm, fsum, exp, tanh). Run with its
+# step inputs rounded to the dtype (rounding_to) and those steps computed in the accumulation dtype in another order,
+# it is a correct implementation of every op at once: fuzz judges it as it judges a framework
+# (tests/run/test_false_alarms_ops.py).
+
+
+def split_k(a, b):
+    """The sum in two halves, each a partial sum the caller keeps in the dtype: a half-precision GEMM's split-K."""
+    half = a.shape[-1] // 2
+    return [a[..., :half] @ b[..., :half, :], a[..., half:] @ b[..., half:, :]]
+
+
+def _sequential_sum(a, axis=-1, keepdims=False):
+    return np.take(np.cumsum(a, axis=axis), [-1], axis=axis) if keepdims else np.take(np.cumsum(a, axis=axis), -1, axis)
+
+
+DTYPE_NAMES = ("float64", "float32", "float16")
+# way -> (product, sum, exp, tanh), each on arrays of the accumulation dtype
+OP_WAYS = {
+    "BLAS products, NumPy's sums and exp": (blas, np.sum, np.exp, np.tanh),
+    "sequential products and sums, right to left": (right_to_left, _sequential_sum, np.exp, np.tanh),
+    "split-K partials kept in the dtype": (split_k, np.sum, np.exp, np.tanh),
+}
+
+
+def op_variant(way):
+    """An adapter (a namespace with DTYPES and every op of the reference) computing each op the `way` OP_WAYS names, in
+    the dtype of its inputs."""
+    import contextlib
+    import inspect
+    import sys
+    import types
+
+    from attention_conformance import remembered
+    from attention_conformance.adapters import reference
+    from attention_conformance.contract.ops import CONTRACT
+
+    product, total, exponential, hyperbolic = OP_WAYS[way]
+    modules = [
+        m for n, m in list(sys.modules.items()) if n == reference.__name__ or n.startswith(reference.__name__ + ".")
+    ]
+
+    def steps(dtype):
+        acc, held = _accumulate(dtype), np_dtype(dtype)
+
+        def mm(a, b):
+            a, b = (_store(x, dtype).astype(acc) for x in (a, b))
+            if np.ndim(b) == 1:
+                return mm(a, b[:, None])[..., 0]
+            if np.ndim(a) == 1:
+                return mm(a[None, :], b)[..., 0, :]
+            found = product(a, b)
+            if isinstance(found, list):  # partial sums, each stored in the dtype, then added in the accumulation dtype
+                found = sum(p.astype(held).astype(acc) for p in found)
+            return found.astype(np.float64)
+
+        def fsum(a, axis=-1, keepdims=False):
+            return total(np.asarray(a).astype(acc), axis=axis, keepdims=keepdims).astype(np.float64)
+
+        def elementwise(function):
+            return lambda a: function(np.asarray(a).astype(acc)).astype(np.float64)
+
+        return {"mm": mm, "fsum": fsum, "exp": elementwise(exponential), "tanh": elementwise(hyperbolic)}
+
+    @contextlib.contextmanager
+    def computing(dtype):
+        replaced = steps(dtype)
+        saved = [(m, n, getattr(m, n)) for m in modules for n in replaced if hasattr(m, n)]
+        remembered.forget()  # the oracle's remembered answers are not this adapter's, nor its answers the oracle's
+        try:
+            for m, n, _ in saved:
+                setattr(m, n, replaced[n])
+            with reference.rounding_to(np_dtype(dtype)):
+                yield
+        finally:
+            for m, n, original in saved:
+                setattr(m, n, original)
+            remembered.forget()
+
+    def stored(value, dtype):
+        if isinstance(value, dict):
+            return {k: stored(v, dtype) for k, v in value.items()}
+        if isinstance(value, np.ndarray) and value.dtype.kind == "f":
+            return value.astype(np_dtype(dtype))
+        return value
+
+    def wrap(function):
+        def wrapped(*args, **kwargs):
+            given = [*args, *kwargs.values()]
+            floats = [
+                a for a in given if isinstance(a, np.ndarray) and (a.dtype.kind == "f" or a.dtype.name == "bfloat16")
+            ]
+            dtype = floats[0].dtype.name if floats else "float64"
+            with computing(dtype):
+                return stored(function(*args, **kwargs), dtype)
+
+        wrapped.__signature__ = inspect.signature(function)
+        return wrapped
+
+    variant = types.SimpleNamespace(DTYPES=("float64", "float32", "float16", "bfloat16"), NOT_APPLICABLE={})
+    for name in CONTRACT:
+        if hasattr(reference, name):
+            setattr(variant, name, wrap(getattr(reference, name)))
+    return variant

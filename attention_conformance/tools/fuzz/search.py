@@ -129,10 +129,10 @@ class Fuzzer:
             plain_dtype = np_dtype(tolerance_model.plain_dtype(self.dtype))
             with reference.rounding_to(plain_dtype):
                 plain = outputs(getattr(reference, op)(**as64))
-        plain = {
-            k: np.asarray(v).astype(plain_dtype).astype(np.float64) if np.asarray(v).dtype.kind == "f" else v
-            for k, v in plain.items()
-        }
+            plain = {  # beyond the dtype's range a stored result is inf, silently: the bound says Overflow
+                k: np.asarray(v).astype(plain_dtype).astype(np.float64) if np.asarray(v).dtype.kind == "f" else v
+                for k, v in plain.items()
+            }
         return exact, plain, self.derived(op, kwargs)
 
     def derived(self, op, kwargs, sums_in_dtype=False):
