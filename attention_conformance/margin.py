@@ -9,7 +9,12 @@ from attention_conformance.dtypes import LOW_PRECISION, np_dtype
 
 
 class Nonconformance(AssertionError):
-    pass
+    """An output beyond what it may be; `worst`, where one comparison failed, its worst element (verify.Subject.keep):
+    what the root cause line reads (run/root_cause.py)."""
+
+    def __init__(self, message="", worst=None):
+        super().__init__(message)
+        self.worst = worst
 
 
 def compare(got, expected, allowed):

@@ -3,15 +3,13 @@
     pytest --adapter torch ...            # registered for every pytest run where the package is installed
     attention-conformance run --adapter mypkg.my_adapter
 
-Inert unless --adapter is given. A requested adapter that does not import, or breaks the contract,
-stops the run (exit 4). A complete run (no -k, -m or node ids) that ran fewer conformance tests
-than the spec defines for the requested adapters fails. Each adapter's results go to
-<reports>/<adapter>.json: from the adapter's import on a start marker (run/reports.py: hold), so a run
-that dies shows as unfinished; a folder that refuses the report stops the run with one line (exit 74).
-
-PYTEST_DONT_REWRITE: a run started from inside another pytest session (the suite's own tests) finds this module
-imported already; it raises its own messages, so assertion rewriting has nothing to do here either.
-"""
+Inert unless --adapter is given. A requested adapter that does not import, or breaks the contract, stops the run
+(exit 4). A complete run (no -k, -m or node ids) that ran fewer conformance tests than the spec defines for the
+requested adapters fails. Each adapter's results go to <reports>/<adapter>.json: from the adapter's import on a start
+marker (run/reports.py: hold), so a run that dies shows as unfinished; a folder that refuses the report stops the run
+with one line (exit 74). A failing run ends with its root cause (run/root_cause.py). PYTEST_DONT_REWRITE: a run
+started inside another pytest session (the suite's own tests) finds this module imported already; it raises its own
+messages, so assertion rewriting has nothing to do here either."""
 
 import hashlib
 from pathlib import Path
@@ -23,7 +21,7 @@ from attention_conformance.cases import divergences, golden, loader, plan
 from attention_conformance.contract import ids, ops, registry
 from attention_conformance.margin import Nonconformance
 from attention_conformance.paths import CONFORMANCE_TESTS, SPEC_DIR
-from attention_conformance.run import calls, launch, progress, reports, verify
+from attention_conformance.run import calls, launch, progress, reports, root_cause, verify
 
 
 def pytest_addoption(parser):
@@ -80,16 +78,14 @@ class ConformanceTest:
             self.margin, self.ulp, self.worst = verify.verify(
                 state.spec, t.adapter, state.loaded[t.adapter], t.case, t.output, t.dtype, state.goldens
             )
-        except calls.AdapterRaised as exc:
-            if state.divergence_of.get(t.id) is None:
-                raise  # the adapter's own traceback, then the line that names the case
-            # A declared divergence: its report shows the reason and this line, never a traceback, which
-            # pytest would still format through the framework's frames (0.46 s for one of Keras's, measured).
-            raise calls.AdapterRaised(str(exc)) from None
         except Nonconformance as exc:
-            # The message locates the worst element; the suite's own frames add nothing for the reader,
-            # and pytest formatting their source cost 20 ms a frame (0.9 s over JAX's expected failures).
-            raise Nonconformance(str(exc)) from None
+            self.worst = {**(exc.worst or {}), "op": t.case.op}  # the root cause reads its stage
+            if isinstance(exc, calls.AdapterRaised) and state.divergence_of.get(t.id) is None:
+                raise  # the adapter's own traceback, then the line that names the case
+            # Otherwise the message says it all: a declared divergence's report shows its reason and this line, not a
+            # traceback through the framework's frames (0.46 s for one of Keras's); the suite's own frames add nothing
+            # (pytest formatting their source cost 20 ms a frame, 0.9 s over JAX's expected failures).
+            raise type(exc)(str(exc)) from None
 
 
 class State:
@@ -108,6 +104,7 @@ class State:
 
 
 state = State()
+_ROOT_CAUSES = pytest.StashKey[list]()  # the lines pytest_unconfigure ends a failing run with
 
 
 def pytest_configure(config):
@@ -173,10 +170,9 @@ def _load(config, names):
                 f"adapter {name!r}: NOT_APPLICABLE key(s) {', '.join(map(repr, unmatched))} name no dtype, "
                 "op, case, output or input value of this spec (renamed, or a typo?)",
             )
-    for name, module in state.loaded.items():  # an adapter's own, held to the same strict rules as the file's
-        state.divergences |= divergences.declared(name, module, config.getoption("known_divergences"))
     state.numerics = {k: v for module in state.loaded.values() for k, v in registry.pin(module).items()}
-    for name, module in state.loaded.items():
+    for name, module in state.loaded.items():  # its own divergences held to the same strict rules as the file's
+        state.divergences |= divergences.declared(name, module, config.getoption("known_divergences"))
         try:
             state.versions[name] = registry.ask(name, module, "version", str)
             state.devices[name] = registry.ask(name, module, "devices", (list, tuple), ["cpu"])
@@ -202,10 +198,8 @@ def pytest_report_header(config):
         f"devices seen {', '.join(state.devices[name])} (running on {config.getoption('device')})"
         for name, module in state.loaded.items()
     ]
-    lines.append(
-        "numeric switches: "
-        + (", ".join(f"{k}={v}" for k, v in state.numerics.items()) or "none (the adapter defines no pin_numerics)")
-    )
+    switches = ", ".join(f"{k}={v}" for k, v in state.numerics.items())
+    lines.append(f"numeric switches: {switches or 'none (the adapter defines no pin_numerics)'}")
     lines += [f"{name} brought in: {registry.brought_in(name)}" for name in state.loaded]
     lines.append(f"machine: {machine.one_line()}")
     return lines
@@ -299,7 +293,7 @@ def pytest_runtest_logreport(report):
         "outcome": outcome,
         "margin": getattr(report, "margin", None),
         "ulp": getattr(report, "ulp", None),
-        "worst": getattr(report, "worst", None) if outcome == "passed" else None,
+        "worst": getattr(report, "worst", None) if outcome in ("passed", "failed") else None,
         "message": message if outcome in ("failed", "error", "diverged", "stale divergence") else None,
         "reason": reason,
         "seconds": round(report.duration, 4),  # a family's cost (publish/costs.py): its first test computes the case
@@ -355,6 +349,7 @@ def pytest_sessionfinish(session, exitstatus):
         return
     for line in cache.REFUSED:  # time lost, never a verdict: said once, at the end
         reporter.write_line(line, yellow=True)
+    config.stash[_ROOT_CAUSES] = list(filter(None, map(root_cause.line, state.results.values())))  # this session's
     missing = sorted(state.expected - ran)
     if complete and missing:
         reporter.write_line(
@@ -396,3 +391,10 @@ def _write_reports(config, complete, reporter):
         reports.write_run(state.reports, name, **run)
         reporter.write_line(f"report: {Path(state.reports) / reports.file_name(name)} ({said})")
     reports.release(state.reports, state.held)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    """The failure to read first, as the run's last line: after the tracebacks and pytest's count."""
+    for said in config.stash.get(_ROOT_CAUSES, ()):
+        config.pluginmanager.get_plugin("terminalreporter").write_line(said, red=True)

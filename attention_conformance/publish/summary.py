@@ -17,7 +17,7 @@ from attention_conformance import machine, modes
 from attention_conformance.cases import loader
 from attention_conformance.contract import ids
 from attention_conformance.publish import matrix, page
-from attention_conformance.run import reports
+from attention_conformance.run import reports, root_cause
 
 
 def _failing(results):
@@ -45,13 +45,14 @@ def row(name, report, convention_cases=(), missing=None):
     ran = count["passed"] + count["diverged"] + count["not applicable"]
     problem = None
     if failed:
-        first = _failing(results)[0]
+        first = (root_cause.pick(results) or (_failing(results)[0],))[0]  # the earliest stage's, else the first stale
         stale = count["stale divergence"]
         parts = [f"{failed - stale} failed"] * bool(failed - stale) + [
             f"{stale} known divergence(s) now conform"
         ] * bool(stale)
-        status = f"FAILED: {', '.join(parts)} (first {first})"
-        problem = f"{', '.join(parts)}; {first}: {results[first].get('message') or results[first]['outcome']}"
+        status = f"FAILED: {', '.join(parts)} (read first: {first})"
+        said = root_cause.line(results) or f"{first}: {results[first].get('message') or results[first]['outcome']}"
+        problem = f"{', '.join(parts)}; {said}"
     elif not report["complete"] or ran < report["expected"]:
         status = problem = f"INCOMPLETE: {ran} of {report['expected']} ran"
     else:

@@ -28,7 +28,7 @@ class Subject:
         self.model_allowed = None  # the tolerance model's allowance for the reference's values, where it has one
         self.compared = None  # the last comparison's worst element, for the report of a test that passes
 
-    def fail(self, message):
+    def fail(self, message, worst=None):
         __tracebackhide__ = True
         convention = self.case.convention  # where the math has no single answer, the spec chose one: say which
         raise Nonconformance(
@@ -38,7 +38,8 @@ class Subject:
                 "follows another declares it in KNOWN_DIVERGENCES, shown as `conv`"
                 if convention
                 else ""
-            )
+            ),
+            worst,
         )
 
     def other(self, name):
@@ -53,7 +54,7 @@ class Subject:
         return ([] if self.exp.row is None else [self.exp.row]) + [int(i) for i in index]
 
     def keep(self, index, got, expected, error, allowed, tol_text, origin):
-        """Keep a comparison's worst element, for the report of a test that passes."""
+        """Keep a comparison's worst element, for the report: a passing test's, or the failure's."""
         self.compared = {
             "element": self.element(index),
             "got": float(got),
@@ -62,6 +63,7 @@ class Subject:
             "allowed": allowed,
             "tolerance": tol_text,
             "from": origin,
+            "elements": int(np.size(self.got)),  # how small the case is, where it failed (run/root_cause.py)
         }
 
     def allowed(self, expected, plain=None):
@@ -77,14 +79,15 @@ class Subject:
         if np.size(got) == 0:  # nothing to compare, nothing to name
             return m, max_ulps(got, expected, self.dtype)
         g, e = np.asarray(got)[index], np.asarray(expected, dtype=np.float64)[index]
+        self.keep(index, g, e, err, limit, tol_text, origin)
         if m > 1:
             self.fail(
                 f"worst element {self.element(index)}: got {float(g)!r} but should be {float(e)!r} "
                 f"(|error| {err:.3g} > allowed {limit:.3g} from tolerance {tol_text}, "
                 f"{ulps(g, e, self.dtype):.3g} ULP); "
-                f"expected value: {origin}"
+                f"expected value: {origin}",
+                self.compared,
             )
-        self.keep(index, g, e, err, limit, tol_text, origin)
         return m, max_ulps(got, expected, self.dtype)
 
 

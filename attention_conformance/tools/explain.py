@@ -18,6 +18,14 @@ def _conventions(p):
     """(name, what it means, p.compute's arguments) for each difference frameworks and ports are known
     to make: computed like the oracle, so each is judged by the same model."""
     found = []
+    if p.causal:  # the commonest port bug there is: the flag dropped on the way to the kernel
+        found.append(
+            (
+                "no causal mask",
+                "every query saw every key, the later ones too: the causal flag or mask was not applied",
+                dict(hidden=tolerance_model.hidden_keys(p.T, p.S, p.mask, False, None)),
+            )
+        )
     if p.causal and p.T != p.S:
         top_left = np.arange(p.S)[None, :] > np.arange(p.T)[:, None]
         found.append(

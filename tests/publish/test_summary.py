@@ -7,7 +7,7 @@ from types import SimpleNamespace
 from spec_samples import write_finished_run
 
 from attention_conformance.publish import summary
-from attention_conformance.run import reports
+from attention_conformance.run import reports, root_cause
 
 SPEC = SimpleNamespace(  # what reports.outline reads of a spec: one family of two cases
     families=("document values",),
@@ -58,8 +58,9 @@ def test_a_failing_adapter_exits_1_naming_its_first_failure(tmp_path, capsys):
     _run(tmp_path / "reports", "torch", sat="passed", cat="failed")
     code, out, verdict = _summary(tmp_path, capsys)
     assert code == 1
-    assert verdict == "FAILED: torch: 1 failed; test_context[torch-float32-cat]: off by 1e-3"
-    assert "FAILED: 1 failed (first test_context[torch-float32-cat])" in out
+    assert verdict.startswith("FAILED: torch: 1 failed; root cause: test_context[torch-float32-cat]: off by 1e-3; ")
+    assert verdict.endswith(f"to judge your own tensors: {root_cause.EXPLAIN}")
+    assert "FAILED: 1 failed (read first: test_context[torch-float32-cat])" in out
 
 
 def test_an_adapter_asked_for_without_a_report_or_whose_run_died_is_missing_and_exits_1(tmp_path, capsys):
@@ -81,7 +82,7 @@ def test_an_adapters_other_modes_are_its_columns_shown_beside_it_and_a_dead_one_
     rows = {cells[0]: cells[2] for line in out.splitlines() if "cpu ran" in line for cells in [_cells(line)]}
     assert rows == {"torch": "eager", "torch-compiled": "compiled"}  # the mode column; jax was not asked for
     assert code == 1 and verdict.startswith(
-        "FAILED: torch-compiled: 1 failed; test_context[torch-compiled-float32-sat]"
+        "FAILED: torch-compiled: 1 failed; root cause: test_context[torch-compiled-float32-sat]"
     )
     reports.hold(tmp_path / "reports", ["torch-compiled"])
     code, out, verdict = _summary(tmp_path, capsys, names=["torch"])

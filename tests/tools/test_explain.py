@@ -83,6 +83,7 @@ def test_each_known_difference_is_named(tmp_path, qkv):
     top_left = np.arange(S)[None, :] > np.arange(T)[:, None]
     cases = {
         "top-left causal alignment": dict(causal=np.array(True), out=_attention(q, k, v, "float32", hidden=top_left)),
+        "no causal mask": dict(causal=np.array(True), out=_attention(q, k, v, "float32")),
         "inverted mask polarity": dict(mask=mask, out=_attention(q, k, v, "float32", hidden=~mask)),
         "scores scaled by 1/H": dict(out=_attention(q, k, v, "float32", scale=1 / 8)),
         "scores scaled by 1 (no scaling)": dict(out=_attention(q, k, v, "float32", scale=1.0)),

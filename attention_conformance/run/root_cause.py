@@ -1,0 +1,78 @@
+"""The failure to read first: of a run's failing tests, the one at the earliest stage of the computation, on the
+smallest case. A wrong scale fails `scale()` and every attention after it; the alphabetically first failure is
+usually one of the later ones (issue 59: a newcomer's 1/d_k bug headlined a GPT-2 context, its cause 13th of 29).
+`run` prints the line at its end; `summary`'s verdict and the page say the same."""
+
+import math
+
+from attention_conformance.contract import ids
+
+# The computation's stages, first to last: a failure at one explains those after it. An op's outputs sit at the op's
+# stage unless _BY_OUTPUT names them (attention() returns its queries, scores and weights beside its context).
+STAGES = ("weights drawn", "projection", "rotation", "scores", "scale", "cap", "softmax", "blend", "layer", "training")
+_BY_OP = {
+    **dict.fromkeys(("create_parameter", "parameters", "draw", "initial_weights", "layer_defaults"), "weights drawn"),
+    **dict.fromkeys(("project", "dot_columns"), "projection"),
+    **dict.fromkeys(("rotary_embedding", "fused_rotary", "rotary_port"), "rotation"),
+    "transposed_matmul": "scores",
+    "scale": "scale",
+    **dict.fromkeys(("softmax", "dropout"), "softmax"),
+    **dict.fromkeys(("gradients", "sgd_step"), "training"),
+}
+_BY_OUTPUT = {"query": "projection", "key": "projection", "value": "projection", "scores": "scores"}
+_BY_OUTPUT |= {"d_k": "scale", "scaled": "scale", "capped": "cap", "weights": "softmax"}
+_FAILED = ("failed", "error")
+EXPLAIN = "attention-conformance explain FILE.npz (your q, k, v and out; attention-conformance explain --help)"
+
+
+def stage(op, output):
+    """The stage a test's output belongs to: a layer's outputs come after the blend."""
+    if op in _BY_OP:
+        return _BY_OP[op]
+    return _BY_OUTPUT.get(output) or ("layer" if "layer" in op or op.endswith("_module") else "blend")
+
+
+def pick(results):
+    """(test id, its result) of the failure to read first, or None where none failed: the earliest stage, then the
+    fewest elements compared, then the id. A result without its op (a report from before issue 59) sorts last."""
+    failing = [(t, r) for t, r in results.items() if r["outcome"] in _FAILED]
+
+    def order(item):
+        test_id, result = item
+        worst = result.get("worst") or {}
+        at = STAGES.index(stage(worst["op"], ids.parse(test_id)[0])) if "op" in worst else len(STAGES)
+        return at, worst.get("elements", math.inf), test_id
+
+    return min(failing, key=order, default=None)
+
+
+def ratio(got, expected):
+    """'0.5x' where got is a multiple of expected that says something (same sign, not within 0.1%), else ''."""
+    if not (expected and got and math.isfinite(got) and math.isfinite(expected)) or (got > 0) != (expected > 0):
+        return ""
+    times = got / expected
+    return "" if abs(times - 1) < 1e-3 else f" ({times:.3g}x)"
+
+
+def line(results):
+    """One line naming the failure to read first and what to do next, or None where nothing failed."""
+    found = pick(results)
+    if found is None:
+        return None
+    test_id, result = found
+    output, _, dtype, case_id = ids.parse(test_id)
+    worst = result.get("worst") or {}
+    others = sum(r["outcome"] in _FAILED for r in results.values()) - 1
+    where = f"{worst['op']}() output {output!r}, case {case_id!r}, {dtype}" if "op" in worst else test_id
+    if "got" in worst:
+        said = (
+            f"got {worst['got']:.6g} where it should be {worst['expected']:.6g}{ratio(worst['got'], worst['expected'])}"
+            f" at element {worst['element']} (the {stage(worst['op'], output)} stage)"
+        )
+    else:
+        said = (result.get("message") or result["outcome"]).splitlines()[0]
+    return (
+        f"root cause: {where}: {said}"
+        + (f"; {others} other failing test(s) come at this stage or after it" if others else "")
+        + f"; to judge your own tensors: {EXPLAIN}"
+    )

@@ -1,0 +1,52 @@
+"""The failure to read first (run/root_cause.py): the earliest stage of the computation, then the smallest case."""
+
+from attention_conformance.run import root_cause
+
+
+def _failed(op, elements, got=1.0, expected=2.0):
+    worst = {"op": op, "elements": elements, "element": [0, 1], "got": got, "expected": expected}
+    return {"outcome": "failed", "worst": worst, "message": "beyond"}
+
+
+def test_the_earliest_stage_is_read_first_not_the_first_id():
+    # issue 59: a newcomer's 1/d_k bug failed 29 tests; the alphabetically first was a batched context
+    results = {
+        "test_context[mine-float32-batched_cube]": _failed("attention", 24),
+        "test_scaled[mine-float32-row_scale_binary]": _failed("scale", 8, got=1.853, expected=3.707),
+        "test_weights[mine-float32-cat]": _failed("softmax", 36),
+        "test_context[mine-float32-cat]": {"outcome": "passed", "worst": None, "message": None},
+    }
+    assert root_cause.pick(results)[0] == "test_scaled[mine-float32-row_scale_binary]"
+    line = root_cause.line(results)
+    assert line.startswith("root cause: scale() output 'scaled', case 'row_scale_binary', float32: got 1.853")
+    assert "(0.5x)" in line and "the scale stage" in line and "2 other failing test(s)" in line
+    assert "attention-conformance explain" in line
+
+
+def test_at_one_stage_the_smallest_case_and_outputs_of_an_op_at_their_own_stage():
+    results = {
+        "test_context[mine-float32-gpt2]": _failed("attention", 786432),
+        "test_context[mine-float32-cat]": _failed("attention", 18),
+        "test_scores[mine-float32-gpt2]": _failed("attention", 786432),  # attention()'s scores come before its context
+    }
+    assert root_cause.pick(results)[0] == "test_scores[mine-float32-gpt2]"
+    del results["test_scores[mine-float32-gpt2]"]
+    assert root_cause.pick(results)[0] == "test_context[mine-float32-cat]"
+
+
+def test_a_raise_or_an_old_report_still_gives_a_line_and_nothing_failed_gives_none():
+    raised = {"outcome": "failed", "worst": {"op": "project"}, "message": "mine float32: project() raised KeyError"}
+    old = {"outcome": "failed", "worst": None, "message": "a report from before issue 59"}
+    results = {"test_context[mine-float32-cat]": old, "test_projection[mine-float32-cube]": raised}
+    assert root_cause.pick(results)[0] == "test_projection[mine-float32-cube]"
+    assert "project() raised KeyError" in root_cause.line(results)
+    assert root_cause.line({"test_context[mine-float32-cat]": old}).startswith(
+        "root cause: test_context[mine-float32-cat]: a report from before issue 59"
+    )
+    assert root_cause.line({"test_context[mine-float32-cat]": {"outcome": "passed"}}) is None
+
+
+def test_a_ratio_only_where_it_says_something():
+    assert root_cause.ratio(1.853, 3.707) == " (0.5x)"
+    assert root_cause.ratio(-1.0, 2.0) == root_cause.ratio(0.0, 2.0) == root_cause.ratio(2.0, 0.0) == ""
+    assert root_cause.ratio(1.0000001, 1.0) == "" and root_cause.ratio(float("nan"), 1.0) == ""
