@@ -268,7 +268,10 @@ def op_variant(way):
                 return mm(a[None, :], b)[..., 0, :]
             found = product(a, b)
             if isinstance(found, list):  # partial sums, each stored in the dtype, then added in the accumulation dtype
-                found = sum(p.astype(held).astype(acc) for p in found)
+                # A partial beyond the dtype's range stays unrounded: there a split-K kernel returns inf, an overflow,
+                # which the model judges nowhere (found at seed 13 in float16: soft-capped scores near 65504).
+                with np.errstate(over="ignore"):
+                    found = sum(np.where(np.isinf(p.astype(held)), p, p.astype(held).astype(acc)) for p in found)
             return found.astype(np.float64)
 
         def fsum(a, axis=-1, keepdims=False):
