@@ -81,12 +81,25 @@ def share_kv_heads(t, num_heads):
     return np.repeat(t, num_heads // t.shape[-3], axis=-3)
 
 
-def attend(q, k, v, hidden, scale=None, rounding=None, over_queries=False, cap=None, sinks=None, cap_after_mask=False):
+def attend(
+    q,
+    k,
+    v,
+    hidden,
+    scale=None,
+    rounding=None,
+    over_queries=False,
+    cap=None,
+    sinks=None,
+    cap_after_mask=False,
+    bias=None,
+):
     """{"scores": q k^T, "weights", "out"} in float64; q [..., T, H], k and v [..., S, H] with the same
     leading axes (broadcastable), `hidden` broadcastable to [..., T, S]. `scale` None is 1/sqrt(H).
     With `rounding` (a dtype name), every step's inputs are rounded to it and results stored in it.
     `cap` soft-caps the scaled scores before the mask (conventions.softcap; 0 is none, "zero" every logit 0);
-    `sinks` (one logit, or one per head of q's axis -3) joins each row's softmax (conventions.sinks).
+    `sinks` (one logit, or one per head of q's axis -3) joins each row's softmax (conventions.sinks); a finite `bias`
+    (broadcastable to [..., T, S]: a float attn_mask, ALiBi's or T5's) is added to the scaled scores, stored once more.
     `over_queries` normalises the weights over the wrong axis and `cap_after_mask` caps a hidden key's -inf to
     -cap: mistakes `explain` recognises."""
     steps = reference.rounding_to(np_dtype(rounding)) if rounding else contextlib.nullcontext()
@@ -99,6 +112,8 @@ def attend(q, k, v, hidden, scale=None, rounding=None, over_queries=False, cap=N
             scores_in, factor = reference._f64(scores, np.float64(scale))
             scaled = scores_in * factor
         (scaled,) = reference._f64(scaled)  # the softmax's input is a step's input too
+        if bias is not None:
+            (scaled,) = reference._f64(scaled + bias)
         hidden = np.broadcast_to(hidden, scaled.shape)
         if cap == "zero":
             scaled = scaled * 0.0

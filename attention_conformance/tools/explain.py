@@ -145,6 +145,10 @@ def _past_the_documents(p):
                 dict(cap="zero"),
             )
         )
+    if p.bias is not None:
+        found.append(
+            ("the bias ignored", "the scores softmaxed without the additive bias (ALiBi's, T5's)", dict(bias=None))
+        )
     if p.sinks is not None:
         found.append(("the sink ignored", "a plain softmax over the keys, each row summing to 1", dict(sinks=None)))
     if p.pairing:

@@ -37,6 +37,7 @@ INPUTS = (
     "rotary_dim",
     "theta",
     "position",
+    "bias",
 )
 USAGE = (
     "keys: q, k, v ([..., T, H], [..., S, H]; heads as [..., N, T, H] and [..., K, S, H] with num_kv_heads = K) "
@@ -45,7 +46,9 @@ USAGE = (
     "weights, dtype (when out is stored wider than the dtype judged, e.g. 'bfloat16'); window (a causal band of "
     "that many keys), softcap (cap tanh(s / cap) before the mask; 0 is none), sinks (a logit per head joining each "
     "softmax), pairing ('interleaved' or 'rotate_half': q and k before RoPE, keys at positions 0..S-1) with "
-    "rotary_dim (default H), theta (10000) and position (the first query's, default S - T)"
+    "rotary_dim (default H), theta (10000) and position (the first query's, default S - T); bias (float, "
+    "broadcastable to [..., T, S], added to the scaled scores: ONNX's and torch's float attn_mask, ALiBi's and T5's "
+    "biases; -inf hides a key)"
 )
 
 
@@ -301,9 +304,34 @@ class Problem:
                 f"handles up to {MAX_SCORES} (a few heads or a slice of the batch show the same)",
             )
         self.hidden = tolerance_model.hidden_keys(T, S, mask, self.causal, self.window)
+        self.bias = self._bias(path, lead + (T, S))
         for name, want in (("out", lead + (T, H)), ("scores", lead + (T, S)), ("weights", lead + (T, S))):
             if name in self.arrays and tuple(self.arrays[name].shape) != tuple(want):
                 refuse(path, f"{name!r} has shape {list(self.arrays[name].shape)}; these inputs give {list(want)}")
+
+    def _bias(self, path, shape):
+        """The finite part of a float bias; its -inf entries hide their keys, as the softmax makes them."""
+        if "bias" not in self.arrays:
+            return None
+        bias = self.arrays["bias"]
+        if bias.dtype.kind != "f" and bias.dtype.name != "bfloat16":
+            refuse(path, f"'bias' is {bias.dtype}: a float bias is added to the scores; a bool mask is 'mask'")
+        bias = np.asarray(bias, dtype=np.float64)
+        if np.isnan(bias).any() or np.isposinf(bias).any():
+            refuse(path, "'bias' holds NaN or +inf: a bias is finite, or -inf where a key is hidden")
+        try:
+            fits = np.broadcast_shapes(bias.shape, shape) == shape
+        except ValueError:
+            fits = False
+        if not fits or self.cap is not None:
+            refuse(
+                path,
+                f"'bias' {list(bias.shape)} does not broadcast to [..., T, S] = {list(shape)}"
+                if not fits
+                else "'bias' with 'softcap': frameworks order the two differently; judge them apart",
+            )
+        self.hidden = self.hidden | np.isneginf(bias)
+        return np.where(np.isneginf(bias), 0.0, bias)
 
     def compute(self, rounding=None, hidden=None, scale="given", q=None, k=None, v=None, over_queries=False, **more):
         """The attention the file states, or with one of its parts changed: `more` takes cap, sinks and
@@ -321,6 +349,7 @@ class Problem:
             over_queries,
             cap=more.pop("cap", self.cap),
             sinks=more.pop("sinks", self.sinks),
+            bias=more.pop("bias", self.bias),
             **more,
         )
 
@@ -347,6 +376,7 @@ class Problem:
         masking += f", a window of {self.window}" if self.window else ""
         masking += f", soft cap {self.cap:g}" if self.cap is not None else ""
         masking += ", sinks" if self.sinks is not None else ""
+        masking += ", an additive bias" if self.bias is not None else ""
         masking += f", RoPE {self.pairing} from position {self.position}" if self.pairing else ""
         return (
             f"out {list(self.shape)} {self.dtype}, from {self.form}: T {self.T}, S {self.S}, H {self.H}{heads}"

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from explained import explained, qkv_arrays
 
 from attention_conformance.dtypes import DTYPES, np_dtype
 from attention_conformance.run import tolerance_model
@@ -20,18 +21,9 @@ from attention_conformance.tools.examples import _attention
 COMMAND = str(Path(sys.executable).parent / "attention-conformance")
 
 
-def _explain(tmp_path, name="case", **arrays):
-    path = tmp_path / f"{name}.npz"
-    np.savez(path, **arrays)
-    lines = []
-    code = explain.explain(path, out=lines.append, err=lines.append)
-    return code, "\n".join(lines)
-
-
 @pytest.fixture(scope="module")
 def qkv():
-    rng = np.random.default_rng(7)
-    return tuple(rng.standard_normal(shape).astype(np.float32) for shape in ((2, 3, 6, 8), (2, 3, 9, 8), (2, 3, 9, 8)))
+    return qkv_arrays()
 
 
 @pytest.mark.parametrize("name", sorted(examples.EXAMPLES))
@@ -65,11 +57,11 @@ def test_the_answer_computed_in_the_dtype_is_within_and_one_element_off_is_beyon
     )
     extra = dict(dtype=np.array("bfloat16")) if dtype == "bfloat16" else {}
     save = (lambda a: a.astype(np.float32)) if dtype == "bfloat16" else (lambda a: a)
-    code, text = _explain(tmp_path, out=save(out), **stored, **extra)
+    code, text = explained(tmp_path, out=save(out), **stored, **extra)
     assert code == 0, text
     wrong = out.astype(np.float64)
     wrong[1, 2, 4, 5] += 0.25
-    code, text = _explain(tmp_path, out=save(wrong.astype(out.dtype)), **stored, **extra)
+    code, text = explained(tmp_path, out=save(wrong.astype(out.dtype)), **stored, **extra)
     assert code == 1 and "worst out[1, 2, 4, 5]" in text, text
 
 
@@ -91,13 +83,13 @@ def test_each_known_difference_is_named(tmp_path, qkv):
         "k and v swapped": dict(out=_attention(q, v, k, "float32")),
     }
     for name, arrays in cases.items():
-        code, text = _explain(tmp_path, q=q, k=k, v=v, **arrays)
+        code, text = explained(tmp_path, q=q, k=k, v=v, **arrays)
         assert code == 1 and f"matches a known difference: {name}:" in text, f"{name}:\n{text}"
     hidden = np.zeros((T, S), dtype=bool)
     hidden[2] = True
     with np.errstate(invalid="ignore"):
         nan_rows = _attention(q, k, v, "float32", hidden=hidden)
-    code, text = _explain(tmp_path, q=q, k=k, v=v, mask=hidden, out=nan_rows)
+    code, text = explained(tmp_path, q=q, k=k, v=v, mask=hidden, out=nan_rows)
     assert code == 1 and "NaN on fully masked rows" in text and "every other row is within" in text, text
 
 
@@ -119,17 +111,17 @@ def test_weight_mistakes_in_the_x_form_and_the_first_diverging_intermediate(tmp_
         return s, _attention(q, k, v, "float32") if n > 1 else _attention(q[0], k[0], v[0], "float32")
 
     scores, out = computed(w | {"w_query": w["w_query"].T})
-    code, text = _explain(tmp_path, x=x, **w, out=out, scores=scores[0])
+    code, text = explained(tmp_path, x=x, **w, out=out, scores=scores[0])
     assert code == 1 and "first intermediate that diverges: scores" in text and "w_query transposed" in text, text
     _, out = computed(w | {"w_key": w["w_value"], "w_value": w["w_key"]})
-    code, text = _explain(tmp_path, x=x, **w, out=out)
+    code, text = explained(tmp_path, x=x, **w, out=out)
     assert code == 1 and "w_key and w_value swapped" in text, text
     grouped = w | kv
     _, out = computed(grouped, n=4, kv_n=2)
-    code, text = _explain(tmp_path, x=x, **grouped, num_heads=np.array(4), num_kv_heads=np.array(2), out=out)
+    code, text = explained(tmp_path, x=x, **grouped, num_heads=np.array(4), num_kv_heads=np.array(2), out=out)
     assert code == 0, text
     _, out = computed(grouped, tile=True, n=4, kv_n=2)
-    code, text = _explain(tmp_path, x=x, **grouped, num_heads=np.array(4), num_kv_heads=np.array(2), out=out)
+    code, text = explained(tmp_path, x=x, **grouped, num_heads=np.array(4), num_kv_heads=np.array(2), out=out)
     assert code == 1 and "K/V heads tiled, not repeated" in text, text
 
 
@@ -233,10 +225,10 @@ def test_more_known_differences_are_named(tmp_path, qkv):
         ),
     }
     for name, arrays in cases.items():
-        code, text = _explain(tmp_path, x=x, **w, **arrays)
+        code, text = explained(tmp_path, x=x, **w, **arrays)
         assert code == 1 and f"matches a known difference: {name}" in text, f"{name}:\n{text}"
     heads = np.stack(np.split(Q, 2, axis=-1)), np.stack(np.split(K, 2, axis=-1)), np.stack(np.split(V, 2, axis=-1))
-    code, text = _explain(
+    code, text = explained(
         tmp_path,
         q=heads[0],
         k=heads[1],
@@ -248,7 +240,7 @@ def test_more_known_differences_are_named(tmp_path, qkv):
     qg = rng.standard_normal((4, 6, 8)).astype(np.float32)
     kg, vg = (rng.standard_normal((2, 6, 8)).astype(np.float32) for _ in range(2))
     tiled = _attention(qg, np.tile(kg, (2, 1, 1)), np.tile(vg, (2, 1, 1)), "float32")
-    code, text = _explain(tmp_path, q=qg, k=kg, v=vg, num_kv_heads=np.array(2), out=tiled)
+    code, text = explained(tmp_path, q=qg, k=kg, v=vg, num_kv_heads=np.array(2), out=tiled)
     assert code == 1 and "matches a known difference: K/V heads tiled, not repeated" in text, text
 
 
@@ -256,7 +248,7 @@ def test_an_intermediate_beyond_makes_the_verdict_beyond_and_scaled_scores_are_r
     q, k, v = qkv
     out = _attention(q, k, v, "float32")
     scaled = (q @ np.swapaxes(k, -1, -2) / np.float32(np.sqrt(8))).astype(np.float32)
-    code, text = _explain(tmp_path, q=q, k=k, v=v, out=out, scores=scaled)
+    code, text = explained(tmp_path, q=q, k=k, v=v, out=out, scores=scaled)
     assert code == 1 and "first intermediate that diverges: scores" in text and "already scaled" in text, text
     assert "out is within" in text.splitlines()[-1], text
 
@@ -266,11 +258,11 @@ def test_a_row_at_float16s_largest_number_still_has_a_finite_allowance(tmp_path)
     v = np.full((3, 4), 1000.0, np.float16)
     v[:, 0] = 65504
     out = _attention(q, k, v, "float16", "float32")
-    code, _ = _explain(tmp_path, q=q, k=k, v=v, out=out)
+    code, _ = explained(tmp_path, q=q, k=k, v=v, out=out)
     assert code == 0
     wrong = out.copy()
     wrong[1, 2] = 1100.0
-    code, text = _explain(tmp_path, q=q, k=k, v=v, out=wrong)
+    code, text = explained(tmp_path, q=q, k=k, v=v, out=wrong)
     assert code == 1 and "worst out[1, 2]" in text, text
 
 
@@ -333,9 +325,9 @@ def test_an_npy_file_and_a_huge_problem_are_refused(tmp_path, monkeypatch):
 def test_a_bfloat16_result_saved_without_its_dtype_gets_a_hint(tmp_path, qkv):
     q, k, v = (t.astype(np_dtype("bfloat16")).astype(np.float32) for t in qkv)
     out = _attention(q, k, v, "bfloat16", "float32").astype(np.float32)
-    code, text = _explain(tmp_path, q=q, k=k, v=v, out=out)
+    code, text = explained(tmp_path, q=q, k=k, v=v, out=out)
     assert code == 1 and "save it with dtype='bfloat16'" in text, text
-    code, text = _explain(tmp_path, q=q, k=k, v=v, out=out, dtype=np.array("bfloat16"))
+    code, text = explained(tmp_path, q=q, k=k, v=v, out=out, dtype=np.array("bfloat16"))
     assert code == 0, text
 
 
@@ -347,7 +339,7 @@ def test_a_float16_problem_whose_stored_scores_overflow_is_refused_in_one_line(t
     w = np.exp(scaled - scaled.max(-1, keepdims=True))
     out = (w / w.sum(-1, keepdims=True) @ v.astype(np.float32)).astype(np.float16)
     with pytest.raises(explain_file.BadInput, match="beyond float16's largest number .* cannot judge"):
-        _explain(tmp_path, q=q, k=k, v=v, out=out)
+        explained(tmp_path, q=q, k=k, v=v, out=out)
 
 
 def test_weights_on_a_hidden_key_are_named_as_such(tmp_path, qkv):
@@ -355,7 +347,7 @@ def test_weights_on_a_hidden_key_are_named_as_such(tmp_path, qkv):
     hidden = tolerance_model.hidden_keys(6, 6, causal=True)
     exact = tolerance_model.attend(q.astype(np.float64), k.astype(np.float64), v.astype(np.float64), hidden)
     clipped = np.where(hidden, 1.6e-28, exact["weights"]).astype(np.float32)  # Paddle's softmax clips at -64
-    code, text = _explain(
+    code, text = explained(
         tmp_path, q=q, k=k, v=v, causal=np.array(True), weights=clipped, out=exact["out"].astype(np.float32)
     )
     assert code == 1 and "give a hidden key nonzero probability" in text and "the only answer is exactly 0.0" in text, (
@@ -398,35 +390,35 @@ def test_windows_soft_caps_sinks_and_rope_are_judged_and_their_mistakes_named(tm
     q, k, v = qkv  # 3 heads, 6 queries over 9 keys
     T, S = q.shape[-2], k.shape[-2]
     band = tolerance_model.hidden_keys(T, S, window=3)
-    code, text = _explain(tmp_path, q=q, k=k, v=v, window=np.array(3), out=_float32_attention(q, k, v, band))
+    code, text = explained(tmp_path, q=q, k=k, v=v, window=np.array(3), out=_float32_attention(q, k, v, band))
     assert code == 0 and "a window of 3" in text, text
     for name, hidden in (
         ("a window one key wider", tolerance_model.hidden_keys(T, S, window=4)),
         ("a window aligned top-left", tolerance_model.hidden_keys(S, S, window=3)[:T]),  # the first T queries' band
     ):
-        code, text = _explain(tmp_path, q=q, k=k, v=v, window=np.array(3), out=_float32_attention(q, k, v, hidden))
+        code, text = explained(tmp_path, q=q, k=k, v=v, window=np.array(3), out=_float32_attention(q, k, v, hidden))
         assert code == 1 and f"matches a known difference: {name}" in text, f"{name}:\n{text}"
     large = (q * 6, k * 6, v)  # scores of tens: a cap of 5 bends them
     causal = tolerance_model.hidden_keys(T, S, causal=True)
     capped = dict(q=large[0], k=large[1], v=v, causal=np.array(True), softcap=np.array(5.0))
-    assert _explain(tmp_path, **capped, out=_float32_attention(*large, causal, cap=5.0))[0] == 0
+    assert explained(tmp_path, **capped, out=_float32_attention(*large, causal, cap=5.0))[0] == 0
     for name, out in (
         ("soft-capping after the mask", _float32_attention(*large, causal, cap=5.0, cap_after_mask=True)),
         ("no soft-capping", _float32_attention(*large, causal)),
     ):
-        code, text = _explain(tmp_path, **capped, out=out)
+        code, text = explained(tmp_path, **capped, out=out)
         assert code == 1 and f"matches a known difference: {name}" in text, f"{name}:\n{text}"
     zeroed = _float32_attention(q * 0, k, v, causal)
-    code, text = _explain(tmp_path, q=q, k=k, v=v, causal=np.array(True), softcap=np.array(0.0), out=zeroed)
+    code, text = explained(tmp_path, q=q, k=k, v=v, causal=np.array(True), softcap=np.array(0.0), out=zeroed)
     assert code == 1 and "matches a known difference: a cap of 0 read as zero logits" in text, text
     sinks = np.array([2.0, -1.0, 3.0], np.float32)
     sunk = dict(q=q, k=k, v=v, num_kv_heads=np.array(3), sinks=sinks)
-    assert _explain(tmp_path, **sunk, out=_float32_attention(q, k, v, False, sinks=sinks))[0] == 0
-    code, text = _explain(tmp_path, **sunk, out=_float32_attention(q, k, v, False))
+    assert explained(tmp_path, **sunk, out=_float32_attention(q, k, v, False, sinks=sinks))[0] == 0
+    code, text = explained(tmp_path, **sunk, out=_float32_attention(q, k, v, False))
     assert code == 1 and "matches a known difference: the sink ignored" in text, text
     rope = dict(q=q, k=k, v=v, causal=np.array(True), pairing=np.array("rotate_half"))
     right = _float32_attention(_turned(q, "rotate_half", S - T), _turned(k, "rotate_half", 0), v, causal)
-    assert _explain(tmp_path, **rope, out=right)[0] == 0
+    assert explained(tmp_path, **rope, out=right)[0] == 0
     for name, out in (
         (
             "RoPE with interleaved pairs",
@@ -437,5 +429,5 @@ def test_windows_soft_caps_sinks_and_rope_are_judged_and_their_mistakes_named(tm
             _float32_attention(_turned(q, "rotate_half", 0), _turned(k, "rotate_half", 0), v, causal),
         ),
     ):
-        code, text = _explain(tmp_path, **rope, out=out)
+        code, text = explained(tmp_path, **rope, out=out)
         assert code == 1 and f"matches a known difference: {name}" in text, f"{name}:\n{text}"
