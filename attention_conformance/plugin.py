@@ -79,7 +79,7 @@ class ConformanceTest:
                 state.spec, t.adapter, state.loaded[t.adapter], t.case, t.output, t.dtype, state.goldens
             )
         except Nonconformance as exc:
-            self.worst = {**(exc.worst or {}), "op": t.case.op}  # the root cause reads its stage
+            self.worst = {**(exc.worst or {}), "op": t.case.op, "convention": t.case.convention}  # for root_cause
             if isinstance(exc, calls.AdapterRaised) and state.divergence_of.get(t.id) is None:
                 raise  # the adapter's own traceback, then the line that names the case
             # Otherwise the message says it all: a declared divergence's report shows its reason and this line, not a

@@ -28,7 +28,7 @@ import numpy as np
 
 from attention_conformance import cache, deterministic, ports
 
-FORMAT = "4"  # 4: a header, raw bytes and their CRC; inputs keyed by each array's own digest
+FORMAT = "5"  # 4: a header, raw bytes and their CRC; inputs keyed by each array's own digest; 5: None outputs kept
 SUFFIX = ".arrays"
 
 
@@ -109,7 +109,7 @@ def read(path):
                 return None
             arrays[name] = np.frombuffer(body[at : at + length], dtype=dtype).reshape(shape)
             start += length
-        return arrays if start == len(body) else None
+        return arrays | dict.fromkeys(header.get("none", ())) if start == len(body) else None
     except (OSError, ValueError, KeyError, TypeError):  # absent, truncated, not an entry: recompute
         return None
 
@@ -118,8 +118,9 @@ def _dtype(name):
     return np.dtype(ml_dtypes.bfloat16) if name == "bfloat16" else np.dtype(name)
 
 
-def _write(path, arrays):
-    """The entry written whole or not at all (cache.write); a read-only or full disk costs time, never a result."""
+def _write(path, arrays, none=()):
+    """The entry written whole or not at all (cache.write); a read-only or full disk costs time, never a result.
+    `none`: the outputs the oracle has no answer for (a bound of a step with no rule: gradients', dropout's)."""
     places, chunks, start = {}, [], 0
     for name, value in arrays.items():
         value = np.asarray(value)
@@ -128,7 +129,7 @@ def _write(path, arrays):
         places[name] = [value.dtype.name, list(value.shape), start, len(data)]
         chunks.append(data)
         start += len(data)
-    header = json.dumps({"arrays": places}).encode()
+    header = json.dumps({"arrays": places, "none": list(none)}).encode()
     whole = len(header).to_bytes(4, "little") + header + b"".join(chunks)
     cache.write(path, lambda f: _save(f, whole, zlib.crc32(whole).to_bytes(4, "little")))
 
@@ -155,10 +156,13 @@ def cached(op, kwargs, rounding, oracle_file, compute, keep=None, digests=None):
     if found is not None:
         return found
     result = computed()
-    arrays = {name: np.asarray(value) for name, value in result.items()}
+    # An answer of None is kept as such: left uncached, it was computed again at every run (an outside trial saw a warm
+    # run say "computing the oracle's answers" for its gradients, whose bound is None).
+    none = [name for name, value in result.items() if value is None]
+    arrays = {name: np.asarray(value) for name, value in result.items() if value is not None}
     if not all(a.dtype.kind in "biuf" or a.dtype.name == "bfloat16" for a in arrays.values()):
         return result
-    _write(path, arrays)
+    _write(path, arrays, none)
     for value in arrays.values():
         value.flags.writeable = False
-    return arrays  # the same types, read-only, whether it came from disk or not
+    return arrays | dict.fromkeys(none)  # the same types, read-only, whether it came from disk or not

@@ -71,8 +71,17 @@ def line(results):
         )
     else:
         said = (result.get("message") or result["outcome"]).splitlines()[0]
+    # Where the math has no single answer the case states the spec's choice: a port that made another is not broken
+    # there (an outside trial read "root cause ... the softmax stage" of a NaN on a fully masked row as a bug)
+    convention = worst.get("convention")
     return (
         f"root cause: {where}: {said}"
+        + (
+            f"; the case states the spec's conventions.{convention}: if yours is another, declare it "
+            "in KNOWN_DIVERGENCES (docs/contract.md)"
+            if convention
+            else ""
+        )
         + (f"; {others} other failing test(s) come at this stage or after it" if others else "")
         + f"; to judge your own tensors: {EXPLAIN}"
     )

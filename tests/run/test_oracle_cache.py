@@ -242,3 +242,18 @@ def test_an_entry_gives_back_every_dtype_and_shape_it_was_given_read_only(tmp_pa
         value = np.asarray(value)
         assert got[name].dtype.name == value.dtype.name and got[name].shape == value.shape, name
         assert np.array_equal(got[name], value) and not got[name].flags.writeable, name
+
+
+def test_an_answer_of_none_is_kept_so_a_warm_run_computes_nothing(cache):
+    """A bound the model has none for (gradients', dropout's) was left uncached and computed at every run (an outside
+    trial: a warm run said "computing the oracle's answers" for its gradients)."""
+    computed = []
+
+    def compute():
+        computed.append(True)
+        return {"grad_x": None, "grad_w_query": np.ones(3)}
+
+    for _ in range(2):
+        got = oracle_cache.cached("gradients", {"x": np.zeros(2)}, "bound float32", oracle_cache.__file__, compute)
+        assert got["grad_x"] is None and np.array_equal(got["grad_w_query"], np.ones(3))
+    assert computed == [True]

@@ -50,3 +50,10 @@ def test_a_ratio_only_where_it_says_something():
     assert root_cause.ratio(1.853, 3.707) == " (0.5x)"
     assert root_cause.ratio(-1.0, 2.0) == root_cause.ratio(0.0, 2.0) == root_cause.ratio(2.0, 0.0) == ""
     assert root_cause.ratio(1.0000001, 1.0) == "" and root_cause.ratio(float("nan"), 1.0) == ""
+
+
+def test_a_case_that_states_a_convention_says_it_can_be_declared():
+    failed = _failed("masked_attention", 4, got=float("nan"), expected=0.0)
+    failed["worst"]["convention"] = "fully_masked_rows"
+    line = root_cause.line({"test_weights[mine-float32-padding_fully_masked]": failed})
+    assert "conventions.fully_masked_rows: if yours is another, declare it in KNOWN_DIVERGENCES" in line
