@@ -8,7 +8,6 @@ Numerical Algorithms, ch. 2-3), every term kept, not only the first order:
 
   a sum or dot product of n terms   gamma_n x sum |terms|, gamma_n = n u / (1 - n u), any order; a bias
                                     added to a product may join its sum (addmm): gamma_n x |bias| more
-  a product in float16 or bfloat16  (u_store - u) x sum |terms| more: split-K partial sums kept in the dtype
   each arithmetic result            u x |result|
   a x b, a +- b                     |a| e_b + e_a |b| + e_a e_b, e_a + e_b
   a / b                             (e_a + |a / b| e_b) / (|b| - e_b)   (inf when e_b >= |b|)
@@ -37,8 +36,8 @@ from numpy.lib.mixins import NDArrayOperatorsMixin
 
 from attention_conformance import deterministic, remembered
 
-# Within 1 ULP for Sleef (torch), 1-2 for Eigen (TensorFlow, XLA) and MLAS's softmax (ONNX Runtime), as their
-# sources state; 4 ULP leaves room for a vectorised exp none of them documents.
+# Within 1 ULP for Sleef (torch), 1-2 for Eigen (TensorFlow, XLA) and MLAS's softmax (ONNX Runtime),
+# as their sources state; 4 ULP leaves room for a vectorised exp none of them documents.
 EXP_ULPS = 4
 # Sleef's u10 cos and sin (torch) within 1 ULP, Eigen's (TensorFlow, XLA) and NumPy's float32 SIMD ones (ONNX
 # Runtime's caches here) within 1-2 of 1 where range reduction leaves an absolute error; the power of a RoPE
@@ -281,11 +280,14 @@ def matmul(a, b):
         return matmul(a[None, :], b)[..., 0, :]
     (va, ea), (vb, eb) = _parts(a), _parts(b)
     K = va.shape[-1]
-    # The magnitudes need no exact products: BLAS's float64 ones, their own rounding (gamma_K of float64) added,
-    # cost a fraction of the oracle's. The value stays the oracle's: BLAS's last bits, different on every CPU,
-    # would move a float64 bound by 1% through the softmax's interval (tox -e portability); tolerance_model.bound
-    # rounds the result up to 12 bits. In float64 the magnitudes are the oracle's too: there the interval's spread
-    # turns BLAS's last bits into 10% of the bound (portability found 18 float64 bounds differing).
+    # The magnitudes need no exact products: BLAS's float64 ones, their own rounding (gamma_K of float64
+    # on sums of nonnegative terms) added, cost a fraction of the oracle's. The value stays the
+    # oracle's: the softmax's interval subtracts values, where BLAS's last bits, different on every CPU,
+    # would move a float64 bound by 1% (found by tox -e portability); tolerance_model.bound rounds the result up to
+    # 12 bits, past the magnitudes' last bits.
+    # In float64 the bound is itself a few float64 units, and the softmax interval's spread (highest - w)
+    # turns BLAS's last bits into 10% of it: there the magnitudes are the oracle's too (tox -e portability
+    # found 18 float64 bounds differing under another SIMD path).
     blas = 1 + 2 * _gamma64(K)
     product = deterministic.matmul if _store() <= 2.0**-53 else (lambda p, q: (p @ q) * blas)
     size = product(np.abs(va), np.abs(vb))
@@ -299,10 +301,7 @@ def matmul(a, b):
         * np.abs(va).max(axis=-1, keepdims=True, initial=0.0)
         * np.abs(vb).max(axis=-2, keepdims=True, initial=0.0)
     )
-    # A half-precision GEMM may keep split-K partial sums in the dtype (torch's CUDA default, allow_fp16/bf16_
-    # reduced_precision_reduction): each rounds once more (issue 58: a float16 projection 1 ULP off was a finding).
-    partials = (_store() - _accumulate()) * size
-    product = _rounded(remembered.product(deterministic.matmul, va, vb), err + _gamma(K) * size + oracle + partials)
+    product = _rounded(remembered.product(deterministic.matmul, va, vb), err + _gamma(K) * size + oracle)
     product.terms = K
     return product
 
@@ -317,9 +316,10 @@ def sum(a, axis=-1, keepdims=False):
 
 
 def _others(terms):
-    """Each term's row sum without it, never as sum - term: where one term dwarfs the rest (e^460 beside e^389,
-    logits uncertain by hundreds) that difference is 0 and the interval collapsed (found by the fuzzer: JAX's
-    bfloat16 tie of two logits 118 apart, the max's weight bounded to 0.99 where 0.5 is right)."""
+    """Each term's row sum without it, never as sum - term: where one term dwarfs the rest (e^460 beside
+    e^389, logits uncertain by hundreds) that difference is 0 and the interval collapsed (found by the
+    fuzzer: JAX's bfloat16 tie of two logits 118 apart, the max's weight bounded to 0.99 where 0.5 is
+    right)."""
     largest = terms.argmax(axis=-1)[..., None]
     is_largest = np.arange(terms.shape[-1]) == largest
     rest = deterministic.sum(np.where(is_largest, 0.0, terms), keepdims=True)  # every term but the largest
@@ -333,8 +333,8 @@ def softmax(scaled, hidden=None, keys=None):
         a_j e^-D_j / (a_j e^-D_j + sum_l!=j a_l e^D_l)  and  a_j e^D_j / (a_j e^D_j + sum_l!=j a_l e^-D_l),
     a_l = exp(s_l - max s), finite however large D is (the parts' bounds would divide by nothing).
     The row's max that implementations subtract cancels exactly; its subtraction rounds (u |s - max|),
-    exp errs EXP_ULPS in numerator and denominator, the sum of `keys` terms gamma_keys, the division u; log-sum-exp's
-    shift (below: found by tests/run/test_false_alarms.py)."""
+    exp errs EXP_ULPS in numerator and denominator, the sum of `keys` terms gamma_keys, the division u.
+    Found by tests/run/test_false_alarms.py: log-sum-exp's shift (below)."""
     value, err = _parts(stored(scaled))
     hidden = np.zeros(value.shape, dtype=bool) if hidden is None else np.broadcast_to(hidden, value.shape)
     with np.errstate(all="ignore"):

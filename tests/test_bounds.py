@@ -56,17 +56,8 @@ def test_a_half_precision_product_is_within_its_bound_once_stored():
     got = (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16)  # float32 sums, as the frameworks do
     with bounds.computed_in("float16"):
         product = bounds.matmul(Bounded(a), Bounded(b))
+        assert not _within(got, product)  # the sums' bound alone: float16's own rounding is missing
         assert _within(got, bounds.stored(product))
-        # A split-K GEMM keeping its two partial sums in float16 (torch's CUDA default), added in float32, not yet
-        # stored: within the product's own bound, which counts one float16 rounding of the magnitudes summed
-        half = a.shape[-1] // 2
-        parts = [
-            (a[:, s].astype(np.float32) @ b[s].astype(np.float32)).astype(np.float16)
-            for s in (slice(half), slice(half, None))
-        ]
-        assert _within(parts[0].astype(np.float32) + parts[1].astype(np.float32), product)
-        magnitudes = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
-        assert np.all(product.err >= (bounds.unit_roundoff("float16") - bounds.unit_roundoff("float32")) * magnitudes)
         assert np.all(bounds.stored(Bounded(a)).err == 0)  # an input given in the dtype is exact
         assert bounds.stored(2.0) == 2.0
 

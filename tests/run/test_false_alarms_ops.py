@@ -1,6 +1,6 @@
 """The false-alarm search over every op fuzz covers: the reference's own steps run as a correct implementation in each
-dtype, its sums in another order or in split-K partials kept in the dtype (tests/correct_variants.py, OP_WAYS), fuzzed
-as a framework is. Any finding is a false alarm: the tolerance model accuses correct code (issue 58).
+dtype, its products and sums in another order (tests/correct_variants.py, OP_WAYS), fuzzed as a framework is. Any
+finding is a false alarm: the tolerance model accuses correct code (issue 58).
 
 The suite env searches each dtype one way, one case a share; the search the table in docs/tolerance-model.md comes
 from runs every way in every dtype at SEARCH_SEEDS seeds (25 unless set), SEARCH_EXAMPLES_PER_OP cases an op (5):
