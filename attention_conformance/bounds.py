@@ -274,34 +274,34 @@ _FUNCTIONS |= {np.shape: lambda a: a.shape, np.ndim: lambda a: a.ndim}
 
 
 def matmul(a, b):
-    if np.ndim(b) == 1:  # matmul's rules for vectors, as deterministic.matmul's
-        return matmul(a, b[:, None])[..., 0]
-    if np.ndim(a) == 1:
-        return matmul(a[None, :], b)[..., 0, :]
+    if np.ndim(b) == 1 or np.ndim(a) == 1:  # matmul's rules for vectors, as deterministic.matmul's
+        return matmul(a, b[:, None])[..., 0] if np.ndim(b) == 1 else matmul(a[None, :], b)[..., 0, :]
     (va, ea), (vb, eb) = _parts(a), _parts(b)
     K = va.shape[-1]
-    # The magnitudes need no exact products: BLAS's float64 ones, their own rounding (gamma_K of float64
-    # on sums of nonnegative terms) added, cost a fraction of the oracle's. The value stays the
-    # oracle's: the softmax's interval subtracts values, where BLAS's last bits, different on every CPU,
-    # would move a float64 bound by 1% (found by tox -e portability); tolerance_model.bound rounds the result up to
-    # 12 bits, past the magnitudes' last bits.
-    # In float64 the bound is itself a few float64 units, and the softmax interval's spread (highest - w)
-    # turns BLAS's last bits into 10% of it: there the magnitudes are the oracle's too (tox -e portability
-    # found 18 float64 bounds differing under another SIMD path).
+    # The magnitudes need no exact products: BLAS's float64 ones, their own rounding (gamma_K of float64) added,
+    # cost a fraction of the oracle's. The value stays the oracle's: BLAS's last bits, different on every CPU,
+    # would move a float64 bound by 1% through the softmax's interval (tox -e portability); tolerance_model.bound
+    # rounds the result up to 12 bits. In float64 the magnitudes are the oracle's too: there the interval's spread
+    # turns BLAS's last bits into 10% of the bound (portability found 18 float64 bounds differing).
     blas = 1 + 2 * _gamma64(K)
     product = deterministic.matmul if _store() <= 2.0**-53 else (lambda p, q: (p @ q) * blas)
-    size = product(np.abs(va), np.abs(vb))
-    err = product(ea, np.abs(vb)) + product(np.abs(va), eb) + product(ea, eb)
-    # The oracle is exact to within K 2**-58 of its row's largest |a| times its column's largest |b|
-    # (deterministic.matmul): an entry far below both is known less well than float64 holds it, found by
-    # tests/run/test_false_alarms.py (one visible key among values 2**18 larger).
-    oracle = (
-        K
-        * 2.0**-58
-        * np.abs(va).max(axis=-1, keepdims=True, initial=0.0)
-        * np.abs(vb).max(axis=-2, keepdims=True, initial=0.0)
-    )
-    product = _rounded(remembered.product(deterministic.matmul, va, vb), err + _gamma(K) * size + oracle)
+    # ea |b| + |a| eb + ea eb + gamma_K |a||b| in as few products as its terms need (each GPT-2-shaped at most, exact in
+    # float64: the bound was most of a first run, issue 54): grouped as (ea + gamma |a|) |b| + |a| eb + ea eb, an
+    # operand given exactly (x, the weights: err 0) drops its terms; 1 + 2**-46 covers the groupings' own roundings.
+    gamma, (ma, mb) = _gamma(K), (np.abs(va), np.abs(vb))
+    if not math.isfinite(gamma):  # a bound that says nothing, as the terms say it
+        err = product(ea, mb) + product(ma, eb) + product(ea, eb) + gamma * product(ma, mb)
+    elif not np.any(eb):
+        err = product(ea + gamma * ma, mb)
+    elif not np.any(ea):
+        err = product(ma, eb + gamma * mb)
+    else:
+        err = product(ea, mb + eb) + product(ma, eb + gamma * mb)
+    err = err * (1 + 2.0**-46)
+    # The oracle is exact to within K 2**-58 of its row's largest |a| times its column's largest |b| (deterministic.
+    # matmul): an entry far below both is known less well than float64 holds it (tests/run/test_false_alarms.py).
+    oracle = K * 2.0**-58 * ma.max(axis=-1, keepdims=True, initial=0.0) * mb.max(axis=-2, keepdims=True, initial=0.0)
+    product = _rounded(remembered.product(deterministic.matmul, va, vb), err + oracle)
     product.terms = K
     return product
 
@@ -316,10 +316,9 @@ def sum(a, axis=-1, keepdims=False):
 
 
 def _others(terms):
-    """Each term's row sum without it, never as sum - term: where one term dwarfs the rest (e^460 beside
-    e^389, logits uncertain by hundreds) that difference is 0 and the interval collapsed (found by the
-    fuzzer: JAX's bfloat16 tie of two logits 118 apart, the max's weight bounded to 0.99 where 0.5 is
-    right)."""
+    """Each term's row sum without it, never as sum - term: where one term dwarfs the rest (e^460 beside e^389,
+    logits uncertain by hundreds) that difference is 0 and the interval collapsed (found by the fuzzer: JAX's
+    bfloat16 tie of two logits 118 apart, the max's weight bounded to 0.99 where 0.5 is right)."""
     largest = terms.argmax(axis=-1)[..., None]
     is_largest = np.arange(terms.shape[-1]) == largest
     rest = deterministic.sum(np.where(is_largest, 0.0, terms), keepdims=True)  # every term but the largest

@@ -8,7 +8,7 @@ from attention_conformance.dtypes import LOW_PRECISION
 TARGETS = {  # a ratio above 1 is a miss
     "overhead_share": 0.10,  # of the whole-spec run
     "overhead_ms_per_test": 3.0,
-    "cold_over_warm": 1.5,
+    "cold_over_warm": 2.0,  # issue 54: the oracle stays computed on the machine, exact; 1.5 before
     "checking_over_peer": 1.0,  # checking work per test against a hand-written pytest file's (tools/peer.py)
     "memory_over_allowed": 1.0,  # peak over bare import / (2 x working set + allocator baseline)
     "main_job_over_floor": 1.3,
@@ -80,7 +80,7 @@ HEADERS = {
         "ms/test (<= 3)",
         "cold s",
         "framework's first-run work s",
-        "cold/warm, less that work (<= 1.5)",
+        "cold/warm, less that work (<= 2)",
     ),
     "memory": (
         "framework",
@@ -125,7 +125,7 @@ def _table(kind, rows):
 _TARGET_WORDS = {
     "overhead_share": "overhead <= 10% of the run",
     "overhead_ms_per_test": "<= 3 ms a test",
-    "cold_over_warm": "cold <= 1.5x warm",
+    "cold_over_warm": "cold <= 2x warm",
     "checking_over_peer": "checking work per test <= the hand-written peer's",
     "memory_over_allowed": "memory <= 2x working set + baseline",
     "main_job_over_floor": "main job <= 1.3x its floor",

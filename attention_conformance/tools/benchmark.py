@@ -14,7 +14,7 @@ floor     the adapter's import, timed inside the whole-spec pytest run, plus the
 overhead  the whole-spec run's wall time less its floor: Python and pytest, collection, the oracle's
           cache, comparisons, reports. Targets: at most 10% of the run and 3 ms a test.
 cold      the same run on an empty oracle (and XLA) cache, as a first run is, less the framework's own
-          first-run work (its extra time inside the adapter: XLA compiling, ONNX exporting); target 1.5x warm.
+          first-run work (its extra time inside the adapter: XLA compiling, ONNX exporting); target 2x warm (issue 54).
 memory    peak RSS over a bare import, against the largest working set a case needs (from its shapes,
           in float64: inputs, projections, scores and weights, context, output) and the framework's
           allocator baseline (a trivial case's RSS over the bare import); target 2x the working set

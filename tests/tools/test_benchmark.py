@@ -73,7 +73,7 @@ def test_a_figure_over_its_target_is_marked_and_named_in_the_targets_line():
     assert "MISS" not in torch.split("|")[10], "3.0 ms a test is the target itself: it holds"
     targets = next(line for line in text.splitlines() if line.startswith("Targets:"))
     assert "overhead <= 10% of the run: missed by torch, jax" in targets
-    assert "cold <= 1.5x warm: holds" in targets and "main job <= 1.3x its floor: missed by the main job" in targets
+    assert "cold <= 2x warm: holds" in targets and "main job <= 1.3x its floor: missed by the main job" in targets
 
 
 def test_the_main_jobs_floor_is_the_work_over_the_cores_or_the_longest_environment():
