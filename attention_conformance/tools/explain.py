@@ -145,10 +145,14 @@ def _past_the_documents(p):
                 dict(cap="zero"),
             )
         )
-    if p.bias is not None:
+    if p.bias is not None:  # its -inf entries hide keys (p.hidden) in each of these: its finite values differ
         found.append(
-            ("the bias ignored", "the scores softmaxed without the additive bias (ALiBi's, T5's)", dict(bias=None))
+            ("the bias ignored", "its finite values left out of the scores (its -inf entries kept)", {"bias": None})
         )
+        for times, wrong in ((2.0, "doubled"), (0.5, "halved")):  # an ALiBi slope table ported wrong, say
+            found.append(
+                (f"the bias {wrong}", f"its finite values x {times:g} (ALiBi's slopes?)", {"bias": p.bias * times})
+            )
     if p.sinks is not None:
         found.append(("the sink ignored", "a plain softmax over the keys, each row summing to 1", dict(sinks=None)))
     if p.pairing:
