@@ -1,7 +1,7 @@
 """A new framework's adapter: `attention-conformance template > my_adapter.py` (or copy this file to
 adapters/<framework>.py), then replace each body with your framework's idiom. NumPy arrays in and
-out; see docs/contract.md in the repository for what each function returns. Check it with
-`attention-conformance check my_adapter`, then `attention-conformance run --adapter my_adapter`.
+out; each function's docstring says what it returns (docs/contract.md has the whole contract). Check it
+with `attention-conformance check my_adapter`, then `attention-conformance run --adapter my_adapter`.
 """
 
 import numpy as np  # noqa: F401 - adapters return NumPy arrays

@@ -6,8 +6,11 @@ without the imports between them. A name two modules define would collide there,
 
 import ast
 import sys
+import textwrap
 
 from attention_conformance.contract import registry
+from attention_conformance.contract.meanings import MEANINGS
+from attention_conformance.contract.ops import OPTIONAL
 from attention_conformance.paths import ADAPTERS_DIR, SPEC_DIR
 
 
@@ -15,7 +18,7 @@ def text(name=None):
     """The source to print: the template for no name, else the built-in adapter `name` as one module."""
     files = registry.sources(name) if name else [ADAPTERS_DIR / "_template.py"]
     if not name:
-        return files[0].read_text()
+        return _described(files[0].read_text())
     if len(files) == 1:  # a one-file adapter: the banner after its docstring
         source = files[0].read_text()
         tree = ast.parse(source)
@@ -58,6 +61,20 @@ def text(name=None):
         for i, line in enumerate(imports)
     )
     return docstring + _banner(name, package=True) + "\n" + grouped + "\n\n" + "\n\n".join(parts)
+
+
+def _described(source):
+    """The template with each stub saying what it returns and what it stands for (contract/meanings.py, the words of
+    docs/contract.md's table): a user who installed from pip has no docs/ to look in (issue 60, two outside trials)."""
+    lines = source.splitlines(keepends=True)
+    for node in sorted(ast.parse(source).body, key=lambda n: -n.lineno):  # from the bottom: line numbers stay put
+        if isinstance(node, ast.FunctionDef) and node.name in MEANINGS and ast.get_docstring(node) is None:
+            returns, stands_for = MEANINGS[node.name]
+            said = ("Optional. " if node.name in OPTIONAL else "") + f"Returns {returns}."
+            said += f" Stands for {stands_for}." if stands_for else ""
+            wrapped = textwrap.wrap(said, 112, break_long_words=False, break_on_hyphens=False)
+            lines.insert(node.body[0].lineno - 1, '    """' + "\n    ".join(wrapped) + '"""\n')
+    return "".join(lines)
 
 
 def _banner(name, package):
