@@ -77,7 +77,7 @@ def test_registry_is_what_tox_runs(requested_adapter):
     def names(text):
         return sorted(
             set(e.strip() for e in text.replace("\n", ",").split(",") if e.strip())
-            - {"suite", "summary", "portability", "browser"}
+            - {"prerequisites", "suite", "summary", "portability", "browser"}
         )
 
     lines = tox["tox"]["labels"].strip().splitlines()
