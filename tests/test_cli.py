@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 from attention_conformance import cli
-from attention_conformance.paths import ADAPTERS_DIR
 from attention_conformance.tools import sweep_cases, template
 
 
@@ -24,7 +23,7 @@ def test_validate_names_a_broken_spec_in_one_line(tmp_path, capsys):
 
 def test_template_prints_the_template_or_a_built_in_adapter(capsys):
     assert cli.main(["template"]) == 0
-    assert capsys.readouterr().out == (ADAPTERS_DIR / "_template.py").read_text()
+    assert capsys.readouterr().out == template.text()
     assert cli.main(["template", "reference"]) == 0
     assert capsys.readouterr().out == template.text("reference")
 
