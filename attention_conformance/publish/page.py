@@ -56,8 +56,10 @@ def _finite(value):
 
 def _test(function, result, text):
     """[output, outcome code, margin, ULP, message, reason, worst] with texts as indexes into the string table."""
-    worst = result.get("worst")
-    if worst and "element" in worst:  # a failure that raised keeps only its op (run/root_cause.py)
+    worst = result.get("worst") or {}
+    if "element" not in worst:  # none, or a failure that raised: its op alone (run/root_cause.py), its message says it
+        worst = None
+    else:
         worst = [
             worst["element"],
             _finite(worst["got"]),

@@ -76,3 +76,10 @@ def test_a_benchmark_report_that_cannot_be_read_is_said_on_the_page_not_raised(t
     assert benchmark["folder"] == str(tmp_path)
     (kind, line), *_ = benchmark["blocks"]
     assert kind == "p" and "is not a report of `tox -e benchmark` (KeyError" in line
+
+
+def test_a_failure_that_raised_shows_its_message_and_no_worst_element():
+    """Its report keeps only its op and convention (run/root_cause.py); the page's script read that as an element."""
+    raised = {"outcome": "failed", "margin": None, "message": "mine float32: project() raised KeyError"}
+    shown = page._test("context", raised | {"worst": {"op": "project", "convention": None}}, lambda s: s)
+    assert shown[6] == 0 and shown[4] == raised["message"]  # 0: no worst element (a string index elsewhere)
