@@ -96,6 +96,12 @@ def test_an_oracle_that_differs_between_caches_is_named(tmp_path):
     assert emulation.oracle_drift(a, b) == (1, [])
     oracle_cache._write(b / "oracle" / f"k1{oracle_cache.SUFFIX}", {"context": np.array([1.0, np.nextafter(2.0, 3.0)])})
     assert emulation.oracle_drift(a, b) == (1, ["k1"])
+    # An answer the model has none for (a gradient's bound) is kept as None: alike in both, or named where one has it
+    for folder in (a, b):
+        oracle_cache._write(folder / "oracle" / f"k2{oracle_cache.SUFFIX}", {"grad": np.ones(2)}, none=["bound"])
+    assert emulation.oracle_drift(a, b) == (2, ["k1"])
+    oracle_cache._write(b / "oracle" / f"k2{oracle_cache.SUFFIX}", {"grad": np.ones(2), "bound": np.zeros(2)})
+    assert emulation.oracle_drift(a, b) == (2, ["k1", "k2"])
 
 
 def test_tox_passes_every_switch_the_machine_record_names():
