@@ -11,9 +11,17 @@ from x [S, D], float64 arrays holding the dtype's numbers; `hidden` [T, S] is Tr
 hidden (a causal mask is part of it), and no row hides every key.
 """
 
+import contextlib
+import inspect
+import sys
+import types
+
 import numpy as np
 
-from attention_conformance.dtypes import np_dtype
+from attention_conformance import remembered
+from attention_conformance.adapters import reference
+from attention_conformance.contract.ops import CONTRACT
+from attention_conformance.dtypes import DTYPES, np_dtype
 
 
 def _accumulate(dtype):
@@ -225,7 +233,6 @@ def _sequential_sum(a, axis=-1, keepdims=False):
     return np.take(np.cumsum(a, axis=axis), [-1], axis=axis) if keepdims else np.take(np.cumsum(a, axis=axis), -1, axis)
 
 
-DTYPE_NAMES = ("float64", "float32", "float16")
 # way -> (product, sum, exp, tanh), each on arrays of the accumulation dtype
 OP_WAYS = {
     "BLAS products, NumPy's sums and exp": (blas, np.sum, np.exp, np.tanh),
@@ -237,15 +244,6 @@ OP_WAYS = {
 def op_variant(way):
     """An adapter (a namespace with DTYPES and every op of the reference) computing each op the `way` OP_WAYS names, in
     the dtype of its inputs."""
-    import contextlib
-    import inspect
-    import sys
-    import types
-
-    from attention_conformance import remembered
-    from attention_conformance.adapters import reference
-    from attention_conformance.contract.ops import CONTRACT
-
     product, total, exponential, hyperbolic = OP_WAYS[way]
     modules = [
         m for n, m in list(sys.modules.items()) if n == reference.__name__ or n.startswith(reference.__name__ + ".")
@@ -260,8 +258,7 @@ def op_variant(way):
                 return mm(a, b[:, None])[..., 0]
             if np.ndim(a) == 1:
                 return mm(a[None, :], b)[..., 0, :]
-            found = product(a, b)
-            return found.astype(np.float64)
+            return product(a, b).astype(np.float64)
 
         def fsum(a, axis=-1, keepdims=False):
             return total(np.asarray(a).astype(acc), axis=axis, keepdims=keepdims).astype(np.float64)
@@ -306,7 +303,7 @@ def op_variant(way):
         wrapped.__signature__ = inspect.signature(function)
         return wrapped
 
-    variant = types.SimpleNamespace(DTYPES=("float64", "float32", "float16", "bfloat16"), NOT_APPLICABLE={})
+    variant = types.SimpleNamespace(DTYPES=DTYPES, NOT_APPLICABLE={})
     for name in CONTRACT:
         if hasattr(reference, name):
             setattr(variant, name, wrap(getattr(reference, name)))

@@ -2,11 +2,11 @@
 
 import numpy as np
 
+from attention_conformance.tools import explain
+
 
 def explained(tmp_path, name="case", **arrays):
     """(exit code, every line explain printed) for FILE.npz holding `arrays`."""
-    from attention_conformance.tools import explain
-
     path = tmp_path / f"{name}.npz"
     np.savez(path, **arrays)
     lines = []

@@ -304,15 +304,16 @@ class Problem:
                 f"handles up to {MAX_SCORES} (a few heads or a slice of the batch show the same)",
             )
         self.hidden = tolerance_model.hidden_keys(T, S, mask, self.causal, self.window)
-        self.bias = self._bias(path, lead + (T, S))
+        self.bias, hides = self._bias(path, lead + (T, S))
+        self.hidden = self.hidden | hides
         for name, want in (("out", lead + (T, H)), ("scores", lead + (T, S)), ("weights", lead + (T, S))):
             if name in self.arrays and tuple(self.arrays[name].shape) != tuple(want):
                 refuse(path, f"{name!r} has shape {list(self.arrays[name].shape)}; these inputs give {list(want)}")
 
     def _bias(self, path, shape):
-        """The finite part of a float bias; its -inf entries hide their keys, as the softmax makes them."""
+        """(the finite part of a float bias, where its -inf entries hide their keys, as the softmax makes them)."""
         if "bias" not in self.arrays:
-            return None
+            return None, False
         bias = self.arrays["bias"]
         if bias.dtype.kind != "f" and bias.dtype.name != "bfloat16":
             refuse(path, f"'bias' is {bias.dtype}: a float bias is added to the scores; a bool mask is 'mask'")
@@ -330,8 +331,7 @@ class Problem:
                 if not fits
                 else "'bias' with 'softcap': frameworks order the two differently; judge them apart",
             )
-        self.hidden = self.hidden | np.isneginf(bias)
-        return np.where(np.isneginf(bias), 0.0, bias)
+        return np.where(np.isneginf(bias), 0.0, bias), np.isneginf(bias)
 
     def compute(self, rounding=None, hidden=None, scale="given", q=None, k=None, v=None, over_queries=False, **more):
         """The attention the file states, or with one of its parts changed: `more` takes cap, sinks and
