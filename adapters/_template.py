@@ -1,14 +1,16 @@
 """A new framework's adapter: `attention-conformance template > my_adapter.py` (or copy this file to
 adapters/<framework>.py), then replace each body with your framework's idiom. NumPy arrays in and
-out; each function's docstring says what it returns (docs/contract.md has the whole contract). Check it
-with `attention-conformance check my_adapter`, then `attention-conformance run --adapter my_adapter`.
+out; each function's docstring says what it returns (`attention-conformance docs contract` prints the
+whole contract). Check it with `attention-conformance check my_adapter`, then
+`attention-conformance run --adapter my_adapter`.
 """
 
 import numpy as np  # noqa: F401 - adapters return NumPy arrays
 
 DTYPES = ("float32",)  # the first is where every case runs; the spec's sweep adds the others
 # Why this framework cannot run something (shown as not applicable, never passed), keyed by a dtype, an op or a
-# case id; "op/output" for one output ("attention_module/weights"); "param=value" for one value ("layer=mha").
+# case id; "op/output" for one output ("attention_module/weights"); "param=value" for one value ("layer=mha");
+# "*" for every function you delete from this file (a function deleted without it breaks the contract).
 NOT_APPLICABLE = {}
 # 'case[/output[/dtype]]' ("*" for any text) -> why your result differs, with a link where one exists.
 # Run as strict expected failures: an entry that stops failing, or matches nothing, fails the run.

@@ -8,7 +8,7 @@
     attention-conformance template [NAME]                    print the adapter template (or a built-in
                                                              adapter's source) to start from
     attention-conformance benchmark --adapter NAME           the suite's own speed and memory, as JSON
-    attention-conformance publish [--reports DIR]            in the checkout: the README's and docs' tables
+    attention-conformance publish [--reports DIR]            in the checkout: the docs' tables
                                                              from the reports
     attention-conformance portability --adapter NAME         the spec rerun under switches that change
                                                              kernels and threads: the same outcomes?
@@ -17,6 +17,7 @@
                                                              or rounding? (NumPy only)
     attention-conformance examples DIR                       example files for explain, of the kinds
                                                              issue trackers ask about
+    attention-conformance docs [PAGE]                        the manual: its pages, or one printed
     attention-conformance sweep --adapter NAME               measure the tolerance model over random
                                                              shapes on one framework (spec/model.yaml)
 
@@ -33,7 +34,7 @@ import sys
 from attention_conformance import dtypes, modes, writing
 from attention_conformance.cases import golden, loader
 from attention_conformance.contract import ops, registry
-from attention_conformance.paths import PUBLISHED_DIR, SPEC_DIR
+from attention_conformance.paths import DOCS_DIR, PUBLISHED_DIR, SPEC_DIR
 from attention_conformance.run import launch, reports
 from attention_conformance.tools.fuzz import cases as fuzz_cases
 
@@ -61,6 +62,7 @@ def check(name):
     except Exception as exc:  # noqa: BLE001 - whatever stops the import is the author's first problem
         print(f"{name}: does not import: {type(exc).__name__}: {exc}{registry.import_hint(name, exc)}", file=sys.stderr)
         return 1
+    registry.declare_rest(module)
     registry.pin(module)  # as `run` does: JAX computes float64 only with x64 switched on
     problems, said = registry.contract_problems(module), []
     if not problems:  # each mode as `run` loads it: its functions through in_mode, its own NOT_APPLICABLE keys
@@ -74,18 +76,21 @@ def check(name):
         ]
     declared = {k for k, v in getattr(module, "NOT_APPLICABLE", {}).items() if isinstance(v, str)}
     skipped = [op for op in ops.OPS if op in declared or not hasattr(module, op)]
-    if skipped:  # so that a forgotten stub is seen before a run reports its cases not applicable; first, so that the
-        # verdict or the problems are the last lines (an outside trial found a problem under a 37-name list)
-        print(
-            f"{name}: {len(skipped)} not called (declared not applicable, or optional and left out): "
-            + ", ".join(skipped)
-        )
     for line in said:
         print(f"{name}: {line}")
     sys.stdout.flush()  # before the problems on stderr, where the two streams share a terminal
-    for problem in problems:
+    for problem in problems:  # what is wrong first: an outside trial found a problem under a 37-name list
         print(f"{name}: {problem}", file=sys.stderr)
-    if not problems:
+    sys.stderr.flush()
+    if skipped:  # so that a forgotten stub is seen before a run reports its cases not applicable
+        print(
+            f"{name}: {len(skipped)} of {len(ops.OPS)} functions not called (declared not applicable, or optional "
+            "and left out): " + ", ".join(skipped)
+        )
+    if problems:
+        sys.stdout.flush()
+        print(f"{name}: {len(problems)} problem(s), the first lines above", file=sys.stderr)
+    else:
         print(
             f"{name}: ok, every contract function is there, takes the right parameters and returns the right "
             f"keys, shapes and dtypes on tiny inputs (modes: {', '.join(modes.declared(module))}); "
@@ -94,10 +99,25 @@ def check(name):
     return 1 if problems else 0
 
 
+def manual(page):
+    """docs/PAGE.md printed, or the pages listed: a user who installed from pip has no checkout to read them in."""
+    pages = sorted(p.stem for p in DOCS_DIR.glob("*.md"))
+    if page is None or page.removesuffix(".md") not in pages:
+        if page is not None:
+            print(f"error: no page {page!r} in {DOCS_DIR}: the pages are {', '.join(pages)}", file=sys.stderr)
+            return 2
+        for name in pages:
+            print(f"{name:16} {DOCS_DIR / (name + '.md')}")
+        print("attention-conformance docs PAGE prints one")
+        return 0
+    print((DOCS_DIR / f"{page.removesuffix('.md')}.md").read_text(), end="")
+    return 0
+
+
 def explain_keys():
     from attention_conformance.tools import explain_file
 
-    return explain_file.USAGE
+    return explain_file.HELP
 
 
 def _drawing(parser, examples, each=""):
@@ -112,7 +132,7 @@ def _drawing(parser, examples, each=""):
 
 
 def main(argv=None):
-    """The command's exit code (README: exit codes); a file the machine will not let it write is one line."""
+    """The command's exit code (docs/usage.md: exit codes); a file the machine will not let it write is one line."""
     try:
         return _command(argv)
     except writing.Refused as exc:
@@ -193,6 +213,9 @@ def _command(argv):
     validate_parser.add_argument("path", nargs="?", default=SPEC_DIR / "attention.yaml")
     validate_parser.add_argument("--golden-dir", default=golden.GOLDEN_DIR)
     commands.add_parser(
+        "docs", help="the manual, installed with the package: its pages, or one page printed"
+    ).add_argument("page", nargs="?", metavar="PAGE", help="a page's name, e.g. contract (docs/contract.md)")
+    commands.add_parser(
         "template", help="print the adapter template, or a built-in adapter's source to start from"
     ).add_argument(
         "adapter",
@@ -219,7 +242,7 @@ def _command(argv):
     )
     publish_parser = commands.add_parser(
         "publish",
-        help="in the checkout: the summary table into README.md and the benchmark's "
+        help="in the checkout: the summary table into docs/usage.md and the benchmark's "
         "into docs/speed.md, from the reports (their data kept in docs/results/)",
     )
     publish_parser.add_argument(
@@ -240,9 +263,9 @@ def _command(argv):
     explain_parser = commands.add_parser(
         "explain",
         help="your own attention's inputs and result: a bug, or rounding?",
-        description="Judge the result in FILE.npz against the float64 oracle with the "
-        "tolerance model of its dtype. Exit 0 within, 1 beyond, 2 bad input. "
-        "FILE.npz holds (np.savez) " + explain_keys(),
+        description="Judge the result in FILE.npz against the float64 oracle with the tolerance model of its dtype.\n"
+        "Exit 0 within, 1 beyond, 2 bad input. FILE.npz holds (np.savez) these keys:\n\n" + explain_keys(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     explain_parser.add_argument("file", metavar="FILE.npz")
     fuzz_parser = commands.add_parser(
@@ -298,6 +321,8 @@ def _command(argv):
         return check(args.module)
     if args.command == "validate":
         return validate(args.path, args.golden_dir)
+    if args.command == "docs":
+        return manual(args.page)
     if args.command == "template":
         from attention_conformance.tools import template
 

@@ -17,5 +17,6 @@ SPEC_DIR = _data("spec")  # attention.yaml, divergences/, documents/
 GOLDEN_DIR = _data("golden")
 ADAPTERS_DIR = _data("adapters")
 PUBLISHED_DIR = SPEC_DIR / "published"  # the published run's reports, gzipped: `summary --with-published`
-DOCS_DIR = SPEC_DIR / "documents"  # copies of the two documents, so quotes are checked on any install
+DOCUMENTS_DIR = SPEC_DIR / "documents"  # copies of the two documents, so quotes are checked on any install
 CONFORMANCE_TESTS = HERE / "conformance.py"  # the module pytest collects: one test function per output
+DOCS_DIR = _data("docs")  # the manual (docs/*.md): `attention-conformance docs NAME` prints a page where pip put it

@@ -28,6 +28,18 @@ def test_template_prints_the_template_or_a_built_in_adapter(capsys):
     assert capsys.readouterr().out == template.text("reference")
 
 
+def test_docs_lists_the_manual_prints_a_page_and_names_the_pages_for_a_wrong_one(capsys):
+    """A user who installed from pip has no checkout: the contract, at least, is one command away (issue 60)."""
+    assert cli.main(["docs"]) == 0
+    listed = capsys.readouterr().out
+    assert "contract " in listed and "usage " in listed
+    assert cli.main(["docs", "contract"]) == 0
+    assert capsys.readouterr().out.startswith("# The adapter contract")
+    assert cli.main(["docs", "contrac"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "the pages are " in err and "contract" in err
+
+
 def test_examples_writes_the_explain_files(tmp_path, capsys):
     assert cli.main(["examples", str(tmp_path / "files")]) == 0
     written = sorted(p.name for p in (tmp_path / "files").glob("*.npz"))
@@ -85,5 +97,6 @@ def test_check_calls_every_function_in_every_mode_and_names_the_mode_that_breaks
     (tmp_path / "check_two_modes.py").write_text(source)
     monkeypatch.syspath_prepend(str(tmp_path))
     assert cli.main(["check", "check_two_modes-compiled"]) == 1  # a column's name checks its adapter
-    err = capsys.readouterr().err.strip().splitlines()
+    *err, last = capsys.readouterr().err.strip().splitlines()
     assert err and all(line.startswith("check_two_modes: in mode compiled: softmax(scores)") for line in err), err
+    assert last == f"check_two_modes: {len(err)} problem(s), the first lines above"

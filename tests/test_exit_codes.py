@@ -1,4 +1,4 @@
-"""The README's table of exit codes is what the commands return: one representative of each row, through the
+"""The table of exit codes in docs/usage.md is what the commands return: one representative of each row, through the
 installed command's entry point (cli.main) or, for `run`, pytest's own process."""
 
 import re
@@ -12,16 +12,16 @@ from attention_conformance import cli, writing
 from attention_conformance.cases import loader
 from attention_conformance.run import reports
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+USAGE = Path(__file__).resolve().parent.parent / "docs" / "usage.md"
 
 
 def _table():
-    text = README.read_text()
+    text = USAGE.read_text()
     start = text.index("<!-- exit codes: tests/test_exit_codes.py reads this table -->")
     return {int(m.group(1)): m.group(2) for m in re.finditer(r"^\| (\d+) \| (.*)$", text[start:], re.M)}
 
 
-def test_the_readme_lists_every_code_a_command_returns():
+def test_the_usage_page_lists_every_code_a_command_returns():
     assert sorted(_table()) == [0, 1, 2, 3, 4, 5, writing.EXIT]
 
 

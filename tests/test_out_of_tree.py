@@ -60,7 +60,9 @@ def test_the_unfilled_template_fails_the_self_check_naming_every_function(tmp_pa
     (tmp_path / "as_copied.py").write_text(_run(["template"], tmp_path).stdout)
     done = _run(["check", "as_copied"], tmp_path)
     assert done.returncode == 1
-    named = {line.split(": ", 1)[1].split("(")[0] for line in done.stderr.splitlines()}
+    *problems, last = done.stderr.splitlines()
+    assert last == f"as_copied: {len(problems)} problem(s), the first lines above"
+    named = {line.split(": ", 1)[1].split("(")[0] for line in problems}
     required = set(ops.CONTRACT) - ops.OPTIONAL  # the template shows optional ops as comments
     assert named == required, sorted(required ^ named)
     assert (
@@ -225,7 +227,7 @@ def test_reports_from_two_machines_merge_into_one_matrix(tmp_path):
         done = _run(["summary", "--reports", "machine_a", "--html", given], tmp_path)
         assert done.returncode == 0 and f"{written})" in done.stdout and (tmp_path / written).is_file(), done.stderr
     unwritable = _run(["summary", "--reports", "machine_a", "--html", "/proc/page.html"], tmp_path)
-    assert unwritable.returncode == 74, unwritable.stderr  # the machine refused a file (README: exit codes)
+    assert unwritable.returncode == 74, unwritable.stderr  # the machine refused a file (docs/usage.md: exit codes)
     assert unwritable.stderr.strip().splitlines()[-1].startswith("error: /proc/page.html: cannot write ("), (
         unwritable.stderr
     )

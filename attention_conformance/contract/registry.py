@@ -66,6 +66,20 @@ def sources(name):
     return [package / "__init__.py", *sorted(p for p in package.glob("*.py") if p.name != "__init__.py")]
 
 
+REST = "*"  # NOT_APPLICABLE's key for every op the module does not define
+
+
+def declare_rest(module):
+    """NOT_APPLICABLE's "*" written out as one key per op the module does not define, with its reason, so that every
+    stage after the import reads the keys it always reads. A newcomer's adapter is then the functions it has and one
+    line, not thirty stubs; a function left out without "*" is still a broken contract (a typo is never a skip)."""
+    reasons = getattr(module, "NOT_APPLICABLE", None)
+    why = reasons.get(REST) if isinstance(reasons, dict) else None
+    if isinstance(why, str) and why.strip():
+        rest = {op: why for op in OPS if not callable(getattr(module, op, None))}
+        module.NOT_APPLICABLE = rest | {k: v for k, v in reasons.items() if k != REST}
+
+
 def contract_problems(module):
     """Every way `module` breaks the contract, one readable line each."""
     problems = []
@@ -123,9 +137,10 @@ def contract_problems(module):
     hook = getattr(module, "pin_numerics", None)
     if hook is not None and not (callable(hook) and not inspect.signature(hook).parameters):
         problems.append("pin_numerics must be a function of no arguments returning {switch: value}")
+    excused = not_applicable if isinstance(not_applicable, dict) else {}  # a whole op declared needs no stub
     for fn_name, params in CONTRACT.items():
         fn = getattr(module, fn_name, None)
-        if fn is None and fn_name in OPTIONAL:
+        if fn is None and (fn_name in OPTIONAL or (fn_name in OPS and fn_name in excused)):
             continue
         if not callable(fn):
             problems.append(f"missing function {fn_name}({', '.join(params)})")
@@ -240,6 +255,7 @@ def _imported(name):
         raise AdapterError(
             f"adapter {name!r} was requested but does not import: {type(exc).__name__}: {exc}{import_hint(name, exc)}"
         ) from exc
+    declare_rest(module)
     problems = contract_problems(module)
     if problems:
         raise AdapterError(f"adapter {name!r} breaks the contract: " + "; ".join(problems))

@@ -1,6 +1,6 @@
 """The tables the docs carry, generated from reports: `attention-conformance publish`.
 
-    tox -m conformance -p auto && attention-conformance publish      # the summary table in README.md
+    tox -m conformance -p auto && attention-conformance publish      # the summary table in docs/usage.md
     tox -e benchmark && attention-conformance publish                # and the benchmark's in docs/speed.md
     tox -e portability && attention-conformance publish              # and the portability table in docs/portability.md
     tox -p auto && tox -m full -p auto && attention-conformance publish   # and the family costs in docs/speed.md
@@ -32,7 +32,7 @@ PUBLISHED = Path("spec/published")  # in the checkout; paths.PUBLISHED_DIR insta
 # name -> (file the table is in, begin marker, end marker), relative to the checkout
 BLOCKS = {
     "summary": (
-        "README.md",
+        "docs/usage.md",
         "<!-- summary table: written by `attention-conformance publish`; do not edit by hand -->",
         "<!-- end of summary table -->",
     ),
@@ -130,7 +130,7 @@ def summary_data(directory):
 
 
 def summary_table(data):
-    """The README's table, from summary.json."""
+    """The published run's table (docs/usage.md), from summary.json."""
     return "\n".join(
         summary._table(data["rows"])
         + [

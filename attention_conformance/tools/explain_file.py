@@ -39,17 +39,30 @@ INPUTS = (
     "position",
     "bias",
 )
-USAGE = (
-    "keys: q, k, v ([..., T, H], [..., S, H]; heads as [..., N, T, H] and [..., K, S, H] with num_kv_heads = K) "
-    "or x, w_query, w_key, w_value ([..., T, D], [D, columns]; with num_heads and num_kv_heads, out is per head, "
-    "[..., N, T, H]); out; optional mask (bool, True = hidden), causal, scale, scores (q k^T, before scaling), "
-    "weights, dtype (when out is stored wider than the dtype judged, e.g. 'bfloat16'); window (a causal band of "
-    "that many keys), softcap (cap tanh(s / cap) before the mask; 0 is none), sinks (a logit per head joining each "
-    "softmax), pairing ('interleaved' or 'rotate_half': q and k before RoPE, keys at positions 0..S-1) with "
-    "rotary_dim (default H), theta (10000) and position (the first query's, default S - T); bias (float, "
-    "broadcastable to [..., T, S], added to the scaled scores: ONNX's and torch's float attn_mask, ALiBi's and T5's "
-    "biases; -inf hides a key)"
+# The keys FILE.npz may hold and what each means: `explain --help` prints one a line, a refusal names them.
+KEYS = (
+    ("q, k, v", "[..., T, H], [..., S, H]; heads as [..., N, T, H] and [..., K, S, H] with num_kv_heads = K"),
+    ("x, w_query, w_key, w_value", "instead of q, k, v: [..., T, D], [D, columns]; with num_heads and num_kv_heads, "
+     "out is per head, [..., N, T, H]"),
+    ("num_heads, num_kv_heads", "head counts: with x and the weights, N and K; with q, k, v, K for grouped heads"),
+    ("out", "your result (required)"),
+    ("mask", "bool, True = hidden"),
+    ("causal", "True: each query sees the keys up to its own position (bottom-right when S > T)"),
+    ("scale", "the scores' scale (default 1/sqrt(H))"),
+    ("scores", "q k^T, before scaling: judged too"),
+    ("weights", "the softmax's output: judged too"),
+    ("dtype", "the dtype judged, when out is stored wider, e.g. 'bfloat16'"),
+    ("window", "a causal band of that many keys"),
+    ("softcap", "cap tanh(s / cap) before the mask; 0 is none"),
+    ("sinks", "a logit per head joining each softmax"),
+    ("pairing", "'interleaved' or 'rotate_half': q and k before RoPE, keys at positions 0..S-1"),
+    ("rotary_dim, theta, position", "RoPE's rotated dims (default H), base (10000) and the first query's position "
+     "(default S - T)"),
+    ("bias", "float, broadcastable to [..., T, S], added to the scaled scores: ONNX's and torch's float attn_mask, "
+     "ALiBi's and T5's biases; -inf hides a key"),
 )
+USAGE = "keys: " + "; ".join(names for names, _ in KEYS) + " (attention-conformance explain --help says what each is)"
+HELP = "\n".join(f"  {names:29} {meaning}" for names, meaning in KEYS)
 
 
 MAX_SCORES = 1 << 25  # [..., T, S] elements: 256 MiB per float64 array, and explain holds ~10 of them

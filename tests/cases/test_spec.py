@@ -8,7 +8,7 @@ from spec_samples import MALFORMED, VALID
 
 from attention_conformance.cases import loader
 from attention_conformance.contract import ops, registry
-from attention_conformance.paths import DOCS_DIR, SPEC_DIR
+from attention_conformance.paths import DOCUMENTS_DIR, SPEC_DIR
 
 
 def _write(tmp_path, text):
@@ -68,7 +68,7 @@ def test_executable_tags_build_nothing(tmp_path):
 def test_the_repository_spec_loads_and_cites_real_lines():
     """Every quote in the spec is a line (or a line's text) of its document, whitespace-insensitive."""
     loaded = loader.load()
-    docs = {key: " ".join((DOCS_DIR / name).read_text().split()) for key, name in loaded.documents.items()}
+    docs = {key: " ".join((DOCUMENTS_DIR / name).read_text().split()) for key, name in loaded.documents.items()}
     unmatched = []
     for case in loaded.cases.values():
         if case.erratum and " ".join(case.erratum["claim"].split()) not in docs[case.erratum["doc"]]:

@@ -71,6 +71,23 @@ def test_each_way_of_breaking_the_contract_is_one_line_that_names_it(overrides, 
     assert "\n" not in problems[0]
 
 
+def test_star_declares_every_op_the_module_leaves_out_and_nothing_it_defines():
+    """A newcomer's adapter is the functions it has and one line; a function left out without "*" or its own key
+    is still a broken contract, so a misspelled name never turns into a skip."""
+    module = _adapter(softmax=None, blend=None, NOT_APPLICABLE={"*": "not written yet", "blend": "no blend"})
+    registry.declare_rest(module)
+    assert module.NOT_APPLICABLE["softmax"] == "not written yet" and module.NOT_APPLICABLE["blend"] == "no blend"
+    assert "*" not in module.NOT_APPLICABLE and "scale" not in module.NOT_APPLICABLE  # defined: it runs
+    assert registry.contract_problems(module) == []
+    assert registry.contract_problems(_adapter(blend=None, NOT_APPLICABLE={"blend": "no blend"})) == []
+    assert registry.contract_problems(_adapter(version=None, NOT_APPLICABLE={"version": "x"})) == [
+        "missing function version()"
+    ]
+    blank = _adapter(softmax=None, NOT_APPLICABLE={"*": " "})  # no reason: refused, not expanded
+    registry.declare_rest(blank)
+    assert "NOT_APPLICABLE must map a key to the reason" in registry.contract_problems(blank)[0]
+
+
 @pytest.mark.parametrize("key", ["float16", "softmax", "attention_module/weights", "causal=true", "fill=neg_inf"])
 def test_a_good_not_applicable_key_has_no_problem(key):
     assert registry.not_applicable_key_problem(key) is None

@@ -32,7 +32,7 @@ def test_a_committed_table_is_what_its_data_renders_to(name):
 def test_the_summary_table_was_made_from_this_spec_and_every_framework():
     data = _data("summary")
     assert data["spec_sha256"] == tables.spec_sha256(), (
-        "spec/attention.yaml changed since the README's summary table was made: run `tox -m conformance -p auto`, "
+        "spec/attention.yaml changed since docs/usage.md's summary table was made: run `tox -m conformance -p auto`, "
         "then `attention-conformance publish`"
     )
     assert data["adapters"] == [row[0] for row in data["rows"]], "the framework list changed"

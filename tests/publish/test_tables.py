@@ -16,8 +16,9 @@ DATA = {  # summary.json's content, as `publish` keeps it
 
 
 def _readme(root, inside):
-    _, begin, end = tables.BLOCKS["summary"]
-    (root / "README.md").write_text(f"# Title\n\nprose\n{begin}\n{inside}\n{end}\nmore prose\n{begin}\nlater\n{end}\n")
+    where, begin, end = tables.BLOCKS["summary"]
+    (root / where).parent.mkdir(parents=True, exist_ok=True)
+    (root / where).write_text(f"# Title\n\nprose\n{begin}\n{inside}\n{end}\nmore prose\n{begin}\nlater\n{end}\n")
 
 
 def test_a_block_is_the_text_between_the_first_markers_exactly(tmp_path):
@@ -29,7 +30,7 @@ def test_a_table_edited_by_hand_no_longer_equals_what_its_data_renders_to(tmp_pa
     rendered = tables.summary_table(DATA)
     _readme(tmp_path, rendered)
     assert tables.block("summary", tmp_path) == rendered
-    readme = tmp_path / "README.md"
+    readme = tmp_path / tables.BLOCKS["summary"][0]
     readme.write_text(readme.read_text().replace("| 0.031", "| 0.030", 1))
     assert tables.block("summary", tmp_path) != rendered
     assert "0.030" in tables.block("summary", tmp_path)
@@ -37,22 +38,23 @@ def test_a_table_edited_by_hand_no_longer_equals_what_its_data_renders_to(tmp_pa
 
 def test_a_missing_file_or_lost_markers_are_refused_in_one_line(tmp_path):
     with pytest.raises(
-        SystemExit, match=r"^error: no .*README\.md: publish runs in the attention-conformance checkout$"
+        SystemExit, match=r"^error: no .*usage\.md: publish runs in the attention-conformance checkout$"
     ):
         tables.block("summary", tmp_path)
-    _, begin, _ = tables.BLOCKS["summary"]
-    (tmp_path / "README.md").write_text(f"{begin}\nthe end marker was deleted\n")
-    with pytest.raises(SystemExit, match=r"README\.md has no summary markers"):
+    where, begin, _ = tables.BLOCKS["summary"]
+    (tmp_path / where).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / where).write_text(f"{begin}\nthe end marker was deleted\n")
+    with pytest.raises(SystemExit, match=r"usage\.md has no summary markers"):
         tables.block("summary", tmp_path)
 
 
 def test_publishing_checks_every_files_markers_before_writing_any(tmp_path):
     _readme(tmp_path, "old table")
-    before = (tmp_path / "README.md").read_text()
+    before = (tmp_path / tables.BLOCKS["summary"][0]).read_text()
     # docs/speed.md and docs/portability.md are missing: nothing may be half published.
     with pytest.raises(SystemExit, match=r"^error: no "):
         tables.main(tmp_path / "reports", root=tmp_path)
-    assert (tmp_path / "README.md").read_text() == before
+    assert (tmp_path / tables.BLOCKS["summary"][0]).read_text() == before
     assert not (tmp_path / tables.RESULTS).exists()
 
 
