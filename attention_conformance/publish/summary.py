@@ -44,7 +44,13 @@ def row(name, report, convention_cases=(), missing=None):
     worst_ulp = f"{max(ulps):.2f}" if ulps else "-"
     ran = count["passed"] + count["diverged"] + count["not applicable"]
     problem = None
-    if failed:
+    changed = reports.changed_since(report)
+    if changed:  # a fix rerun one test at a time stacked on the broken run: its other results are the old code's
+        status = problem = (
+            f"MIXED: the adapter changed since its complete run of {changed}, and only some tests ran again: "
+            f"`attention-conformance run --adapter {name}` reruns it whole"
+        )
+    elif failed:
         first = (root_cause.pick(results) or (_failing(results)[0],))[0]  # the earliest stage's, else the first stale
         stale = count["stale divergence"]
         parts = [f"{failed - stale} failed"] * bool(failed - stale) + [
@@ -230,7 +236,7 @@ def main(directories=(reports.DEFAULT_DIR,), names=None, out=reports.DEFAULT_DIR
     if wrong:
         failures.append("wrong adapters: " + ", ".join(wrong))
     built = matrix.build(found, outline, sorted(({a for a, _ in unfinished} | set(never)) - reported))
-    text, written = matrix.write(built, out)
+    _, written = matrix.write(built, out)
     conforms = (
         f"conforms: {', '.join(sorted(found))} ({len(found)} adapter(s)"
         + (f", merged from {len(directories)} folders" if len(directories) > 1 else "")
@@ -248,8 +254,13 @@ def main(directories=(reports.DEFAULT_DIR,), names=None, out=reports.DEFAULT_DIR
     where = Path(out) / "index.html" if html is None else html
     written.append(page.write(content, where))  # a refusal is writing.Refused: one line, exit 74 (cli.py)
     verdict = "FAILED: " + "; ".join(failures) if failures else conforms
-    print(f"\nConformance matrix ({', '.join(map(str, written))})\n")
-    print(text)
+    # The files on the first line, a note for one not written (no matplotlib) under it, so both stay short.
+    print(f"\nConformance matrix ({', '.join(str(w) for w in written if isinstance(w, Path))})")
+    print("".join(f"{w}\n" for w in written if not isinstance(w, Path)))
+    print(matrix.compact(built))
+    print(
+        f"The full matrix, a row per case and a column per framework and dtype: {written[0]}; the page: {written[-1]}"
+    )
     if failures:
         sys.stdout.flush()  # the verdict is the last line, also where stdout and stderr share a pipe
         print(verdict, file=sys.stderr)

@@ -23,9 +23,10 @@
                             outline = {"families": [names], "cases": [[id, family, states a
                             convention?]]}: the spec the run was made from, as the summary and the
                             matrix show it (whichever spec is installed where they run)
+                            adapter_sha256: the adapter's source files' digest (source_sha256)
                             reruns (only where a narrowed run went on top of a complete one,
-                            on_top): [{"complete_run_finished"}, then {"finished", "tests": [ids]}
-                            for each rerun, oldest first]
+                            on_top): [{"complete_run_finished", "adapter_sha256"}, then
+                            {"finished", "tests": [ids], "adapter_sha256"} for each rerun, oldest first]
                             While the tests run the file says only {"adapter", "started",
                             "complete": false, "tests": {}}: a run that dies leaves that behind,
                             never its last result. An adapter that does not import, or whose
@@ -42,6 +43,7 @@ made from different specs, or two runs that would fill the same column are refus
 
 import contextlib
 import gzip
+import hashlib
 import json
 import platform
 import time
@@ -168,14 +170,36 @@ def outline(spec):
 
 
 def described(module, spec, seen, ran):
-    """A run report's mode, dtypes and devices for adapter `module`, which sees devices `seen` and ran on `ran`."""
+    """A run report's mode, dtypes, devices and source digest for adapter `module`, which sees devices `seen` and ran
+    on `ran`."""
     return {
+        "adapter_sha256": source_sha256(module),
         "mode": {"name": module.MODE, "runs": modes.declared(module)[module.MODE]},
         "dtypes": plan.declared_dtypes(spec, module),
         "devices": {
             d: "ran" if d == ran else ("unavailable" if d not in seen else "available, not run") for d in ("cpu", "gpu")
         },
     }
+
+
+def source_sha256(module):
+    """The digest of an adapter's source: its file, or every module of its package. A narrowed rerun compares it with
+    the complete run's it goes on top of (changed_since)."""
+    where = Path(getattr(module, "__file__", None) or "")
+    files = sorted(where.parent.glob("*.py")) if where.name == "__init__.py" else [where]
+    digest = hashlib.sha256()
+    for path in files:
+        with contextlib.suppress(OSError):
+            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def changed_since(report):
+    """When the complete run a report's reruns sit on finished, where the adapter's source changed after it (its
+    other results are then the old adapter's); else None."""
+    reruns = report.get("reruns") or []
+    digests = {r.get("adapter_sha256") for r in reruns} - {None}
+    return reruns[0].get("complete_run_finished") if len(digests) > 1 else None
 
 
 def on_top(directory, adapter, run):
@@ -195,12 +219,18 @@ def on_top(directory, adapter, run):
             f"{last['finished']}: that one ran another spec, version or mode"
         )
     rerun = {"finished": time.strftime("%Y-%m-%dT%H:%M:%S"), "tests": sorted(run["tests"])}
-    reruns = last.get("reruns") or [{"complete_run_finished": last["finished"]}]  # its first entry: when it ran whole
+    rerun["adapter_sha256"] = run.get("adapter_sha256")
+    first = {"complete_run_finished": last["finished"], "adapter_sha256": last.get("adapter_sha256")}
+    reruns = last.get("reruns") or [first]  # its first entry: when it ran whole, and what
+    stacked = run | {"complete": True, "tests": last["tests"] | run["tests"], "reruns": [*reruns, rerun]}
     said = f"narrowed by pytest arguments: its {len(run['tests'])} results on top of the complete run of "
-    return (
-        run | {"complete": True, "tests": last["tests"] | run["tests"], "reruns": [*reruns, rerun]},
-        said + reruns[0]["complete_run_finished"],
-    )
+    said += reruns[0]["complete_run_finished"]
+    if changed_since(stacked):
+        said += (
+            f", but the adapter changed since, so its other results are the old adapter's: "
+            f"`attention-conformance run --adapter {adapter}` reruns it whole"
+        )
+    return stacked, said
 
 
 def write_run(
@@ -218,6 +248,7 @@ def write_run(
     expected,
     tests,
     reruns=None,
+    adapter_sha256=None,
 ):
     """One adapter's run report. `reruns`: the narrowed runs put on top of a complete one ([{"finished", "tests"}])."""
     _write(
@@ -239,6 +270,7 @@ def write_run(
             "tests": tests,
             "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
         }
+        | ({"adapter_sha256": adapter_sha256} if adapter_sha256 else {})
         | ({"reruns": reruns} if reruns else {}),
     )
 

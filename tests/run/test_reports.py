@@ -189,6 +189,23 @@ def test_a_narrowed_rerun_goes_on_top_of_the_last_complete_run_never_in_its_plac
     assert sorted(p.name for p in tmp_path.iterdir()) == ["reference.json"]
 
 
+def test_a_rerun_after_the_adapter_changed_says_so_and_the_summary_asks_for_a_whole_run(tmp_path):
+    """Issue 60's trial: after a fix and one test rerun, the summary still said "FAILED: 28 failed", the other 27 being
+    the broken code's. Now the verdict says the results are mixed and gives the command."""
+    from attention_conformance.publish import summary
+
+    _write(tmp_path, adapter_sha256="before")
+    report, said = _narrowed(tmp_path, adapter_sha256="before")  # the same code: stacking is sound
+    assert reports.changed_since(report) is None and "changed" not in said
+    report, said = _narrowed(tmp_path, adapter_sha256="after")
+    assert reports.changed_since(report) == report["reruns"][0]["complete_run_finished"]
+    assert "the adapter changed since" in said and "`attention-conformance run --adapter reference`" in said
+    cells, problem = summary.row("reference", report)
+    assert cells[-1] == problem and problem.startswith("MIXED: the adapter changed since its complete run of ")
+    assert problem.endswith("`attention-conformance run --adapter reference` reruns it whole")
+    assert reports.source_sha256(reports) == reports.source_sha256(reports) != reports.source_sha256(summary)
+
+
 def test_a_narrowed_run_of_another_version_or_with_no_complete_run_is_marked_incomplete(tmp_path):
     report, said = _narrowed(tmp_path)  # nothing to put it on
     assert report["complete"] is False and "marked incomplete" in said
