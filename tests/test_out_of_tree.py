@@ -341,6 +341,7 @@ def test_the_wheel_carries_the_data_and_no_generic_top_level_name(tmp_path):
         "plugin.py",
         "publish/page.html",
         "spec/divergences/README.md",
+        "docs/contract.md",  # `attention-conformance docs contract`: a pip user has no checkout to read it in
     ):
         assert f"attention_conformance/{needed}" in names, needed
     # Installed from the wheel (not editable), run from elsewhere: the path an outsider takes.

@@ -78,7 +78,7 @@ def line(results):
         f"root cause: {where}: {said}"
         + (
             f"; the case states the spec's conventions.{convention}: if yours is another, declare it "
-            "in KNOWN_DIVERGENCES (docs/contract.md)"
+            "in KNOWN_DIVERGENCES (`attention-conformance docs contract`)"
             if convention
             else ""
         )

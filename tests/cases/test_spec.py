@@ -8,7 +8,7 @@ from spec_samples import MALFORMED, VALID
 
 from attention_conformance.cases import loader
 from attention_conformance.contract import ops, registry
-from attention_conformance.paths import DOCUMENTS_DIR, SPEC_DIR
+from attention_conformance.paths import DOCS_DIR, DOCUMENTS_DIR, SPEC_DIR
 
 
 def _write(tmp_path, text):
@@ -93,12 +93,10 @@ def test_every_erratum_is_listed_in_the_readme():
     assert missing == []
 
 
-def test_the_readme_contract_table_is_the_contract():
-    """One row per op, with exactly the parameters of ops.OPS, and every output of a multi-output op named."""
-    page = SPEC_DIR.parent / "docs" / "contract.md"
-    readme = page.read_text() if page.exists() else None
-    if readme is None:
-        pytest.skip("docs/contract.md is not installed with the package")
+def test_the_contract_page_table_is_the_contract():
+    """One row per op, with exactly the parameters of ops.OPS, and every output of a multi-output op named: in the
+    page `attention-conformance docs contract` prints, installed with the package."""
+    readme = (DOCS_DIR / "contract.md").read_text()
     table = readme[readme.index("# The adapter contract") : readme.index("Besides the functions")]
     rows = dict(re.findall(r"^\| `(\w+\([^`]*\))` \| ([^|]*)\|", table, re.M))
     expected = {
