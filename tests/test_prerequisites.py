@@ -12,8 +12,12 @@ def test_each_missing_tool_and_a_short_disk_is_one_line_saying_how_to_get_it(mon
     usage = namedtuple("usage", "total used free")
     monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(0, 0, 2 * 2**30))
     lines = prerequisites.missing(need_gib=7)
-    assert [line.split(",")[0].split(":")[0] for line in lines] == ["Node 20 or later and npm", "chromium",
-                                                                    "chromedriver", "disk"]
+    assert [line.split(",")[0].split(":")[0] for line in lines] == [
+        "Node 20 or later and npm",
+        "chromium",
+        "chromedriver",
+        "disk",
+    ]
     assert "apt-get install chromium chromium-driver" in lines[1] and "need 7 GiB" in lines[3]
     assert "\n" not in "".join(lines)
     assert prerequisites.missing(need_gib=1)[-1].startswith("chromedriver")  # 2 GiB free is enough once built

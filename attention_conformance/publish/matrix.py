@@ -2,10 +2,12 @@
 
 Built from the run reports each tox environment writes in its own process. An adapter without
 a report is a MISSING column, never a passing one. Written as matrix.md, matrix.json (the same
-content) and matrix.png (a heatmap) in the reports folder.
+content) and matrix.png (a heatmap) in the reports folder; the terminal gets it folded to a row per family
+and a column per framework (compact), as wide as a terminal.
 """
 
 import json
+import textwrap
 from pathlib import Path
 
 from attention_conformance import writing
@@ -114,21 +116,108 @@ def markdown(matrix):
     return "\n".join(lines) + "\n\n" + LEGEND + "\n"
 
 
-# RGB in 0..1, for matrix.png and the page alike: a passed cell runs from green (margin 0) to red (margin 1).
-PASSED_COLOURS = ((0.2, 0.7, 0.3), (0.85, 0.15, 0.1))
+# A terminal is 120 columns: the per-case table (a row per case, a column per framework x dtype) is ~180 rows of
+# 300 and more characters, so the terminal gets a row per family and a column per framework instead.
+WIDTH = 120
+# The longest framework name kept on one header line; a longer one (merged: "adapter version device@host") wraps.
+HEADER = 20
+# Which status a family's cell shows: the first that any of its cells has; counted in cases but for the two
+# that say nothing case by case (an adapter that did not report, a framework with no check of the family).
+UNCOUNTED = ("missing", "not run in this dtype")
+WORST_FIRST = [
+    "failed",
+    "stale divergence",
+    "missing",
+    "diverged",
+    "other convention",
+    "passed",
+    "not applicable",
+    "not run in this dtype",
+]
+COMPACT_LEGEND = (
+    "A cell sums up a family's cases over every dtype of one framework: the first of "
+    + ", ".join("ok M" if s == "passed" else SHORT[s] + " n" * (s not in UNCOUNTED) for s in WORST_FIRST)
+    + " that any of them has (n: how many of the family's cases have it; M: the worst |error| / tolerance of its "
+    "passed cells, 1 would use the whole budget; div: known divergence; conv: another convention; n/a: not applicable; "
+    "-: no check in any dtype)."
+)
+
+
+def _frameworks(matrix):
+    """{framework: its columns}, in the matrix's order: a column less its dtype; a MISSING one is its name alone."""
+    grouped = {}
+    for column in matrix["columns"]:
+        missing = matrix["rows"][0]["cells"][column]["status"] == "missing"
+        grouped.setdefault(column if missing else column.rsplit(" ", 1)[0], []).append(column)
+    return grouped
+
+
+def _compact_cell(rows, columns):
+    """The cell of `rows` (a family's) in `columns` (a framework's): its first status of WORST_FIRST, with how many
+    of the rows have it; a passed one with its worst margin instead."""
+    cells = [[row["cells"][c] for c in columns] for row in rows]
+    status = next(s for s in WORST_FIRST if any(c["status"] == s for case in cells for c in case))
+    if status == "passed":
+        margins = [c.get("margin") for case in cells for c in case if c["status"] == "passed"]
+        margins = [m for m in margins if m is not None]
+        return f"ok {max(margins):.2f}" if margins else "ok"
+    if status in UNCOUNTED:
+        return SHORT[status]
+    return f"{SHORT[status]} {sum(any(c['status'] == status for c in case) for case in cells)}"
+
+
+def compact(matrix, width=WIDTH):
+    """The matrix for a terminal: a row per family (and one for every case), a column per framework, its dtypes
+    folded into the cell; blocks of columns, one under the other, where they would not fit in `width`."""
+    if not matrix["rows"]:
+        return ""
+    families = {}
+    for row in matrix["rows"]:
+        families.setdefault(row["family"], []).append(row)
+    labelled = [(f"{fam} ({len(rows)})", rows) for fam, rows in families.items()]
+    labelled.append((f"every case ({len(matrix['rows'])})", matrix["rows"]))
+    label = max(len(text) for text, _ in labelled + [("family (cases)", None)])
+    columns = []  # (header lines, width, cells)
+    for name, group in _frameworks(matrix).items():
+        cells = [_compact_cell(rows, group) for _, rows in labelled]
+        size = max(min(len(name), HEADER), *map(len, cells))
+        columns.append((textwrap.wrap(name, size, break_on_hyphens=False), size, cells))
+    blocks = [[]]
+    for column in columns:
+        if blocks[-1] and label + sum(2 + size for _, size, _ in blocks[-1] + [column]) > width:
+            blocks.append([])
+        blocks[-1].append(column)
+    lines = []
+    for block in blocks:
+        depth = max(len(head) for head, _, _ in block)
+        for i in range(depth):  # a wrapped name grows upwards: its last line sits over its cells
+            first = "family (cases)" if i == depth - 1 else ""
+            heads = [(([""] * depth + head)[-depth:][i], size) for head, size, _ in block]
+            lines.append(first.ljust(label) + "".join(f"  {text.ljust(size)}" for text, size in heads))
+        lines.append("-" * label + "".join("  " + "-" * size for _, size, _ in block))
+        for r, (text, _) in enumerate(labelled):
+            lines.append(text.ljust(label) + "".join(f"  {cells[r].ljust(size)}" for _, size, cells in block))
+        lines.append("")
+    return "\n".join([line.rstrip() for line in lines] + textwrap.wrap(COMPACT_LEGEND, width)) + "\n"
+
+
+# RGB in 0..1, for matrix.png and the page alike: a passed cell runs from green (margin 0) to pale yellow-green
+# (margin 1), never towards red, so a cell that used most of its budget still reads as a pass; red is a failure's
+# alone, and every other status has a colour of its own (FAIL and STALE both fail the run, but need different fixes).
+PASSED_COLOURS = ((0.16, 0.55, 0.27), (0.89, 0.95, 0.6))
 COLOURS = {
-    "failed": (0, 0, 0),
-    "stale divergence": (0, 0, 0),
+    "failed": (0.82, 0.1, 0.1),
+    "stale divergence": (0.96, 0.55, 0.1),
     "diverged": (0.55, 0.35, 0.75),
     "other convention": (0.55, 0.7, 0.95),
-    "not applicable": (0.75, 0.75, 0.75),
-    "missing": (1, 1, 1),
-    "not run in this dtype": (0.93, 0.93, 0.93),
+    "not applicable": (0.72, 0.72, 0.72),
+    "missing": (0.3, 0.3, 0.32),
+    "not run in this dtype": (0.94, 0.94, 0.94),
 }
 
 
 def heatmap(matrix, path):
-    """A PNG of margins: green (0) to red (1), grey n/a, purple divergence, black failure."""
+    """A PNG of margins: green (0) to pale yellow-green (1) for a pass, red failure, each other status its colour."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -137,13 +226,13 @@ def heatmap(matrix, path):
 
     cols, rows = matrix["columns"], matrix["rows"]
     rgb = np.ones((len(rows), len(cols), 3))
-    green, red = np.array(PASSED_COLOURS[0]), np.array(PASSED_COLOURS[1])
+    low, high = np.array(PASSED_COLOURS[0]), np.array(PASSED_COLOURS[1])
     for i, row in enumerate(rows):
         for j, col in enumerate(cols):
             cell = row["cells"][col]
             if cell["status"] == "passed":
                 t = min(max(cell.get("margin") or 0.0, 0.0), 1.0)
-                rgb[i, j] = (1 - t) * green + t * red
+                rgb[i, j] = (1 - t) * low + t * high
             else:
                 rgb[i, j] = COLOURS[cell["status"]]
     fig, ax = plt.subplots(figsize=(2.2 + 0.75 * len(cols), 1.5 + 0.2 * len(rows)))
@@ -153,8 +242,9 @@ def heatmap(matrix, path):
     # No number in each cell: ~3000 labels were half the main job's summary (2.4 s, measured) and
     # unreadable at this size; matrix.md and matrix.json hold the margins.
     ax.set_title(
-        "Conformance margins: |error| / tolerance (green 0, red 1); purple known divergence, "
-        "grey n/a, light grey no check in this dtype, black failure",
+        "Conformance margins of the passed cells: |error| / tolerance (green 0, pale yellow-green 1);\nred failure, "
+        "orange stale divergence, purple known divergence, light blue other convention, grey n/a, dark grey missing, "
+        "light grey no check in this dtype",
         fontsize=8,
     )
     # Cropped to what was drawn rather than laid out first: tight_layout costs a second pass over the

@@ -258,9 +258,8 @@ def main(directories=(reports.DEFAULT_DIR,), names=None, out=reports.DEFAULT_DIR
     print(f"\nConformance matrix ({', '.join(str(w) for w in written if isinstance(w, Path))})")
     print("".join(f"{w}\n" for w in written if not isinstance(w, Path)))
     print(matrix.compact(built))
-    print(
-        f"The full matrix, a row per case and a column per framework and dtype: {written[0]}; the page: {written[-1]}"
-    )
+    print(f"The full matrix, a row per case and a column per framework and dtype: {written[0]}")
+    print(f"and on the page, each cell's tests a click away: {written[-1]}")
     if failures:
         sys.stdout.flush()  # the verdict is the last line, also where stdout and stderr share a pipe
         print(verdict, file=sys.stderr)

@@ -34,8 +34,8 @@ class Subject:
         raise Nonconformance(
             f"{self.label}: {message}"
             + (
-                f"; this case states the spec's conventions.{convention} (`attention-conformance docs contract`): a framework that "
-                "follows another declares it in KNOWN_DIVERGENCES, shown as `conv`"
+                f"; this case states the spec's conventions.{convention} (`attention-conformance docs contract`): "
+                "a framework that follows another declares it in KNOWN_DIVERGENCES, shown as `conv`"
                 if convention
                 else ""
             ),

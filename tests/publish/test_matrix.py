@@ -85,3 +85,77 @@ def test_the_markdown_and_the_json_written_hold_the_same_matrix(tmp_path):
     assert lines[2] == "| document values | sat | ok 0.50 1.5u | FAIL | MISSING |"
     assert lines[4] == "|  | empty_row | conv | - | MISSING |", "a family is named on its first row only"
     assert lines[-1] == matrix.LEGEND
+
+
+def test_the_terminal_gets_a_row_per_family_and_a_column_per_framework_its_dtypes_folded_in():
+    lines = matrix.compact(_built(names=["jax"]), width=60).splitlines()
+    assert lines[:5] == [
+        "family (cases)        torch   jax",
+        "--------------------  ------  -------",
+        "document values (1)   FAIL 1  MISSING",
+        "causal and masks (2)  div 1   MISSING",  # its divergence before its other convention and its n/a
+        "every case (3)        FAIL 1  MISSING",
+    ]
+    assert all(len(line) <= 60 for line in lines), "the legend wraps too"
+
+
+# A full run's columns (tox -m full): twelve adapters, most in four dtypes; families named as the spec's longest are.
+ADAPTERS = ["jax", "jax-eager", "mlx", "mlx-compiled", "onnxruntime", "onnxruntime-eager", "reference"]
+ADAPTERS += ["tensorflow", "tensorflow-compiled", "tfjs", "torch", "torch-compiled"]
+FAMILIES = ["document values", "mapping table rows", "attention operator", "grouped heads", "mask conventions"]
+
+
+def _full_run(failing):
+    """matrix.build of twelve adapters x four dtypes, every test passed but `failing` (adapter, dtype, case)."""
+    cases = [[f"{fam.replace(' ', '_')}_{i}", fam, False] for fam in FAMILIES for i in range(9)]
+    outline = {"families": FAMILIES, "cases": cases}
+    found = {}
+    for adapter in ADAPTERS:
+        dtypes = ["float32", "float64", "float16", "bfloat16"]
+        tests = {
+            f"test_context[{adapter}-{dtype}-{case}]": _result("passed", 0.5 * i / 9)
+            for dtype in dtypes
+            for case, _, _ in outline["cases"]
+            for i in [int(case[-1])]
+        }
+        found[adapter] = _report(adapter, dtypes, tests)
+    adapter, dtype, case = failing
+    found[adapter]["tests"][f"test_context[{adapter}-{dtype}-{case}]"] = _result("failed", 3.0)
+    return matrix.build(found, outline, ["onnxruntime-eager", "not-reported"])
+
+
+def test_the_terminal_matrix_of_a_full_run_fits_120_columns_and_names_the_failing_family():
+    text = matrix.compact(_full_run(("torch-compiled", "bfloat16", "grouped_heads_4")))
+    lines = text.splitlines()
+    assert max(map(len, lines)) <= 120, max(lines, key=len)
+    assert len(lines) < 60, "a row per family, not per case"
+    heads = [line for line in lines if line.startswith("family (cases)")]
+    assert len(heads) > 1, "twelve frameworks do not fit one block of 120 columns"
+    for name in [*ADAPTERS, "not-reported"]:
+        assert sum(f"  {name} " in f"{head} " for head in heads) == 1, f"{name}: not one column"
+    # Each block: its header, a rule, then a row per family and the row of every case.
+    block = next(i for i, head in enumerate(lines) if head.startswith("family (cases)") and "torch-compiled" in head)
+    at = lines[block].index("  torch-compiled") + 2
+    shown = {line[: line.index(" (")]: line[at:].split("  ")[0] for line in lines[block + 2 : block + 8]}
+    assert shown == {
+        "document values": "ok 0.44",
+        "mapping table rows": "ok 0.44",
+        "attention operator": "ok 0.44",
+        "grouped heads": "FAIL 1",
+        "mask conventions": "ok 0.44",
+        "every case": "FAIL 1",
+    }
+    assert text.count("FAIL 1") == 2, "no other framework's family fails"
+    assert sum(line.endswith("  MISSING") for line in lines) == len(FAMILIES) + 1, "the adapter that did not report"
+
+
+def test_no_passing_colour_reads_as_a_failure_and_each_status_has_its_own():
+    low, high = matrix.PASSED_COLOURS
+    for t in (0, 0.25, 0.5, 0.63, 0.75, 1):
+        r, g, b = ((1 - t) * lo + t * hi for lo, hi in zip(low, high))
+        assert g >= r and g >= b, f"a passed cell at margin {t} is not green: {(r, g, b)}"
+    r, g, b = matrix.COLOURS["failed"]
+    assert r > 0.7 and g < 0.3 and b < 0.3, "a failure is red"
+    colours = [*matrix.COLOURS.values(), low, high]
+    assert len(set(colours)) == len(colours), "two statuses share a colour"
+    assert len(set(matrix.SHORT.values())) == len(matrix.SHORT), "two statuses share a word"

@@ -1,10 +1,11 @@
 """The conformance page (index.html, attention_conformance/publish/page.py) in a real browser: Debian's chromium,
 driven through Debian's chromium-driver by selenium, opening the file from file:// as a user would.
 
-Two pages: one made here from two adapters run outside the checkout (the reference, and a copy that fails
-its softmax cases, raises with HTML in its message and declares a known divergence with a link), and the
-page the main job wrote (reports/index.html; tox runs this environment after the summary). Each is checked
-against the reports it was made from, filtered, and its cells opened. Without chromium every test fails
+Three pages: one made here from two adapters run outside the checkout (the reference, and a copy that fails
+its softmax cases, raises with HTML in its message and declares a known divergence with a link), one made
+from the published run (a full run's 40 columns, which must all be in view at 1400 px), and the page the
+main job wrote (reports/index.html; tox runs this environment after the summary). Each is checked against
+the reports it was made from, filtered, and its cells opened. Without chromium every test fails
 with the command that installs it: a browser check that skips would be a silent green.
 
     python tests/publish/test_page.py PAGE PNG [CASE COLUMN]   a screenshot of a page with a cell opened and
@@ -25,6 +26,7 @@ import pytest
 
 from attention_conformance import modes
 from attention_conformance.contract import ids, registry
+from attention_conformance.paths import PUBLISHED_DIR
 from attention_conformance.publish import matrix
 from attention_conformance.run import reports
 from attention_conformance.tools import template
@@ -184,6 +186,19 @@ def _agrees_with_reports(browser, folders, names=None):
     return found
 
 
+def _fits(browser):
+    """At 1400 px every column of the matrix is in view: no header past the window's right edge, nothing to scroll
+    sideways (the torch and tfjs columns were cut off at the right)."""
+    width, right, wrap, page = browser.execute_script(
+        "const wrap = document.getElementById('matrix-wrap'), root = document.documentElement;"
+        "return [root.clientWidth, Math.max(...[...document.querySelectorAll('#matrix-table thead th')]"
+        ".map(th => th.getBoundingClientRect().right)), wrap.scrollWidth - wrap.clientWidth,"
+        "root.scrollWidth - root.clientWidth]"
+    )
+    assert 1300 < width <= 1400, f"the window is {width} px wide, not 1400"
+    assert right <= width and wrap == 0 and page == 0, (right, width, wrap, page)
+
+
 def test_the_page_is_one_file_that_fetches_nothing(demo):
     html = (demo / "index.html").read_text()
     assert not re.search(r"<(script|img|iframe)[^>]*\ssrc=|<link\b|url\(|@import", html, re.I)
@@ -194,6 +209,7 @@ def test_the_page_agrees_with_its_reports_and_its_filters_narrow_it(browser, dem
     _load(browser, demo / "index.html")
     found = _agrees_with_reports(browser, [demo])
     assert browser.find_element("id", "verdict").text.startswith("FAILED: page_wrong:")
+    assert browser.find_element("id", "made").text.startswith("From the reports in reports/ (the last finished 20")
     marked = browser.execute_script(
         "return [...document.querySelectorAll('#summary-table tbody tr')].map(tr => [tr.cells[0].textContent, "
         "tr.cells[tr.cells.length - 1].className])"
@@ -282,6 +298,31 @@ def test_a_merged_page_has_a_column_per_machine(browser, demo, tmp_path):
     assert groups == ["case", *sorted(found)] and all("cpu@" in g for g in groups[1:]), groups
 
 
+def test_a_full_runs_page_shows_every_column_at_1400_px_and_a_click_opens_a_cell(browser, tmp_path):
+    """The published run's page: twelve adapters, 40 columns of framework x dtype, each status its own mark."""
+    done = _run(["summary", "--reports", str(PUBLISHED_DIR), "--out", "out"], tmp_path)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    browser.set_window_size(1400, 900)
+    _load(browser, tmp_path / "out" / "index.html")
+    columns = browser.execute_script("return document.querySelectorAll('#matrix-table thead tr + tr th').length")
+    assert columns >= 40, columns
+    _fits(browser)
+    assert browser.find_element("id", "made").text.startswith(f"From the reports in {PUBLISHED_DIR}/ (")
+    marks = browser.execute_script(
+        "return [...document.querySelectorAll('#legend .mark')].map(m => [m.textContent, m.style.background])"
+    )
+    assert len({text for text, _ in marks}) == len(marks) and len({bg for _, bg in marks}) == len(marks), marks
+    # The last column (torch-compiled's bfloat16), at the right edge: a click opens its tests.
+    last = browser.execute_script(
+        "const cells = document.querySelectorAll('tr[data-case=\"sat\"] td.cell');"
+        "return cells[cells.length - 1].dataset.column"
+    )
+    assert last.startswith("torch"), last
+    opened = _open(browser, "sat", last)
+    assert opened.find_element("css selector", "h3").text == f"sat / {last}"
+    assert opened.find_elements("css selector", ".test"), "the cell's tests are listed"
+
+
 def test_the_main_jobs_page_agrees_with_its_reports(browser):
     """reports/index.html as `tox -m conformance -p auto` (or `tox -p auto`) left it, beside its reports."""
     folder = Path(reports.DEFAULT_DIR)
@@ -297,6 +338,7 @@ def test_the_main_jobs_page_agrees_with_its_reports(browser):
     assert not stale, f"{page} is older than the reports of {', '.join(stale)}: rerun `tox -e summary`"
     assert page.stat().st_size <= 2 * 1024 * 1024, f"{page} is {page.stat().st_size} bytes; the page must stay <= 2 MB"
     _load(browser, page)
+    _fits(browser)
     _agrees_with_reports(browser, [folder], registry.NAMES)
     diverged = [
         (ids.parse(t)[3], f"{ids.parse(t)[1]} {ids.parse(t)[2]}")

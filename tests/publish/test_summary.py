@@ -164,3 +164,20 @@ def test_with_published_puts_the_shipped_run_beside_a_users_own_marked_as_publis
         ]
     )
     assert code == 1 and "MISSING" in capsys.readouterr().out
+
+
+def test_the_terminal_gets_the_matrix_folded_to_families_and_is_told_where_the_full_one_is(
+    tmp_path, capsys, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)  # the files named relative to it, as `attention-conformance summary` names reports/
+    _run(tmp_path / "reports", "reference", sat="passed", cat="passed")
+    _run(tmp_path / "reports", "torch", sat="passed", cat="failed")
+    code = summary.main([tmp_path / "reports"], out="out")
+    out = capsys.readouterr().out
+    shown = out[out.index("\nConformance matrix (") :].strip().splitlines()
+    assert code == 1 and max(map(len, shown)) <= 120, max(shown, key=len)
+    assert "document values (2)  ok 0.10    FAIL 1" in shown, "a column per framework, a row per family"
+    assert shown[-2:] == [
+        "The full matrix, a row per case and a column per framework and dtype: out/matrix.md",
+        "and on the page, each cell's tests a click away: out/index.html",
+    ]
