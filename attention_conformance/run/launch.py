@@ -1,17 +1,26 @@
 """Launching pytest on the packaged conformance tests: the one way a run starts (`attention-conformance
 run`, the benchmark, the portability reruns), isolated from the caller's pytest configuration."""
 
+import json
 import os
+import sys
 from pathlib import Path
 
 from attention_conformance.contract import ids
 from attention_conformance.paths import CONFORMANCE_TESTS
+from attention_conformance.run import reports
+
+LAST_FAILED = ("--lf", "--last-failed")
+_NOT_PASSED = ("failed", "error", "stale divergence")
 
 
 def run(adapters, pytest_args, plugins=()):
     """pytest on the packaged conformance tests, isolated from the caller's pytest configuration
     (-c devnull): warnings are errors and known divergences strict wherever it runs."""
     import pytest
+
+    if any(a in LAST_FAILED for a in pytest_args):
+        pytest_args = _last_failed(adapters, pytest_args)
 
     # A test id as the run prints it (attention_conformance/conformance.py::test_...), or as a report keys it
     # (test_...[...]), names a test of the installed file.
@@ -47,6 +56,28 @@ def run(adapters, pytest_args, plugins=()):
         "error",
     ] + ([] if any(nodes) else [str(CONFORMANCE_TESTS)])
     return int(pytest.main(args + [f"--adapter={name}" for name in adapters] + given, plugins=list(plugins)))
+
+
+def _last_failed(adapters, pytest_args):
+    """pytest's --lf, which needs the cache an isolated run does without (a newcomer's first try at rerunning what
+    failed): the ids the adapters' last reports hold as not passed, in place of the flag. Where none holds one, every
+    test runs, as pytest's --lf does, said in one line."""
+    rest = [a for a in pytest_args if a not in LAST_FAILED]
+    value = lambda flag: next((b for a, b in zip(rest, rest[1:]) if a == flag), None)  # noqa: E731
+    folder = Path(value("--reports") or reports.DEFAULT_DIR)
+    mode = value("--mode")
+    failed = []
+    for adapter in adapters:
+        for column in [f"{adapter}-{mode}"] * bool(mode) + [adapter]:
+            try:
+                tests = json.loads((folder / reports.file_name(column)).read_text()).get("tests") or {}
+            except (OSError, ValueError, AttributeError):
+                continue
+            failed += sorted(t for t, r in tests.items() if r.get("outcome") in _NOT_PASSED)
+            break
+    if not failed:
+        print(f"--lf: no failed test in the last report(s) in {folder}: every test runs", file=sys.stderr)
+    return rest + failed
 
 
 _TAKES_A_VALUE = {"--deselect", "-k", "-m", "--junitxml", "--junit-xml", "-o", "--override-ini"}

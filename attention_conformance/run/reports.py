@@ -213,10 +213,13 @@ def on_top(directory, adapter, run):
     same = ("spec_sha256", "version", "mode")
     if not isinstance(last, dict) or not last.get("complete") or "finished" not in last:
         return run, "narrowed by pytest arguments, so marked incomplete: a summary needs a complete run"
-    if any(last.get(key) != run[key] for key in same) or last.get("schema") != SCHEMA:
+    differs = [key for key in same if last.get(key) != run[key]] + ["schema"] * (last.get("schema") != SCHEMA)
+    if differs:
+        said = {"spec_sha256": "spec", "version": f"version() {last.get('version')!r}, now {run['version']!r}"}
         return run, (
             "narrowed by pytest arguments, so marked incomplete, in place of the complete run of "
-            f"{last['finished']}: that one ran another spec, version or mode"
+            f"{last['finished']}: that one ran another {', '.join(said.get(k, k) for k in differs)}; "
+            f"`attention-conformance run --adapter {adapter}` runs it whole"
         )
     rerun = {"finished": time.strftime("%Y-%m-%dT%H:%M:%S"), "tests": sorted(run["tests"])}
     rerun["adapter_sha256"] = run.get("adapter_sha256")

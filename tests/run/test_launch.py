@@ -78,3 +78,21 @@ def test_a_run_narrowed_by_pytests_own_arguments_is_told_apart_from_a_whole_one(
     assert launch.is_narrowed(config) and launch.runs_conformance(config)
     config.args = ["tests/test_modes.py"]
     assert not launch.runs_conformance(config)
+
+
+def test_lf_reruns_what_the_last_report_holds_as_not_passed_and_everything_where_nothing_failed(
+    launched, tmp_path, monkeypatch, capsys
+):
+    """pytest's --lf needs the cache an isolated run does without: a newcomer's first try at rerunning the failures
+    (issue 60's trial) got "unrecognized arguments: --lf"."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "reports").mkdir()
+    outcomes = {TEST_ID: "failed", "test_context[reference-float64-sat]": "passed"}
+    tests = {t: {"outcome": o} for t, o in outcomes.items()}
+    (tmp_path / "reports" / "reference.json").write_text(json.dumps({"tests": tests}))
+    args = launched(["-q", "--lf"])
+    assert args[-1] == f"{CONFORMANCE_TESTS}::{TEST_ID}" and "--lf" not in args
+    tests[TEST_ID]["outcome"] = "passed"
+    (tmp_path / "reports" / "reference.json").write_text(json.dumps({"tests": tests}))
+    args = launched(["--last-failed"])
+    assert str(CONFORMANCE_TESTS) in args and "every test runs" in capsys.readouterr().err
