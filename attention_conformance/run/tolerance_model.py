@@ -63,16 +63,19 @@ def model(path=MODEL_FILE):
 # --- the computation ---------------------------------------------------------------------------
 
 
-def hidden_keys(T, S, mask=None, causal=False, window=None):
+def hidden_keys(T, S, mask=None, causal=False, window=None, position=None, right=0):
     """True where query i may not see key j: the user's mask (True = hidden), and with `causal` the
-    keys after i + (S - T), bottom-right aligned (the last query sees every key), as the spec states; a `window`
-    (causal) hides the keys at or before i + (S - T) - window too (conventions.sliding_window)."""
-    hidden = np.zeros((T, S), dtype=bool)
-    position = np.arange(T)[:, None] + (S - T)
-    if causal or window:
-        hidden = np.arange(S)[None, :] > position
+    keys after the query's position, position + i; `position` is the first query's (default S - T: bottom-right
+    aligned, the last query sees every key, as the spec states), a number or, per batch row, an integer array
+    broadcastable to [..., 1, 1]. A `window` hides the keys at or before position + i - window too
+    (conventions.sliding_window) and those after position + i + `right` (0: a causal band)."""
+    position = np.arange(T)[:, None] + (S - T if position is None else np.asarray(position))
+    keys = np.arange(S)[None, :]
+    hidden = np.zeros(np.broadcast_shapes(position.shape, (T, S)), dtype=bool)
+    if causal:
+        hidden = hidden | (keys > position)
     if window:
-        hidden |= np.arange(S)[None, :] <= position - window
+        hidden = hidden | (keys <= position - window) | (keys > position + right)
     return hidden if mask is None else hidden | np.asarray(mask, dtype=bool)
 
 
@@ -93,15 +96,17 @@ def attend(
     sinks=None,
     cap_after_mask=False,
     bias=None,
+    bias_before_cap=False,
 ):
-    """{"scores": q k^T, "weights", "out"} in float64; q [..., T, H], k and v [..., S, H] with the same
-    leading axes (broadcastable), `hidden` broadcastable to [..., T, S]. `scale` None is 1/sqrt(H).
-    With `rounding` (a dtype name), every step's inputs are rounded to it and results stored in it.
-    `cap` soft-caps the scaled scores before the mask (conventions.softcap; 0 is none, "zero" every logit 0);
-    `sinks` (one logit, or one per head of q's axis -3) joins each row's softmax (conventions.sinks); a finite `bias`
-    (broadcastable to [..., T, S]: a float attn_mask, ALiBi's or T5's) is added to the scaled scores, stored once more.
-    `over_queries` normalises the weights over the wrong axis and `cap_after_mask` caps a hidden key's -inf to
-    -cap: mistakes `explain` recognises."""
+    """{"scores": q k^T, "scaled", "capped", "masked", "weights", "out"} in float64; q [..., T, H], k and v
+    [..., S, H] with the same leading axes (broadcastable), `hidden` broadcastable to [..., T, S]. `scale` None is
+    1/sqrt(H). With `rounding` (a dtype name), every step's inputs are rounded to it and results stored in it.
+    `cap` soft-caps the scaled scores before the bias and the mask (conventions.softcap, ONNX's Attention and Gemma 2;
+    0 is none, "zero" every logit 0); a finite `bias` (broadcastable to [..., T, S]: a float attn_mask, ALiBi's or
+    T5's) is added to the capped scores, stored once more; "masked" is the softmax's input, -inf where hidden;
+    `sinks` (one logit, or one per head of q's axis -3) joins each row's softmax (conventions.sinks).
+    `over_queries` normalises the weights over the wrong axis, `cap_after_mask` caps a hidden key's -inf to
+    -cap and `bias_before_cap` caps the biased scores: mistakes `explain` recognises."""
     steps = reference.rounding_to(np_dtype(rounding)) if rounding else contextlib.nullcontext()
     stored = (lambda a: np.asarray(a).astype(np_dtype(rounding)).astype(np.float64)) if rounding else (lambda a: a)
     with steps:
@@ -112,33 +117,41 @@ def attend(
             scores_in, factor = reference._f64(scores, np.float64(scale))
             scaled = scores_in * factor
         (scaled,) = reference._f64(scaled)  # the softmax's input is a step's input too
-        if bias is not None:
-            (scaled,) = reference._f64(scaled + bias)
-        hidden = np.broadcast_to(hidden, scaled.shape)
+        capped = scaled
+        if bias is not None and bias_before_cap:
+            (capped,) = reference._f64(capped + bias)
         if cap == "zero":
-            scaled = scaled * 0.0
+            capped = capped * 0.0
         elif cap:
-            scaled = reference.tanh(scaled / cap) * cap
+            capped = reference.tanh(capped / cap) * cap
+        logits = capped
+        if bias is not None and not bias_before_cap:
+            (logits,) = reference._f64(logits + bias)
+        hidden = np.broadcast_to(hidden, np.shape(logits))
         if cap_after_mask and cap and hidden.any():
-            capped = reference._zeros(scaled.shape, scaled)
-            capped[...] = scaled
-            capped[hidden] = -cap  # cap tanh(-inf / cap)
-            scaled, hidden = capped, np.zeros(hidden.shape, dtype=bool)
+            filled = reference._zeros(np.shape(logits), logits)
+            filled[...] = logits
+            filled[hidden] = -cap  # cap tanh(-inf / cap)
+            logits, hidden = filled, np.zeros(hidden.shape, dtype=bool)
+        masked = reference._zeros(np.shape(logits), logits)
+        masked[...] = logits
+        masked[hidden] = -np.inf
         if sinks is not None:
-            shape = np.shape(scaled)[:-1] + (1,)
+            shape = np.shape(logits)[:-1] + (1,)
             sink = np.broadcast_to(sinks[:, None, None] if np.ndim(sinks) else sinks, shape)
-            scaled = np.concatenate([scaled, sink], axis=-1)
+            logits = np.concatenate([logits, sink], axis=-1)
             hidden = np.concatenate([hidden, np.zeros(shape, dtype=bool)], axis=-1)
         if over_queries:
             weights = np.swapaxes(
-                reference._masked_softmax(np.swapaxes(scaled, -1, -2), np.swapaxes(hidden, -1, -2)), -1, -2
+                reference._masked_softmax(np.swapaxes(logits, -1, -2), np.swapaxes(hidden, -1, -2)), -1, -2
             )
         else:
-            weights = reference._masked_softmax(scaled, hidden)
+            weights = reference._masked_softmax(logits, hidden)
         if sinks is not None:
             weights = weights[..., :-1]
         out = reference.blend(weights, v)
-    return {"scores": stored(scores), "weights": stored(weights), "out": stored(out)}
+    stages = dict(scores=scores, scaled=scaled, capped=capped, masked=masked, weights=weights, out=out)
+    return {name: stored(value) for name, value in stages.items()}
 
 
 # --- the judgement -----------------------------------------------------------------------------
@@ -242,6 +255,11 @@ class Verdict:
 
     def describe(self):
         where = "[" + ", ".join(str(int(i)) for i in self.index) + "]"
+        if self.derived == 0 and self.expected == -np.inf:
+            return (
+                f"{self.name}{where}: got {self.got!r} where the only answer is -inf: a key hidden from this query "
+                "(by the mask, the causal order or the bias) scores -inf before the softmax"
+            )
         if self.limit == 0 and self.derived == 0 and self.expected == 0:
             return (
                 f"{self.name}{where}: got {self.got!r} where the only answer is exactly {self.expected!r}: "

@@ -8,10 +8,10 @@ frameworks are known to differ on. NumPy only: no framework needs to be installe
 
 import numpy as np
 
-from attention_conformance import bounds, safe_io
+from attention_conformance import safe_io
 from attention_conformance.dtypes import np_dtype
 from attention_conformance.run import tolerance_model
-from attention_conformance.tools import explain_file
+from attention_conformance.tools import explain_file, explain_stages
 
 
 def _conventions(p):
@@ -23,26 +23,17 @@ def _conventions(p):
             (
                 "no causal mask",
                 "every query saw every key, the later ones too: the causal flag or mask was not applied",
-                dict(hidden=tolerance_model.hidden_keys(p.T, p.S, p.mask, False, None)),
+                dict(hidden=p.keys_hidden(causal=False, window=None)),
             )
         )
-    if p.causal and p.T != p.S:
-        top_left = np.arange(p.S)[None, :] > np.arange(p.T)[:, None]
-        found.append(
-            (
-                "top-left causal alignment",
-                "query i sees keys 0..i; the suite aligns bottom-right (query i sees "
-                "keys 0..i + S - T, so the last query sees every key), as decoding with a KV cache needs",
-                dict(hidden=top_left if p.mask is None else top_left | p.mask),
-            )
-        )
+    found += _offsets(p)
     if p.mask is not None:
         found.append(
             (
                 "inverted mask polarity",
                 "your mask is read as True = attend (Keras, JAX and torch's SDPA bool "
                 "masks); this file says True = hidden (nn.MultiheadAttention's attn_mask and key_padding_mask)",
-                dict(hidden=tolerance_model.hidden_keys(p.T, p.S, ~p.mask, p.causal)),
+                dict(hidden=p.keys_hidden(mask=~p.mask)),
             )
         )
     given = p.scale if p.scale is not None else 1.0 / np.sqrt(p.H)
@@ -108,23 +99,28 @@ def _past_the_documents(p):
     """The conventions of issue 40's families that a file states: windows, soft caps, sinks and RoPE."""
     found = []
     if p.window:
-        wider = tolerance_model.hidden_keys(p.T, p.S, p.mask, p.causal, p.window + 1)
         found.append(
             (
                 "a window one key wider",
                 f"query p saw keys p-{p.window}..p, {p.window + 1} keys (the Mistral paper's wording, "
                 f"transformers#29623); a window of {p.window} is p-{p.window - 1}..p, the query's own included",
-                dict(hidden=wider),
+                dict(hidden=p.keys_hidden(window=p.window + 1)),
             )
         )
-        if p.T != p.S:
-            top_left = tolerance_model.hidden_keys(p.T, p.T, None, True, p.window)
-            top_left = np.concatenate([top_left, np.ones((p.T, p.S - p.T), dtype=bool)], axis=-1)
+        if p.right_window:
+            found.append(
+                (
+                    "the right window ignored",
+                    f"the band stopped at the query's own position, where it reaches {p.right_window} keys past it",
+                    dict(hidden=p.keys_hidden(right=0)),
+                )
+            )
+        if p.position or p.valid is not None:
             found.append(
                 (
                     "a window aligned top-left",
                     "the band started at key 0 for the first query; decoding needs it at the query's own position",
-                    dict(hidden=top_left if p.mask is None else top_left | p.mask),
+                    dict(hidden=p.keys_hidden(position=0)),
                 )
             )
     if p.cap:
@@ -137,6 +133,14 @@ def _past_the_documents(p):
             )
         )
         found.append(("no soft-capping", f"the scores used uncapped, where the cap is {p.cap:g}", dict(cap=0.0)))
+        if p.bias is not None:
+            found.append(
+                (
+                    "the bias added before soft-capping",
+                    "the biased scores capped; the cap comes first, then the bias (ONNX's Attention, Gemma 2's mask)",
+                    dict(bias_before_cap=True),
+                )
+            )
     elif p.cap == 0:
         found.append(
             (
@@ -165,7 +169,15 @@ def _past_the_documents(p):
                 dict(pairing=other),
             )
         )
-        if p.position:
+        if p.position_ids is not None:
+            found.append(
+                (
+                    "RoPE position_ids ignored",
+                    "the queries turned at positions 0..T-1, not at their position_ids",
+                    dict(position=0),
+                )
+            )
+        elif p.position:
             found.append(
                 (
                     "no RoPE position offset",
@@ -173,6 +185,52 @@ def _past_the_documents(p):
                     dict(position=0),
                 )
             )
+    return found
+
+
+def _offsets(p):
+    """Where causal order starts, as frameworks split on it: top-left (torch's is_causal), bottom-right of the keys
+    (flash-attn's, the suite's default), or after the keys cached before the block or from each row's valid length
+    (ONNX's past length and nonpad_kv_seqlen); and the valid lengths dropped."""
+    found, default = [], p.valid is None and p.position == p.S - p.T
+    if p.valid is not None:
+        stated = "each row's first query at its valid length - T (ONNX's nonpad_kv_seqlen)"
+    else:
+        stated = f"the first query at position {p.position}, after the keys cached before it (ONNX's past length)"
+    if p.causal and (p.position or p.valid is not None):
+        found.append(
+            (
+                "top-left causal alignment",
+                "query i sees keys 0..i; "
+                + (
+                    "the suite aligns bottom-right (query i sees keys 0..i + S - T, so the last query sees "
+                    "every key), as decoding with a KV cache needs"
+                    if default
+                    else f"this file puts {stated}"
+                ),
+                dict(hidden=p.keys_hidden(position=0)),
+            )
+        )
+    if p.causal and not default:
+        found.append(
+            (
+                "causal aligned bottom-right",
+                f"query i saw keys 0..i + S - T, the last query every key (flash-attn's); this file puts {stated}",
+                dict(hidden=p.keys_hidden(position=p.S - p.T)),
+            )
+        )
+    if p.valid is None:
+        return found
+    for where, position in (("top-left", 0), ("bottom-right", p.S - p.T)) if p.causal or p.window else ((None, 0),):
+        found.append(
+            (
+                "per-row valid length ignored" + (f" (causal {where})" if where else ""),
+                "every row saw the padding past its valid length"
+                + (f", causal order {where} over all the keys" if where else "")
+                + ": nonpad_kv_seqlen (ONNX) or the cache's lengths not passed",
+                dict(hidden=p.keys_hidden(valid=None, position=position)),
+            )
+        )
     return found
 
 
@@ -228,7 +286,7 @@ def explain(path, out=print, err=print):
     )
     verdicts = [
         tolerance_model.judge(name, p.dtype, p.arrays[name], exact[name], plain[name], derived[name], k)
-        for name in ("scores", "weights", "out")
+        for name in explain_file.STAGES
         if name in p.arrays
     ]
     for v in verdicts:
@@ -241,51 +299,45 @@ def explain(path, out=print, err=print):
             f"(margin {final.margin:.3g} of the model's allowance): rounding, not a bug"
         )
         return 0
-    if diverged.name != "out":
+    if diverged is not final:
         out(f"first intermediate that diverges: {diverged.name}")
-    if diverged.name == "scores":
-        factor = 1.0 / np.sqrt(p.H) if p.scale is None else p.scale
-        scaled = tolerance_model.judge(
-            "scores",
-            p.dtype,
-            p.arrays["scores"],
-            exact["scores"] * factor,
-            plain["scores"] * factor,
-            derived["scores"] * abs(factor)
-            + bounds.unit_roundoff(np_dtype(p.dtype)) * np.abs(exact["scores"] * factor),
-            k,
-        )
-        if scaled.within:
-            out(f"  your scores are q k^T already scaled (x {factor:.6g}); explain's scores are q k^T before scaling")
     if final.within:
+        named = explain_stages.mixed_up(p, diverged, exact, plain, derived, k)
+        for convention in named:
+            out(f"matches a known difference: {convention}")
         hidden_key = diverged.limit == 0 and diverged.expected == 0 and diverged.name == "weights"
         err(
-            f"verdict: out is within (margin {final.margin:.3g}), but {diverged.name} is beyond: "
+            f"verdict: {final.name} is within (margin {final.margin:.3g}), but {diverged.name} is beyond: "
             + (
                 "your weights give a hidden key nonzero probability (a finite or clipped fill instead of -inf "
                 "before the softmax)"
                 if hidden_key
+                else "a known difference, not rounding"
+                if named
                 else "the intermediate you gave is not the one this attention computes"
             )
         )
         return 1
-    got = np.asarray(p.arrays["out"], dtype=np.float64)
-    limit = tolerance_model.allowed(p.dtype, exact["out"], plain["out"], derived["out"], k)
-    named = []
-    rows = _masked_rows(p, got)
+    name = final.name
+    got = np.asarray(p.arrays[name], dtype=np.float64)
+    limit = tolerance_model.allowed(p.dtype, exact[name], plain[name], derived[name], k)
+    named = explain_stages.mixed_up(p, final, exact, plain, derived, k)
+    rows = _masked_rows(p, got) if name == "out" else None
     if rows is not None:
         convention, empty = rows
         elsewhere = ~np.broadcast_to(empty[..., None], got.shape)
         if (np.abs(got - exact["out"]) <= limit)[elsewhere].all():
             named.append(f"{convention}; every other row is within")
     if not named:
-        for name, meaning, arguments in _conventions(p):
+        for convention, meaning, arguments in _conventions(p):
             with np.errstate(all="ignore"):
-                other = p.compute(**arguments)["out"]
-                other_plain = p.compute(rounding=tolerance_model.plain_dtype(p.dtype), **arguments)["out"]
-                other_bound = p.bound(**arguments)["out"]
-                if tolerance_model.judge("out", p.dtype, got, other, other_plain, other_bound, k).within:
-                    named.append(f"{name}: {meaning}")
+                other = p.compute(**arguments)[name]
+                if np.array_equal(other, exact[name], equal_nan=True):  # the same as stated: it explains nothing
+                    continue
+                other_plain = p.compute(rounding=tolerance_model.plain_dtype(p.dtype), **arguments)[name]
+                other_bound = p.bound(**arguments)[name]
+                if tolerance_model.judge(name, p.dtype, got, other, other_plain, other_bound, k).within:
+                    named.append(f"{convention}: {meaning}")
     for convention in named:
         out(f"matches a known difference: {convention}")
     if (
@@ -294,7 +346,9 @@ def explain(path, out=print, err=print):
         and "dtype" not in p.arrays
         and np.array_equal(got.astype(np_dtype("bfloat16")).astype(np.float64), got, equal_nan=True)
     ):
-        out("every value of out is a bfloat16 number: if it was computed in bfloat16, save it with dtype='bfloat16'")
+        out(
+            f"every value of {name} is a bfloat16 number: if it was computed in bfloat16, save it with dtype='bfloat16'"
+        )
     err(
         f"verdict: beyond the expected error of {p.dtype} attention at this shape (margin {final.margin:.3g}): "
         + ("a known difference, not rounding" if named else "not rounding")

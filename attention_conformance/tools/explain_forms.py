@@ -1,0 +1,269 @@
+"""The call forms `explain` states (tools/explain_file.py's Problem is one): q, k and v per head or packed as
+[..., T, N x H]; x and the weights; RoPE from theta or from the caller's cos and sin tables; and the keys each query
+sees, from the first query's position or from each batch row's valid length."""
+
+import numpy as np
+
+from attention_conformance.adapters import reference
+from attention_conformance.run import tolerance_model
+
+
+class BadInput(tolerance_model.BadInput):
+    pass
+
+
+def refuse(path, message):
+    raise BadInput(f"{path}: {message}")
+
+
+def scalar(path, arrays, name, kind, default):
+    if name not in arrays:
+        return default
+    value = arrays[name]
+    if value.ndim != 0 or value.dtype.kind not in kind:
+        refuse(
+            path,
+            f"{name!r} must be a single {dict(b='bool', i='integer', f='number', U='string')[kind[0]]}, "
+            f"got {value.dtype} of shape {list(value.shape)}",
+        )
+    return value.item()
+
+
+def unpacked(t, heads):
+    """[..., T, n x H] -> [..., n, T, H], head n the columns n*H:(n+1)*H (a reshape: no number changes)."""
+    return np.swapaxes(np.reshape(t, t.shape[:-1] + (heads, t.shape[-1] // heads)), -3, -2)
+
+
+def _per_row(a, lead):
+    """[B, ...] laid out to broadcast against [*lead, ...], lead's first axis the batch."""
+    return np.reshape(a, a.shape[:1] + (1,) * (len(lead) - 1) + a.shape[1:])
+
+
+class Forms:
+    """The inputs of a Problem as the oracle takes them: q [..., N, T, H] (N = 1 without heads), k and v shared to
+    N heads, the keys hidden from each query, and RoPE's turn."""
+
+    def _f64(self, name):
+        return np.asarray(self.arrays[name], dtype=np.float64)
+
+    def _from_qkv(self, path, arrays):
+        heads = scalar(path, arrays, "num_heads", "i", None)
+        if heads is not None:
+            self._unpack(path, arrays, heads)
+        q, k, v = (self._f64(n) for n in ("q", "k", "v"))
+        for name, t in (("q", q), ("k", k), ("v", v)):
+            if t.ndim < 2 or 0 in t.shape:
+                refuse(path, f"{name!r} has shape {list(t.shape)}; it needs [..., tokens, head size], no empty axis")
+        if k.shape[-2] != v.shape[-2] or q.shape[-1] != k.shape[-1]:
+            refuse(
+                path,
+                f"q {list(q.shape)}, k {list(k.shape)}, v {list(v.shape)}: q and k need the same head size, "
+                "k and v the same number of keys",
+            )
+        kv_heads = scalar(path, arrays, "num_kv_heads", "i", heads)
+        if kv_heads is not None:
+            self.headed = True
+            if q.ndim < 3 or k.ndim < 3 or k.shape[-3] != kv_heads or v.shape[-3] != kv_heads or q.shape[-3] % kv_heads:
+                refuse(
+                    path,
+                    f"num_kv_heads {kv_heads} needs q [..., N, T, H] with N a multiple of it and k, v "
+                    f"[..., {kv_heads}, S, H]; got q {list(q.shape)}, k {list(k.shape)}",
+                )
+            self.heads, self.kv_heads, self.own_kv = q.shape[-3], kv_heads, (k, v)
+            k, v = tolerance_model.share_kv_heads(k, q.shape[-3]), tolerance_model.share_kv_heads(v, q.shape[-3])
+        self.q, self.k, self.v = q, k, v
+        self.d_model = None
+        self._check_shapes()
+
+    def _unpack(self, path, arrays, heads):
+        """q, k and v packed as [..., T, N x H] and [..., S, K x H] (ONNX's 3D inputs, a fused projection's output),
+        and out and q_rotated as q: each read per head."""
+        kv_heads = scalar(path, arrays, "num_kv_heads", "i", heads)
+        q, k, v = (arrays[n] for n in ("q", "k", "v"))
+        # Shapes cannot tell per-head inputs from packed ones: read as packed, per-head q, k and v would be judged
+        # against another attention, so inputs that look per head are refused rather than misread.
+        if q.ndim >= 3 and k.ndim >= 3 and (q.shape[-3], k.shape[-3]) == (heads, kv_heads):
+            refuse(
+                path,
+                f"q {list(q.shape)}, k {list(k.shape)} look per head ([..., N, T, H]): give num_kv_heads alone; "
+                "num_heads is for heads packed as [..., T, N x H] (a batch of N rows of those: reshape them per head)",
+            )
+        fits = heads >= 1 and kv_heads >= 1 and all(t.ndim >= 2 and t.shape[-1] for t in (q, k, v))
+        if fits:
+            fits = not (q.shape[-1] % heads or k.shape[-1] % kv_heads or v.shape[-1] % kv_heads)
+            fits = fits and q.shape[-1] // heads == k.shape[-1] // kv_heads and heads % kv_heads == 0
+        if not fits:
+            refuse(
+                path,
+                f"num_heads {heads} and num_kv_heads {kv_heads} with q {list(q.shape)}, k {list(k.shape)}, v "
+                f"{list(v.shape)}: packed heads are q [..., T, N x H], k and v [..., S, K x H], N a multiple of K",
+            )
+        for name, columns in (("out", heads * (v.shape[-1] // kv_heads)), ("q_rotated", q.shape[-1])):
+            if name in arrays and (arrays[name].ndim < 2 or arrays[name].shape[-1] != columns):
+                refuse(path, f"{name!r} has shape {list(arrays[name].shape)}; packed heads give [..., T, {columns}]")
+        for name, n in (("q", heads), ("k", kv_heads), ("v", kv_heads), ("out", heads), ("q_rotated", heads)):
+            if name in arrays:
+                arrays[name] = unpacked(arrays[name], n)
+        self.packed = True
+
+    def _from_x(self, path, arrays):
+        x = self._f64("x")
+        w = {n: self._f64(n) for n in ("w_query", "w_key", "w_value")}
+        heads = scalar(path, arrays, "num_heads", "i", 1)
+        kv_heads = scalar(path, arrays, "num_kv_heads", "i", heads)
+        if x.ndim < 2 or any(t.ndim != 2 for t in w.values()) or any(t.shape[0] != x.shape[-1] for t in w.values()):
+            refuse(
+                path,
+                f"x [..., T, D] and weights [D, columns]; got x {list(x.shape)}, "
+                + ", ".join(f"{n} {list(t.shape)}" for n, t in w.items()),
+            )
+        if heads < 1 or kv_heads < 1 or heads % kv_heads or w["w_query"].shape[1] % heads:
+            refuse(
+                path,
+                f"num_heads {heads} and num_kv_heads {kv_heads}: heads must divide w_query's "
+                f"{w['w_query'].shape[1]} columns and be a multiple of num_kv_heads",
+            )
+        H = w["w_query"].shape[1] // heads
+        if w["w_key"].shape[1] != kv_heads * H or w["w_value"].shape[1] != kv_heads * H:
+            refuse(path, f"w_key and w_value need num_kv_heads x head size = {kv_heads * H} columns")
+        self.weights_given = w
+        self.x, self.heads, self.kv_heads, self.headed = x, heads, kv_heads, heads > 1 or kv_heads != heads
+        self.d_model = x.shape[-1]
+        self.q, self.k, self.v = self._project(w, "repeat")
+        self._check_shapes()
+
+    def _project(self, w, grouping, x=None):
+        """q, k, v per head (head n: columns n*H:(n+1)*H; K/V head n // (N/K), or n % K tiled)."""
+        q, k, v = (reference.project(self.x if x is None else x, w[n]) for n in ("w_query", "w_key", "w_value"))
+        if not self.headed:
+            return q, k, v
+        split = lambda t, n: np.stack(np.split(t, n, axis=-1), axis=-3)  # noqa: E731 - [..., T, n*H] -> [..., n, T, H]
+        q, k, v = split(q, self.heads), split(k, self.kv_heads), split(v, self.kv_heads)
+        if grouping == "repeat":
+            return q, tolerance_model.share_kv_heads(k, self.heads), tolerance_model.share_kv_heads(v, self.heads)
+        reps = self.heads // self.kv_heads
+        return q, np.tile(k, (1,) * (k.ndim - 3) + (reps, 1, 1)), np.tile(v, (1,) * (v.ndim - 3) + (reps, 1, 1))
+
+    def _positions(self, path, arrays, lead):
+        """Where the queries stand among the keys: `position`, the first query's (default S - T, bottom-right), or
+        each batch row's valid length, its keys past it padding and its first query at valid_length - T."""
+        T, S = self.T, self.S
+        self.position = scalar(path, arrays, "position", "i", S - T)
+        self.right_window = scalar(path, arrays, "right_window", "i", 0)
+        if not 0 <= self.position <= 500_000 or self.right_window < 0 or self.right_window and not self.window:
+            refuse(
+                path,
+                f"position {self.position}, right_window {self.right_window}: a position in 0..500000; "
+                "right_window >= 0, the keys past the query's own that a window shows (it needs window)",
+            )
+        self.valid = None
+        if "valid_length" not in arrays:
+            return
+        valid = arrays["valid_length"]
+        if (
+            "position" in arrays
+            or valid.dtype.kind not in "iu"
+            or valid.ndim != 1
+            or not lead
+            or valid.shape[0] not in (1, lead[0])
+            or not ((0 <= valid) & (valid <= S)).all()
+        ):
+            refuse(
+                path,
+                f"'valid_length' {valid.dtype} {list(valid.shape)}: one integer 0..S ({S}) per batch row "
+                f"(axis 0 of {list(lead)}), not with 'position' (row b's first query is at valid_length[b] - T)",
+            )
+        self.valid = _per_row(valid.astype(np.int64), lead)[..., None, None]
+
+    def keys_hidden(self, **changes):
+        """True where a query may not see a key, as the file states it or with `changes` (mask, causal, window,
+        right, position, valid): the mask; causal order and the window from each query's position; a row's keys past
+        its valid length; the keys the bias hides."""
+        s = dict(mask=self.mask, causal=self.causal, window=self.window, right=self.right_window, position=None)
+        s = s | dict(valid=self.valid) | changes
+        position = s["position"]
+        if position is None:
+            position = self.position if s["valid"] is None else s["valid"] - self.T
+        hidden = tolerance_model.hidden_keys(self.T, self.S, s["mask"], s["causal"], s["window"], position, s["right"])
+        if s["valid"] is not None:
+            hidden = hidden | (np.arange(self.S) >= s["valid"])
+        return hidden | self.bias_hides
+
+    def _rope(self, path, arrays, lead):
+        """RoPE on q and k, where the file gives them before it: the pairing, rotary_dim, and theta or the cos and sin
+        tables; the queries from `position` or at their position_ids, the keys at 0..S-1."""
+        self.pairing = scalar(path, arrays, "pairing", "U", None)
+        named = [n for n in ("cos", "sin", "position_ids", "q_rotated") if n in arrays]
+        if self.pairing is None:
+            if named:
+                refuse(path, f"{', '.join(named)} without 'pairing': RoPE needs its layout")
+            return
+        self.tables, self.position_ids = None, None
+        if "cos" in arrays or "sin" in arrays:
+            self._tables(path, arrays)
+        default = self.q.shape[-1] if self.tables is None else 2 * self.tables[0].shape[-1]
+        self.rotary_dim = scalar(path, arrays, "rotary_dim", "i", default)
+        self.theta = float(scalar(path, arrays, "theta", "fi", 10000.0))
+        if (
+            self.pairing not in ("interleaved", "rotate_half")
+            or not 2 <= self.rotary_dim <= self.q.shape[-1]
+            or self.rotary_dim % 2
+            or not 1 < self.theta < np.inf
+        ):
+            refuse(
+                path,
+                f"pairing {self.pairing!r}, rotary_dim {self.rotary_dim}, theta {self.theta}: 'interleaved' or "
+                f"'rotate_half', an even rotary_dim up to the head size {self.q.shape[-1]}, theta > 1",
+            )
+        if self.tables is None:
+            if self.valid is not None:
+                refuse(path, "RoPE with 'valid_length': give the tables cos and sin and each query's position_ids")
+            return
+        rows = len(self.tables[0])
+        if self.tables[0].shape[-1] * 2 != self.rotary_dim:
+            refuse(path, f"cos and sin have {self.tables[0].shape[-1]} columns: rotary_dim / 2 ({self.rotary_dim})")
+        if "position_ids" in arrays:
+            ids = arrays["position_ids"]
+            if (
+                ids.dtype.kind not in "iu"
+                or ids.shape[-1:] != (self.T,)
+                or ids.ndim not in (1, 2)
+                or (ids.ndim == 2 and (not lead or ids.shape[0] not in (1, lead[0])))
+                or not ((0 <= ids) & (ids < rows)).all()
+            ):
+                refuse(
+                    path,
+                    f"'position_ids' {ids.dtype} {list(ids.shape)}: each query's row of cos and sin (0..{rows - 1}), "
+                    f"[T] or [B, T] (T {self.T})",
+                )
+            self.position_ids = ids.astype(np.int64) if ids.ndim == 1 else _per_row(ids.astype(np.int64), lead)
+        elif self.valid is not None:
+            refuse(path, "RoPE with 'valid_length': give each query's position_ids")
+        if max(self.S, self.position + self.T if self.position_ids is None else 0) > rows:
+            refuse(
+                path, f"cos and sin have {rows} rows: too few for the keys' positions 0..{self.S - 1} or the queries'"
+            )
+
+    def _tables(self, path, arrays):
+        if "cos" not in arrays or "sin" not in arrays or "theta" in arrays:
+            refuse(path, "RoPE's tables are 'cos' and 'sin' together, instead of 'theta'")
+        cos, sin = self._f64("cos"), self._f64("sin")
+        if cos.shape != sin.shape or cos.ndim != 2 or 0 in cos.shape or not np.isfinite([cos, sin]).all():
+            refuse(path, f"cos {list(cos.shape)}, sin {list(sin.shape)}: finite tables [positions, rotary_dim / 2]")
+        self.tables = (cos, sin)
+
+    def _turned(self, q, k, pairing, position=None):
+        """q and k turned by RoPE, the queries from `position` (None: as the file states) or at their position_ids,
+        the keys from 0: with theta, reference.rotary_embedding; with the tables, their rows as given."""
+        R = self.rotary_dim
+        if self.tables is None:
+            first = self.position if position is None else position
+            turn = reference.rotary_embedding
+            return turn(q, pairing, R, self.theta, first, "none", 1.0), turn(k, pairing, R, self.theta, 0, "none", 1.0)
+        cos, sin = self.tables
+        if position is None and self.position_ids is not None:
+            rows = self.position_ids
+        else:
+            rows = (self.position if position is None else position) + np.arange(self.T)
+        turn = reference.rotary._rotated
+        return turn(q, cos[rows], sin[rows], pairing, R), turn(k, cos[: self.S], sin[: self.S], pairing, R)
