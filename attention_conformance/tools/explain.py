@@ -70,6 +70,15 @@ def _conventions(p):
         if p.headed and "num_kv_heads" in p.arrays and 1 < p.kv_heads < p.heads:
             tiled = [np.tile(t, (1,) * (t.ndim - 3) + (p.heads // p.kv_heads, 1, 1)) for t in p.own_kv]
             found.append(_TILED + (dict(k=tiled[0], v=tiled[1]),))
+        if p.packed and p.kv_heads == p.heads:
+            found.append(
+                (
+                    "heads split without the transpose",
+                    "the packed [..., T, N x H] inputs reshaped straight to [..., N, T, H] (view(B, N, T, H)), not "
+                    "to [..., T, N, H] and transposed: each head saw a mix of positions",
+                    {name: _split_straight(t) for name, t in (("q", p.q), ("k", p.k), ("v", p.v))},
+                )
+            )
         return found
     w = p.weights_given
     for a, b in (("w_key", "w_value"), ("w_query", "w_key")):
@@ -81,6 +90,14 @@ def _conventions(p):
                     dict(zip("qkv", p._project(w | {a: w[b], b: w[a]}, "repeat"))),
                 )
             )
+    if all(t.shape[0] == t.shape[1] for t in w.values()):  # a port from nn.Linear turns all three, not one
+        found.append(
+            (
+                "every weight transposed",
+                "w_query, w_key and w_value used as [out, in] (torch's nn.Linear layout) where x @ W needs [in, out]",
+                dict(zip("qkv", p._project({n: t.T for n, t in w.items()}, "repeat"))),
+            )
+        )
     for name, t in w.items():
         if t.shape[0] == t.shape[1]:
             found.append(
@@ -153,10 +170,12 @@ def _past_the_documents(p):
         found.append(
             ("the bias ignored", "its finite values left out of the scores (its -inf entries kept)", {"bias": None})
         )
-        for times, wrong in ((2.0, "doubled"), (0.5, "halved")):  # an ALiBi slope table ported wrong, say
-            found.append(
-                (f"the bias {wrong}", f"its finite values x {times:g} (ALiBi's slopes?)", {"bias": p.bias * times})
-            )
+        for times, wrong, why in (
+            (2.0, "doubled", "ALiBi's slopes?"),  # a slope table ported wrong, say
+            (0.5, "halved", "ALiBi's slopes?"),
+            (-1.0, "negated", "ALiBi's distance as i - j, not j - i?"),
+        ):
+            found.append((f"the bias {wrong}", f"its finite values x {times:g} ({why})", {"bias": p.bias * times}))
     if p.sinks is not None:
         found.append(("the sink ignored", "a plain softmax over the keys, each row summing to 1", dict(sinks=None)))
     if p.pairing:
@@ -232,6 +251,13 @@ def _offsets(p):
             )
         )
     return found
+
+
+def _split_straight(t):
+    """Per-head [..., N, T, H] as a straight reshape of the packed [..., T, N x H] makes it: the heads-order bug."""
+    n, T, H = t.shape[-3:]
+    packed = np.reshape(np.swapaxes(t, -3, -2), t.shape[:-3] + (T, n * H))
+    return np.reshape(packed, t.shape[:-3] + (n, T, H))
 
 
 _TILED = (
@@ -349,6 +375,8 @@ def explain(path, out=print, err=print):
         out(
             f"every value of {name} is a bfloat16 number: if it was computed in bfloat16, save it with dtype='bfloat16'"
         )
+    if not named and p.form == "q/k/v" and not p.headed and np.ndim(p.arrays["q"]) == 3:  # the trial's first guess
+        out("if q, k and v hold several heads packed as [..., T, N x H], give num_heads (explain --help)")
     err(
         f"verdict: beyond the expected error of {p.dtype} attention at this shape (margin {final.margin:.3g}): "
         + ("a known difference, not rounding" if named else "not rounding")
