@@ -4,6 +4,7 @@ case x framework x dtype holding the worst of its tests, a MISSING column for an
 
 import json
 
+from attention_conformance.contract import registry
 from attention_conformance.publish import matrix
 
 OUTLINE = {
@@ -99,9 +100,9 @@ def test_the_terminal_gets_a_row_per_family_and_a_column_per_framework_its_dtype
     assert all(len(line) <= 60 for line in lines), "the legend wraps too"
 
 
-# A full run's columns (tox -m full): twelve adapters, most in four dtypes; families named as the spec's longest are.
-ADAPTERS = ["jax", "jax-eager", "mlx", "mlx-compiled", "onnxruntime", "onnxruntime-eager", "reference"]
-ADAPTERS += ["tensorflow", "tensorflow-compiled", "tfjs", "torch", "torch-compiled"]
+# A full run's columns (tox -m full): every built-in adapter and its other mode, in four dtypes, read from the registry
+# rather than written here (a file that names every framework is one a new framework must be added to).
+ADAPTERS = sorted(registry.NAMES + tuple(f"{name}-compiled" for name in registry.NAMES))
 FAMILIES = ["document values", "mapping table rows", "attention operator", "grouped heads", "mask conventions"]
 
 
