@@ -102,14 +102,14 @@ def check(name):
 def manual(page):
     """docs/PAGE.md printed, or the pages listed: a user who installed from pip has no checkout to read them in."""
     pages = sorted(p.stem for p in DOCS_DIR.glob("*.md"))
-    if page is None or page.removesuffix(".md") not in pages:
-        if page is not None:
-            print(f"error: no page {page!r} in {DOCS_DIR}: the pages are {', '.join(pages)}", file=sys.stderr)
-            return 2
+    if page is None:
         for name in pages:
             print(f"{name:16} {DOCS_DIR / (name + '.md')}")
         print("attention-conformance docs PAGE prints one")
         return 0
+    if page.removesuffix(".md") not in pages:
+        print(f"error: no page {page!r} in {DOCS_DIR}: the pages are {', '.join(pages)}", file=sys.stderr)
+        return 2
     print((DOCS_DIR / f"{page.removesuffix('.md')}.md").read_text(), end="")
     return 0
 

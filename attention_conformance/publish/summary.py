@@ -48,7 +48,7 @@ def row(name, report, convention_cases=(), missing=None):
     if changed:  # a fix rerun one test at a time stacked on the broken run: its other results are the old code's
         status = problem = (
             f"MIXED: the adapter changed since its complete run of {changed}, and only some tests ran again: "
-            f"`attention-conformance run --adapter {name}` reruns it whole"
+            f"`attention-conformance run --adapter {report['adapter']}` reruns it whole"  # merged, `name` has a host
         )
     elif failed:
         first = (root_cause.pick(results) or (_failing(results)[0],))[0]  # the earliest stage's, else the first stale

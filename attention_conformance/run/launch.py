@@ -63,7 +63,13 @@ def _last_failed(adapters, pytest_args):
     failed): the ids the adapters' last reports hold as not passed, in place of the flag. Where none holds one, every
     test runs, as pytest's --lf does, said in one line."""
     rest = [a for a in pytest_args if a not in LAST_FAILED]
-    value = lambda flag: next((b for a, b in zip(rest, rest[1:]) if a == flag), None)  # noqa: E731
+
+    def value(flag):  # "--flag VALUE" or "--flag=VALUE", as pytest takes either
+        given = [b for a, b in zip(rest, rest[1:]) if a == flag] + [
+            a.split("=", 1)[1] for a in rest if a.startswith(flag + "=")
+        ]
+        return given[-1] if given else None
+
     folder = Path(value("--reports") or reports.DEFAULT_DIR)
     mode = value("--mode")
     failed = []

@@ -221,8 +221,11 @@ def on_top(directory, adapter, run):
             f"{last['finished']}: that one ran another {', '.join(said.get(k, k) for k in differs)}; "
             f"`attention-conformance run --adapter {adapter}` runs it whole"
         )
-    rerun = {"finished": time.strftime("%Y-%m-%dT%H:%M:%S"), "tests": sorted(run["tests"])}
-    rerun["adapter_sha256"] = run.get("adapter_sha256")
+    rerun = {
+        "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "tests": sorted(run["tests"]),
+        "adapter_sha256": run.get("adapter_sha256"),
+    }
     first = {"complete_run_finished": last["finished"], "adapter_sha256": last.get("adapter_sha256")}
     reruns = last.get("reruns") or [first]  # its first entry: when it ran whole, and what
     stacked = run | {"complete": True, "tests": last["tests"] | run["tests"], "reruns": [*reruns, rerun]}

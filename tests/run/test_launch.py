@@ -92,6 +92,10 @@ def test_lf_reruns_what_the_last_report_holds_as_not_passed_and_everything_where
     (tmp_path / "reports" / "reference.json").write_text(json.dumps({"tests": tests}))
     args = launched(["-q", "--lf"])
     assert args[-1] == f"{CONFORMANCE_TESTS}::{TEST_ID}" and "--lf" not in args
+    (tmp_path / "reports").rename(tmp_path / "mine")  # --reports DIR and --reports=DIR, as pytest takes either
+    for given in (["--reports", "mine"], ["--reports=mine"]):
+        assert launched([*given, "--lf"])[-1] == f"{CONFORMANCE_TESTS}::{TEST_ID}"
+    (tmp_path / "mine").rename(tmp_path / "reports")
     tests[TEST_ID]["outcome"] = "passed"
     (tmp_path / "reports" / "reference.json").write_text(json.dumps({"tests": tests}))
     args = launched(["--last-failed"])
