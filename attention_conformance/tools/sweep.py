@@ -13,8 +13,8 @@ adapter gets the inputs rounded to that dtype; the exact and plain computations 
 run on the same rounded inputs, projected by the reference's own `project`.
 
 Recorded per output: the share of the derived bound E it uses, max |got - exact| / E (tolerance_model.bound:
-above 1 the derivation is wrong for this framework, or the framework is), the k it needs beside E,
-    needed_k = max over elements of (|got - exact| - E) / B,
+above 1 the derivation is wrong for this framework, or the framework is), the k it needs beside E and one ULP,
+    needed_k = max over elements of (|got - exact| - E - ULP) / B,
 its margin at the model (tolerance_model.judge, <= 1 within), and the shape. A dtype the plain computation
 overflows (float16 scores beyond 65504) is skipped for that case and counted. An output beyond
 the model on a path the adapter or spec/divergences/<adapter>.yaml declares divergent for a spec case the
@@ -66,7 +66,8 @@ def measure(dtype, got, exact, plain, derived, k):
         derived = np.broadcast_to(np.asarray(derived, dtype=np.float64), exact.shape)
         err = np.abs(got - exact)
         bad = ~np.isfinite(got) & np.isfinite(exact)
-        over = float(np.max(err - derived, initial=0.0))
+        fixed = derived + tolerance_model.last_place(dtype, exact)  # the allowance but for k x B
+        over = float(np.max(err - fixed, initial=0.0))
         needed = math.inf if bad.any() else 0.0 if over <= 0 else over / base if base > 0 else math.inf
         verdict = tolerance_model.judge("", dtype, got, exact, plain, derived, k)
         used = math.inf if bad.any() else float(np.max(np.where(err == 0, 0.0, err / derived), initial=0.0))
@@ -76,14 +77,14 @@ def measure(dtype, got, exact, plain, derived, k):
         "margin": float(verdict.margin),
         "baseline": base,
         "max_error": float(np.max(np.where(bad, np.inf, err), initial=0.0)),
-        "front": None if bad.any() else front(err, derived),
+        "front": None if bad.any() else front(err, fixed),
         "worst": verdict.describe(),
     }
 
 
 def front(err, derived, most=64):
     """[[error, bound], ...]: elements no other element beats on both (a larger error at a smaller
-    derived bound). The margin at any k is max(error / (k x baseline + bound)) over these: a model can
+    fixed allowance, E and one ULP). The margin at any k is max(error / (k x baseline + bound)) over these: a model can
     be tried without rerunning."""
     errs, bounds_ = err.reshape(-1), derived.reshape(-1)
     order = np.lexsort((-errs, bounds_))  # by bound, then the larger error first

@@ -18,7 +18,9 @@ from attention_conformance.tools import sweep
 
 MODEL = tolerance_model.model()
 SEEDS = (0, 1, 2)
-FAR = 10.0  # a mistake must use more than ten times its budget (bfloat16's wrong scale: 15.7x at seeds 0..5)
+# A mistake must use more than eight times its budget. bfloat16's wrong scale comes nearest: 9.67x at seeds 0..5 since
+# the allowance holds one ULP of the dtype (tolerance_model.last_place, issue 58), 15.7x before.
+FAR = 8.0
 
 
 def test_model_file_names_every_dtype_with_a_number():

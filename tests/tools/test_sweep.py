@@ -17,14 +17,15 @@ DERIVED = np.full(EXACT.shape, 1e-6)
 
 def test_an_output_past_its_derived_bound_needs_the_k_that_brings_its_margin_to_1():
     got = EXACT.copy()
-    got[1, 0] += 1.2e-6  # 2e-7 past the bound: one baseline
+    ulp = 2.0**-26  # float32's at 0.125: the allowance holds one beside the bound (tolerance_model.last_place)
+    got[1, 0] += 1.2e-6 + ulp  # 2e-7 past the bound and the ULP: one baseline
     row = sweep.measure("float32", got, EXACT, PLAIN, DERIVED, 2.0)
     assert row["baseline"] == pytest.approx(2e-7)
     assert row["needed_k"] == pytest.approx(1.0)
-    assert row["bound_used"] == pytest.approx(1.2)
-    assert row["margin"] == pytest.approx(1.2e-6 / (2.0 * 2e-7 + 1e-6)), "judged at the model's k"
+    assert row["bound_used"] == pytest.approx((1.2e-6 + ulp) / 1e-6)
+    assert row["margin"] == pytest.approx((1.2e-6 + ulp) / (2.0 * 2e-7 + 1e-6 + ulp)), "judged at the model's k"
     assert sweep.margin_at(row, row["needed_k"]) == pytest.approx(1.0)
-    assert "[1, 0]: got 0.1250012, expected 0.125" in row["worst"]
+    assert "[1, 0]: got 0.1250012149011612, expected 0.125" in row["worst"]
 
 
 def test_the_exact_answer_needs_no_k_and_a_nan_or_a_wrong_shape_needs_an_infinite_one():
