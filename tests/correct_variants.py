@@ -59,6 +59,18 @@ def right_to_left(a, b):
     return _sequential(a, b, reversed(range(a.shape[-1])))
 
 
+def fused(a, b):
+    """Sequential, left to right, each step a fused multiply-add: the product unrounded, one rounding per step. A
+    float32 product is exact in float64; a float64 one is carried in the x87's extended precision, nearer to fused
+    than two roundings, and not exact (NumPy has no fma)."""
+    wide = np.float64 if a.dtype == np.float32 else np.longdouble
+    acc = np.zeros(np.broadcast_shapes(a.shape[:-1] + (1,), b.shape[:-2] + (1, b.shape[-1])), dtype=a.dtype)
+    for j in range(a.shape[-1]):
+        step = acc.astype(wide) + a[..., :, j : j + 1].astype(wide) * b[..., j : j + 1, :].astype(wide)
+        acc = step.astype(a.dtype)
+    return acc
+
+
 def pairwise(a, b):
     products = a[..., :, :, None] * b[..., None, :, :]  # [.., M, K, N]
     while products.shape[-2] > 1:
@@ -105,18 +117,27 @@ SOFTMAXES = {"max": softmax_max, "no_max": softmax_no_max, "log_sum_exp": softma
 TOTALS = {"numpy_sum": total_numpy, "sequential_sum": total_sequential}
 
 
-def numpy_attention(x_q, x, w_query, w_key, w_value, hidden, dtype, matmul, softmax, total, scale_first=False):
-    """{"scores", "weights", "out"} in dtype, each step stored; `scale_first` folds the scale into q."""
+# Where the scale 1/sqrt(H) is applied: on the scores, or folded into q, into k, or split as H**-1/4 on both (ONNX's
+# route against overflow), each factor a number of the dtype.
+SCALE_ON = {"q": (-0.5, 0.0), "k": (0.0, -0.5), "both": (-0.25, -0.25)}
+
+
+def numpy_attention(x_q, x, w_query, w_key, w_value, hidden, dtype, matmul, softmax, total, scale_on="scores"):
+    """{"scores", "weights", "out"} in dtype, each step stored; `scale_on` one of SCALE_ON folds the scale in before the
+    product."""
     acc = _accumulate(dtype)
     H = w_query.shape[-1]
-    factor = _store(1.0 / np.sqrt(H), dtype).astype(acc)  # the scale as a number of the dtype
 
     def mm(a, b):
         return _store(matmul(a.astype(acc), b.astype(acc)), dtype)
 
+    def folded(a, power):
+        return a if power == 0 else _store(a.astype(acc) * _store(float(H) ** power, dtype).astype(acc), dtype)
+
     q, k, v = mm(x_q, w_query), mm(x, w_key), mm(x, w_value)
-    if scale_first:
-        scaled = mm(_store(q.astype(acc) * factor, dtype), np.swapaxes(k, -1, -2))
+    if scale_on in SCALE_ON:
+        on_q, on_k = SCALE_ON[scale_on]
+        scaled = mm(folded(q, on_q), np.swapaxes(folded(k, on_k), -1, -2))
         scores = mm(q, np.swapaxes(k, -1, -2))
     else:
         scores = mm(q, np.swapaxes(k, -1, -2))
@@ -137,7 +158,10 @@ def numpy_variants(no_max_safe):
             found[f"numpy softmax {s} {t}"] = lambda *a, softmax=softmax, total=total: numpy_attention(
                 *a, left_to_right, softmax, total
             )
-    found["numpy scale folded into q"] = lambda *a: numpy_attention(*a, blas, softmax_max, total_numpy, True)
+    for on in SCALE_ON:
+        found[f"numpy scale folded into {on}"] = lambda *a, on=on: numpy_attention(
+            *a, blas, softmax_max, total_numpy, on
+        )
     return found
 
 
@@ -233,18 +257,26 @@ def _sequential_sum(a, axis=-1, keepdims=False):
     return np.take(np.cumsum(a, axis=axis), [-1], axis=axis) if keepdims else np.take(np.cumsum(a, axis=axis), -1, axis)
 
 
-# way -> (product, sum, exp, tanh), each on arrays of the accumulation dtype
+def _as_computed(a, dtype):
+    return a
+
+
+# way -> (product, sum, exp, tanh, finish): the four on arrays of the accumulation dtype, finish on each float output
+# stored in its dtype. The last way stands for a kernel whose last step is faithful, not correctly rounded (a
+# reciprocal, an rsqrt, a library's exp): either neighbour of a correct result, here always the one away from zero.
 OP_WAYS = {
-    "BLAS products, NumPy's sums and exp": (blas, np.sum, np.exp, np.tanh),
-    "sequential products and sums, right to left": (right_to_left, _sequential_sum, np.exp, np.tanh),
-    "pairwise products, NumPy's sums": (pairwise, np.sum, np.exp, np.tanh),
+    "BLAS products, NumPy's sums and exp": (blas, np.sum, np.exp, np.tanh, _as_computed),
+    "sequential products and sums, right to left": (right_to_left, _sequential_sum, np.exp, np.tanh, _as_computed),
+    "pairwise products, NumPy's sums": (pairwise, np.sum, np.exp, np.tanh, _as_computed),
+    "fused multiply-add products, left to right": (fused, _sequential_sum, np.exp, np.tanh, _as_computed),
+    "BLAS, every result one ULP off": (blas, np.sum, np.exp, np.tanh, lambda a, d: _one_ulp_off(a, d).astype(a.dtype)),
 }
 
 
 def op_variant(way):
     """An adapter (a namespace with DTYPES and every op of the reference) computing each op the `way` OP_WAYS names, in
     the dtype of its inputs."""
-    product, total, exponential, hyperbolic = OP_WAYS[way]
+    product, total, exponential, hyperbolic, finish = OP_WAYS[way]
     modules = [
         m for n, m in list(sys.modules.items()) if n == reference.__name__ or n.startswith(reference.__name__ + ".")
     ]
@@ -287,7 +319,7 @@ def op_variant(way):
         if isinstance(value, dict):
             return {k: stored(v, dtype) for k, v in value.items()}
         if isinstance(value, np.ndarray) and value.dtype.kind == "f":
-            return value.astype(np_dtype(dtype))
+            return finish(value.astype(np_dtype(dtype)), dtype)
         return value
 
     def wrap(function):

@@ -96,6 +96,20 @@ def test_the_adapter_passes_its_fuzz_budget(requested_adapter, tmp_path, capsys)
     assert not list(tmp_path.iterdir())
 
 
+def test_its_one_ulp_adapter_passes_its_fuzz_budget_too(requested_adapter, tmp_path, capsys):
+    """The adapter one ULP off everywhere stands for a correct kernel whose last step is faithful (issue 58): what
+    `run` passes, fuzz must pass too, at the same budget as the adapter's own."""
+    mutant = f"tests.mutants.{requested_adapter}__one_ulp_off"
+    if not (ROOT / "tests" / "mutants" / f"{requested_adapter}__one_ulp_off.py").exists():
+        pytest.fail(f"{mutant} is missing: every framework has its one-ULP adapter (tests/mutants/_one_ulp.py)")
+    for i, dtype in enumerate(registry.load(requested_adapter).DTYPES):
+        examples = BUDGET["first"] if i == 0 else BUDGET["other"]
+        args = ["fuzz", "--adapter", mutant, "--examples", str(examples), "--seed", str(SEED), "--dtype", dtype]
+        code = cli.main([*args, "--out", str(tmp_path)])
+        out = capsys.readouterr()
+        assert code == 0 or (requested_adapter, dtype) in PENDING, f"{mutant} {dtype}: accused:\n{out.out}{out.err}"
+
+
 def test_the_fuzzer_finds_most_forward_op_mistakes(requested_adapter, kills, capsys):
     results = kills
     if not results:
