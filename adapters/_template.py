@@ -191,6 +191,18 @@ def sgd_step(x, w_query, w_key, w_value, g, lr):
 # def fused_sink_attention(x, w_query, w_key, w_value, sinks, num_heads, mask):  # your fused kernel's sinks, if any
 #     return ...  # the context
 #
+# Optional: ALiBi (spec conventions.alibi): head n's slope by BLOOM's rule (alibi_slopes), the bias slope * (j - i)
+# for query i and key j added to the scaled scores, then the causal mask (if `causal`) and the softmax.
+#
+# def alibi_slopes(num_heads):
+#     return ...  # [num_heads], float32
+#
+# def alibi_attention(x, w_query, w_key, w_value, num_heads, causal):
+#     return {"weights": ..., "context": ...}  # weights [B, N, T, S]; context the heads concatenated
+#
+# def alibi_flag(x, w_query, w_key, w_value, num_heads, causal):  # your fused attention given the bias
+#     return ...  # the context
+#
 # The other optional ops, one stub each; what each returns and checks (contract/meanings.py, docs/contract.md):
 #
 # attention_stages: ONNX Attention's qk_matmul_output (qk_matmul_output_mode 0, 1 and 3).

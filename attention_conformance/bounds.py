@@ -372,12 +372,13 @@ def softmax(scaled, hidden=None, keys=None):
     return Bounded(w, np.minimum(err, 1.0 + own + floor))
 
 
-def power(exact, base, exponents):
-    """base ** -exponents (RoPE's frequencies), given `exact`, as a framework computes it: a kernel's power is
-    exp2(-e log2 base), so the rounding of e, of log2 base and of their product each move the power by |e ln base| u
-    relative (found by the fuzzer: mx.fast.rope's frequency 2.1 |e ln base| u off at pair 5 of 8), then its own
-    POW_ULPS and a division (HF's 1 / base ** e)."""
-    return Bounded(exact, exact * (3 * np.abs(exponents) * math.log(base) + POW_ULPS + 1) * _accumulate())
+def power(exact, base, exponents, raised=0):
+    """base ** -exponents (RoPE's frequencies, ALiBi's slopes), given `exact`, as a framework computes it: a kernel's
+    power is exp2(-e log2 base), so the rounding of e, of log2 base and of their product each move it by |e ln base| u
+    relative (found by the fuzzer: mx.fast.rope's 2.1 |e ln base| u at pair 5 of 8), then its own POW_ULPS and a
+    division (HF's 1 / base ** e); a rounded base raised to the integer `raised` (BLOOM's slopes) by raised u more."""
+    e = np.abs(raised) + 3 * np.abs(exponents) * math.log(base)
+    return Bounded(exact, exact * (e + POW_ULPS + 1) * _accumulate())
 
 
 def cos_sin(angle):

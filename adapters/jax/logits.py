@@ -1,5 +1,6 @@
 """JAX: the scores before the softmax past the documents', soft-capped (Gemma 2's order, as its JAX code) and with
-gpt-oss's sinks (a sink column concatenated, softmaxed, then dropped); a decoder with all of them;
+gpt-oss's sinks (a sink column concatenated, softmaxed, then dropped); ALiBi's bias as BLOOM's JAX code builds it,
+added to the scores and as jax.nn.dot_product_attention's bias; a decoder with all of them;
 jax.nn.dot_product_attention's own scale and key lengths."""
 
 import math
@@ -39,6 +40,53 @@ def sink_attention(x, w_query, w_key, w_value, sinks, num_heads, mask):
     weights = _sink_softmax(scores, sinks, num_heads)
     context = jnp.swapaxes(weights @ values, -3, -2)
     return {"weights": weights, "context": context.reshape(*context.shape[:-2], -1)}
+
+
+def _alibi_slopes(num_heads, dtype):
+    """BLOOM's build_alibi_tensor (its Flax port's jnp.power): float32, float64 where the scores are."""
+    wide = jnp.float64 if dtype == jnp.float64 else jnp.float32
+    closest = 2 ** math.floor(math.log2(num_heads))
+    base = jnp.array(2 ** (-(2 ** -(math.log2(closest) - 3))), dtype=wide)
+    slopes = jnp.power(base, jnp.arange(1, 1 + closest, dtype=jnp.int32))
+    if closest != num_heads:
+        extra_base = jnp.array(2 ** (-(2 ** -(math.log2(2 * closest) - 3))), dtype=wide)
+        extra_powers = jnp.arange(1, 1 + 2 * (num_heads - closest), 2, dtype=jnp.int32)
+        slopes = jnp.concatenate([slopes, jnp.power(extra_base, extra_powers)])
+    return slopes
+
+
+@_compiled("num_heads")
+def alibi_slopes(num_heads):
+    return _alibi_slopes(num_heads, jnp.float32)
+
+
+def _alibi_bias(num_heads, T, dtype):
+    """slope * (j - i), [N, T, T], in the slopes' precision, stored in the scores' dtype."""
+    positions = jnp.arange(T)
+    return (_alibi_slopes(num_heads, dtype)[:, None, None] * (positions - positions[:, None])).astype(dtype)
+
+
+@_compiled("num_heads", "causal")
+def alibi_attention(x, w_query, w_key, w_value, num_heads, causal):
+    x = jnp.asarray(x)
+    H = w_query.shape[-1] // num_heads
+    queries, keys, values = (_split_heads(x @ jnp.asarray(w), num_heads, H) for w in (w_query, w_key, w_value))
+    scores = queries @ jnp.swapaxes(keys, -1, -2) / math.sqrt(H) + _alibi_bias(num_heads, x.shape[-2], x.dtype)
+    if causal:
+        scores = jnp.where(_causal_mask(x.shape[-2]), -jnp.inf, scores)
+    weights = jax.nn.softmax(scores, axis=-1)
+    context = jnp.swapaxes(weights @ values, -3, -2)
+    return {"weights": weights, "context": context.reshape(*context.shape[:-2], -1)}
+
+
+@_compiled("num_heads", "causal", eager_float16=True)
+def alibi_flag(x, w_query, w_key, w_value, num_heads, causal):
+    x = jnp.asarray(x)
+    H = w_query.shape[-1] // num_heads
+    queries, keys, values = (_split_last(x @ jnp.asarray(w), num_heads, H) for w in (w_query, w_key, w_value))
+    bias = _alibi_bias(num_heads, x.shape[-2], x.dtype)[None]  # [1, N, T, S], added to the scaled scores
+    context = jax.nn.dot_product_attention(queries, keys, values, bias=bias, is_causal=causal)  # (.., T, N, H)
+    return context.reshape(*context.shape[:-2], -1)
 
 
 @_compiled("num_heads", "num_kv_heads", "pairing", "window", "cap")

@@ -1,6 +1,8 @@
-"""ONNX Runtime: the scores before the softmax past the documents': soft-capping (Gemma 2's order), gpt-oss's sinks
-and a decoder with all of them as graphs of its operators; soft-capping, the stages' scores and the scale through the
-Attention operator's own attributes."""
+"""ONNX Runtime: the scores before the softmax past the documents': soft-capping (Gemma 2's order), gpt-oss's sinks,
+ALiBi's bias (BLOOM's slopes from Pow) and a decoder with all of them as graphs of its operators; soft-capping, the
+stages' scores, the scale and ALiBi's bias (a float attn_mask) through the Attention operator's own inputs."""
+
+import math
 
 import numpy as np
 from onnx import TensorProto
@@ -66,6 +68,73 @@ def sink_attention(x, w_query, w_key, w_value, sinks, num_heads, mask):
     arrays = {"x": _batched(x), "w_query": w_query, "w_key": w_key, "w_value": w_value}
     out = _run(_sinks, num_heads, **arrays, sinks=np.asarray(sinks), mask=np.asarray(mask, dtype=bool))
     return {"weights": out["weights"], "context": out["context"]}
+
+
+def _alibi_slopes(g, num_heads):
+    """BLOOM's build_alibi_tensor as Pow nodes: float32, float64 where the scores are."""
+    wide = TensorProto.DOUBLE if g.elem == TensorProto.DOUBLE else TensorProto.FLOAT
+    closest = 2 ** math.floor(math.log2(num_heads))
+    bases = [(2 ** (-(2 ** -(math.log2(closest) - 3))), range(1, 1 + closest))]
+    if closest != num_heads:
+        bases.append((2 ** (-(2 ** -(math.log2(2 * closest) - 3))), range(1, 1 + 2 * (num_heads - closest), 2)))
+    return g(
+        "Concat", *(g("Pow", g.const([base], wide), g.const(list(powers), wide)) for base, powers in bases), axis=0
+    )
+
+
+def _alibi_bias(g, num_heads):
+    """slope * (j - i), [N, T, T]: the slopes times the distances from a Range over x's tokens, in the slopes'
+    precision, Cast to the scores' type."""
+    slopes = _alibi_slopes(g, num_heads)
+    T = g("Squeeze", g("Shape", "x", start=-2, end=-1))
+    positions = g("CastLike", g("Range", g.const(0, TensorProto.INT64), T, g.const(1, TensorProto.INT64)), slopes)
+    distance = g("Sub", g("Unsqueeze", positions, g.const([0], TensorProto.INT64)),
+                 g("Unsqueeze", positions, g.const([1], TensorProto.INT64)))  # fmt: skip
+    per_head = g("Reshape", slopes, g.const([num_heads, 1, 1], TensorProto.INT64))
+    return g("Cast", g("Mul", per_head, distance), to=g.elem)
+
+
+def _alibi_heads(g, ranks, num_heads):
+    return (g.heads(g("MatMul", "x", w), num_heads, ranks["x"]) for w in ("w_query", "w_key", "w_value"))
+
+
+def _alibi(g, ranks, num_heads, causal):
+    query, key, value = _alibi_heads(g, ranks, num_heads)
+    scaled = g("Add", g.scaled(g("MatMul", query, g.t(key, ranks["x"] + 1)), key), _alibi_bias(g, num_heads))
+    if causal:
+        scaled = g("Where", "mask", g.const(-np.inf), scaled)
+    weights = g("Softmax", scaled, axis=-1)
+    return {"weights": weights, "context": _merged(g, g("MatMul", weights, value), ranks["x"])}
+
+
+def alibi_attention(x, w_query, w_key, w_value, num_heads, causal):
+    T = np.shape(x)[-2]
+    arrays = {"x": x, "w_query": w_query, "w_key": w_key, "w_value": w_value}
+    if causal:
+        arrays["mask"] = np.triu(np.ones((T, T), dtype=bool), k=1)
+    out = _run(_alibi, int(num_heads), bool(causal), **arrays)
+    return {"weights": out["weights"], "context": out["context"]}
+
+
+def _biased_sdpa(g, ranks, num_heads, causal):
+    query, key, value = _alibi_heads(g, ranks, num_heads)
+    # attn_mask: a float mask is added to the scaled scores; is_causal hides the future on top of it
+    context = g("Attention", query, key, value, _alibi_bias(g, num_heads), is_causal=int(causal))
+    return {"context": _merged(g, context, ranks["x"])}
+
+
+def alibi_flag(x, w_query, w_key, w_value, num_heads, causal):
+    arrays = {"x": x, "w_query": w_query, "w_key": w_key, "w_value": w_value}
+    return _run(_biased_sdpa, int(num_heads), bool(causal), **arrays)["context"]
+
+
+def _slopes(g, ranks, num_heads):
+    return {"slopes": _alibi_slopes(g, num_heads)}
+
+
+def alibi_slopes(num_heads):
+    # a float32 input the graph never reads: the session takes its element type from its inputs' (shared._session)
+    return _run(_slopes, int(num_heads), dtype=np.zeros(0, np.float32))["slopes"]
 
 
 def _decoder(g, ranks, num_heads, num_kv_heads, pairing, H, cap):

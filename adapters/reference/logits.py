@@ -1,6 +1,8 @@
 """What is done to the scores before the softmax past the documents': soft-capping (Gemma 2; spec conventions.softcap),
-attention sinks (gpt-oss, StreamingLLM; conventions.sinks), a scale of one's own, and a decoder's attention with every
-family at once."""
+attention sinks (gpt-oss, StreamingLLM; conventions.sinks), ALiBi's linear biases (conventions.alibi), a scale of one's
+own, and a decoder's attention with every family at once."""
+
+from decimal import Decimal, localcontext
 
 import numpy as np
 
@@ -62,6 +64,48 @@ def sink_attention(x, w_query, w_key, w_value, sinks, num_heads, mask):
 
 def fused_sink_attention(x, w_query, w_key, w_value, sinks, num_heads, mask):
     return sink_attention(x, w_query, w_key, w_value, sinks, num_heads, mask)["context"]
+
+
+def alibi_slopes(num_heads):
+    """BLOOM's rule: c = 2 ** floor(log2 N) heads take (2 ** (-8 / c)) ** p, p = 1..c (the paper's geometric sequence
+    for a power of two), the other N - c take (2 ** (-8 / 2c)) ** p, p = 1, 3, 5, ..: every other slope of 2c heads.
+    Decimal arithmetic to float64's last bit (the same bytes on every machine); with a bound, as a framework computes
+    them, in float32 at least (BLOOM's), stored in the dtype."""
+    num_heads = int(num_heads)
+    closest = 2 ** (num_heads.bit_length() - 1)
+    powers = np.array(list(range(1, closest + 1)) + list(range(1, 2 * (num_heads - closest), 2)), dtype=np.float64)
+    spans = np.array([closest] * closest + [2 * closest] * (num_heads - closest), dtype=np.float64)
+    with localcontext() as exact:
+        exact.prec = 40
+        values = np.array([float(Decimal(2) ** (Decimal(-8 * int(p)) / int(s))) for p, s in zip(powers, spans)])
+    if bounds.units() is None:
+        return values
+    with bounds.in_float32_at_least():
+        slopes = bounds.power(values, 2.0, 8 * powers / spans, raised=powers)
+    return _f64(slopes)[0]
+
+
+def alibi_attention(x, w_query, w_key, w_value, num_heads, causal):
+    """Head n's scaled scores plus slopes[n] * (j - i), query i and key j (a past key's bias negative), the bias made
+    in the slopes' precision and stored in the dtype; then the causal mask, the softmax. weights [.., N, T, S]; context
+    the heads concatenated."""
+    x, w_query, w_key, w_value = _f64(x, w_query, w_key, w_value)
+    T, H = np.shape(x)[-2], np.shape(w_query)[-1] // num_heads
+    queries, keys, values = project(x, w_query), project(x, w_key), project(x, w_value)
+    slopes, distance = alibi_slopes(num_heads), np.arange(T)[None, :] - np.arange(T)[:, None]
+    hidden = _future(T) if causal else np.zeros((T, T), dtype=bool)
+    weights, contexts = [], []
+    for n in range(num_heads):
+        columns = slice(n * H, (n + 1) * H)
+        (bias,) = _f64(slopes[n] * distance.astype(np.float64))
+        scaled = scale(transposed_matmul(queries[..., columns], keys[..., columns]), H)
+        weights.append(_masked_softmax(scaled + bias, hidden))
+        contexts.append(blend(weights[-1], values[..., columns]))
+    return {"weights": np.stack(weights, axis=-3), "context": np.concatenate(contexts, axis=-1)}
+
+
+def alibi_flag(x, w_query, w_key, w_value, num_heads, causal):
+    return alibi_attention(x, w_query, w_key, w_value, num_heads, causal)["context"]
 
 
 def scale_flag(x, w_query, w_key, w_value, softmax_scale, causal):

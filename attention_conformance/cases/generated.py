@@ -71,6 +71,7 @@ DECIDING = {
     "fused_attention": ("one_query",),
     "scale_flag": ("one_query", "float32_scale"),
     "key_padding_flag": ("one_query",),
+    "alibi_flag": ("one_query",),
     "mask_conventions": ("api", "fill", "fully_masked", "one_query"),
     "layer_mask": ("fully_masked", "cube_heads", "one_query"),
     "layer_key_padding": ("fully_masked", "cube_heads"),

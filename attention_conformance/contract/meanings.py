@@ -176,6 +176,21 @@ MEANINGS = {
         "context through the framework's fused attention with its sinks argument",
         "`mx.fast.scaled_dot_product_attention(sinks=)`",
     ),
+    "alibi_slopes": (
+        "slopes [N]: head n's ALiBi slope, BLOOM's rule (2^(-8/c))^(n+1) for the c = 2^floor(log2 N) first heads, "
+        "then (2^(-4/c))^(1, 3, 5, ..) for the rest",
+        "ALiBi's slopes (the paper's geometric sequence, BLOOM's build_alibi_tensor; conventions.alibi)",
+    ),
+    "alibi_attention": (
+        '`{"weights", "context"}`: head n\'s scores scaled by 1/sqrt(H), plus slopes[n] * (j - i) for query i and '
+        "key j, then the causal mask (if `causal`) and the softmax; weights [B, N, T, S], context [B, T, N*H]",
+        "attention with linear biases (ALiBi: BLOOM, MPT; conventions.alibi)",
+    ),
+    "alibi_flag": (
+        "context, as above, through the framework's fused attention given the bias",
+        "SDPA's float `attn_mask`, `jax.nn.dot_product_attention(bias=)`, MLX's additive mask, ONNX Attention's "
+        "float attn_mask",
+    ),
     "decoder_attention": (
         "context [B, T, N*H]: grouped heads (w_key, w_value num_kv_heads * H wide; query head n over K/V head n // (N "
         "/ num_kv_heads)), each query and key head turned whole by `pairing` (theta 10000, positions 0..T-1), scores "

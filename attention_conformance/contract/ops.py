@@ -97,6 +97,13 @@ OPS = {
     # sink's column out; context is the heads concatenated. The textbook path, then the framework's kernel.
     "sink_attention": (_X_W + ("sinks", "num_heads", "mask"), ("weights", "context")),
     "fused_sink_attention": (_X_W + ("sinks", "num_heads", "mask"), ("context",)),
+    # ALiBi (Press et al., ICLR 2022; conventions.alibi): head n's slope m_n by BLOOM's rule, the bias m_n * (j - i)
+    # added to the scaled scores of query i and key j, causal or not. alibi_slopes: the slopes alone. alibi_attention:
+    # the textbook path from the framework's ops; alibi_flag: the bias through its fused attention (an additive mask,
+    # a bias argument).
+    "alibi_slopes": (("num_heads",), ("slopes",)),
+    "alibi_attention": (_X_W + ("num_heads", "causal"), ("weights", "context")),
+    "alibi_flag": (_X_W + ("num_heads", "causal"), ("context",)),
     # A decoder's attention as Mistral, Gemma 2 and gpt-oss put the families together: grouped heads, every query and
     # key head rotated whole (`pairing`, theta 10000), the scaled scores capped (`cap`, 0 = none), a causal window of
     # `window` keys and head n's sink sinks[n] (-inf = none); context is the heads concatenated.
@@ -222,6 +229,8 @@ FORMS = {
             "softcap_flag",
             "sink_attention",
             "fused_sink_attention",
+            "alibi_attention",
+            "alibi_flag",
             "decoder_attention",
             "attention_stages",
             "scale_flag",
@@ -255,6 +264,9 @@ OPTIONAL = frozenset(
         "softcap_flag",
         "sink_attention",
         "fused_sink_attention",
+        "alibi_slopes",
+        "alibi_attention",
+        "alibi_flag",
         "decoder_attention",
         "attention_stages",
         "scale_flag",

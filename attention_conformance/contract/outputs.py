@@ -117,6 +117,11 @@ OUTPUTS = {
         "as one more key, which is then left out (a row sums to less than 1)",
         "context": "the heads' `weights @ value` concatenated, (B, T, N*H); a row whose keys are all hidden is 0",
     },
+    "alibi_attention": {
+        "weights": "each head's softmax of its scaled scores plus slopes[n] * (j - i) (causal: the mask after the "
+        "bias), (B, N, T, S)",
+        "context": "the heads' `weights @ value` concatenated, (B, T, N*H)",
+    },
     "attention_stages": {
         "scaled": "one head's q k^T / sqrt(H), (B, T, S), unmasked",
         "capped": "cap * tanh(scaled / cap), unmasked (cap 0: equal to scaled)",

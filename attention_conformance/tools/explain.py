@@ -176,6 +176,9 @@ def _past_the_documents(p):
             (-1.0, "negated", "ALiBi's distance as i - j, not j - i?"),
         ):
             found.append((f"the bias {wrong}", f"its finite values x {times:g} ({why})", {"bias": p.bias * times}))
+        if np.ndim(p.bias) >= 3 and np.shape(p.bias)[-3] > 1:  # [.., N, T, S]: a slope table read back to front
+            why = "head n given head N-1-n's bias (ALiBi's slopes in reverse head order?)"
+            found.append(("the bias's heads reversed", why, {"bias": p.bias[..., ::-1, :, :]}))
     if p.sinks is not None:
         found.append(("the sink ignored", "a plain softmax over the keys, each row summing to 1", dict(sinks=None)))
     if p.pairing:

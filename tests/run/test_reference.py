@@ -115,3 +115,32 @@ def test_a_sink_takes_what_the_keys_leave_and_all_of_a_row_with_none():
     assert (rows < 1).all() and (out["weights"][0, :, 2] == 0).all() and (out["context"][0, 2] == 0).all()
     scores = reference.scale(reference.transposed_matmul(x @ w[0][:, :4], x @ w[1][:, :4]), 4)[0, 0]
     assert rows[0, 0, 0] == pytest.approx(np.exp(scores).sum() / (np.exp(scores).sum() + np.exp(1.5)), abs=1e-14)
+
+
+def test_alibi_slopes_are_the_papers_sequence_and_blooms_rule_past_a_power_of_two():
+    # 8 heads: 1/2 .. 1/256 (the paper); 12: those eight, then every other slope of 16 heads, 2^-0.5, 2^-1.5, ..
+    assert np.array_equal(reference.alibi_slopes(8), 2.0 ** -np.arange(1, 9))
+    assert reference.alibi_slopes(12)[8:] == pytest.approx(2.0 ** -np.array([0.5, 1.5, 2.5, 3.5]), rel=1e-15)
+    assert np.array_equal(reference.alibi_slopes(12)[:8], reference.alibi_slopes(8))
+    assert np.array_equal(reference.alibi_slopes(16)[1::2], reference.alibi_slopes(8))
+    assert np.array_equal(reference.alibi_slopes(1), [2.0**-8])
+
+
+def test_alibi_is_the_scores_plus_slope_times_key_minus_query_and_blooms_key_offset_weighs_the_same():
+    rng = np.random.default_rng(9)
+    x, *w = (rng.uniform(-1, 1, shape) for shape in ((1, 5, 8), (8, 8), (8, 8), (8, 8)))
+    out = reference.alibi_attention(x, *w, num_heads=2, causal=True)
+    slopes, j = reference.alibi_slopes(2), np.arange(5)
+    for n in range(2):
+        scores = reference.scale(
+            reference.transposed_matmul(x @ w[0][:, 4 * n : 4 * n + 4], x @ w[1][:, 4 * n :][:, :4]), 4
+        )[0]
+        for i in range(5):
+            past = scores[i, : i + 1] + slopes[n] * (j[: i + 1] - i)
+            key_only = scores[i, : i + 1] + slopes[n] * j[: i + 1]  # BLOOM's offset: a constant a row
+            for biased in (past, key_only):
+                expected = np.exp(biased - biased.max()) / np.exp(biased - biased.max()).sum()
+                assert out["weights"][0, n, i, : i + 1] == pytest.approx(expected, abs=1e-14)
+            assert (out["weights"][0, n, i, i + 1 :] == 0).all()
+    unmasked = reference.alibi_attention(x, *w, num_heads=2, causal=False)["weights"]
+    assert not np.allclose(unmasked, out["weights"])  # without the mask, later keys weigh something

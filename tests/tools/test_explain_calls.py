@@ -35,6 +35,8 @@ def test_an_additive_bias_is_stated_its_neg_inf_hides_and_ignoring_it_is_named(t
     assert code == 1 and "matches a known difference: the bias doubled" in text, text
     code, text = explained(tmp_path, q=q, k=k, v=v, bias=bias, out=biased(-1.0))  # ALiBi's distance as i - j
     assert code == 1 and "matches a known difference: the bias negated" in text, text
+    code, text = explained(tmp_path, q=q, k=k, v=v, bias=bias[::-1].copy(), out=biased(1.0))  # slopes read backwards
+    assert code == 1 and "matches a known difference: the bias's heads reversed" in text, text
     with pytest.raises(explain_file.BadInput, match="does not broadcast"):
         explain_file.Problem("f.npz", dict(q=q, k=k, v=v, bias=bias[..., :2], out=biased(1.0)))
     with pytest.raises(explain_file.BadInput, match="NaN or \\+inf"):

@@ -34,6 +34,8 @@ COVERED = (
     "softcap_flag",
     "sink_attention",
     "fused_sink_attention",
+    "alibi_attention",
+    "alibi_flag",
     "decoder_attention",
     "attention_stages",
     "scale_flag",
@@ -206,6 +208,10 @@ def strategy(drawn_ops, words=None):
             sinks = tensor(draw, [N], ((-3.0, 3.0), (5.0, 10.0), (-40.0, 40.0)))
             weights = {n: w(D, N * H) for n in ("w_query", "w_key", "w_value")}
             return op, {"x": x(), **weights, "sinks": sinks, "num_heads": N, "mask": mask(draw, lead, T, T)}
+        if op in ("alibi_attention", "alibi_flag"):  # head counts past a power of two, where BLOOM's rule interleaves
+            N = draw(st.sampled_from((1, 2, 3, 4, 5, 6, 8, 12)))
+            weights = {n: w(D, N * H) for n in ("w_query", "w_key", "w_value")}
+            return op, {"x": x(), **weights, "num_heads": N, "causal": draw(st.booleans())}
         if op in ("attention_stages", "scale_flag"):  # softcap's caps; scales of 1, 1/H, one sqrt cannot hold, tiny
             inputs = {"x": x(), "w_query": w(D, H), "w_key": w(D, H), "w_value": w(D, H), "causal": draw(st.booleans())}
             if op == "attention_stages":

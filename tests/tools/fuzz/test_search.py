@@ -95,3 +95,21 @@ def test_shares_hold_each_word_and_a_capped_ops_no_cap():
         {"fill": "large_negative"},
         {"fill": "dtype_min"},
     ]
+
+
+def test_the_reference_passes_alibi_draws_and_a_declared_one_query_case_excuses_only_one_query_draws():
+    adapter = registry.load("reference")
+    fuzzer = search.Fuzzer("reference", adapter, adapter.DTYPES[0], ["alibi_attention", "alibi_flag"])
+    assert fuzzer.run(12, seed=0, shrink=0) is None and fuzzer.judged > 0
+    # XLA's bfloat16 dot refuses one query row of one head (jax's alibi_flag_one_query): that draw alone is excused.
+    declaring = types.SimpleNamespace(
+        DTYPES=("float32",), alibi_flag=reference.alibi_flag, NOT_APPLICABLE={"alibi_flag_one_query": "one row"}
+    )
+    fuzzer = search.Fuzzer("declaring", declaring, "float32", ["alibi_flag"])
+
+    def inputs(B, T, N):
+        return {"x": {"uniform": [-1, 1], "shape": [B, T, 4], "seed": 1}, "num_heads": N, "causal": True}
+
+    assert fuzzer.excuse("alibi_flag", inputs(1, 1, 1), "context") == "not applicable: one row"
+    for B, T, N in ((1, 1, 3), (2, 1, 1), (1, 4, 1)):
+        assert fuzzer.excuse("alibi_flag", inputs(B, T, N), "context") is None
