@@ -1,10 +1,10 @@
-"""How far any correct computation of the oracle's steps may land from the exact answer: a bound derived
-from the magnitudes summed, not measured on one computation that may have been exact by luck.
+"""How far any correct computation of the oracle's steps may land from the exact answer: a bound derived from the
+magnitudes summed, not measured on one computation that may have been exact by luck.
 
-`Bounded` is a float64 array with, beside each value, `err`: the largest |computed - value| of any
-implementation that performs the same steps in floating point, in any summation order, with or
-without fused multiply-add. It follows forward error analysis (Higham, Accuracy and Stability of
-Numerical Algorithms, ch. 2-3), every term kept, not only the first order:
+`Bounded` is a float64 array with, beside each value, `err`: the largest |computed - value| of any implementation
+that performs the same steps in floating point, in any summation order, with or without fused multiply-add. It
+follows forward error analysis (Higham, Accuracy and Stability of Numerical Algorithms, ch. 2-3), every term kept,
+not only the first order:
 
   a sum or dot product of n terms   gamma_n x sum |terms|, gamma_n = n u / (1 - n u), any order; a bias
                                     added to a product may join its sum (addmm): gamma_n x |bias| more
@@ -16,15 +16,13 @@ Numerical Algorithms, ch. 2-3), every term kept, not only the first order:
   a step's result stored            u_store x |result|, where the next step (or the caller) takes it
   the oracle's own products         K 2**-58 of the row's and column's largest magnitudes (deterministic.py)
 
-u_store is the dtype's unit roundoff. Within a step (a product, the scale, the softmax, the blend)
-sums and elementwise math run at u = u_accumulate: the dtype's own in float32 and float64, float32's
-in float16 and bfloat16, where the frameworks judged here accumulate. A framework that accumulates,
-or keeps a softmax's insides, in the half type is outside the bound: a declared divergence.
+u_store is the dtype's unit roundoff. Within a step (a product, the scale, the softmax, the blend) sums and
+elementwise math run at u = u_accumulate: the dtype's own in float32 and float64, float32's in float16 and bfloat16,
+where the frameworks judged here accumulate. A framework that accumulates, or keeps a softmax's insides, in the half
+type is outside the bound: a declared divergence.
 
-The reference (adapters/reference/) runs its own steps on Bounded arrays (tolerance_model.bound): what it
-computes is the exact value, what it carries is the bound. A NumPy call this module does not bound
-raises, so no step can drop its bound silently. NumPy only.
-"""
+The reference (adapters/reference/) runs its own steps on Bounded arrays (tolerance_model.bound): its value is exact,
+its err the bound. A NumPy call without a rule here (np.sqrt has one) raises: no step drops its bound silently."""
 
 import contextlib
 import contextvars
@@ -56,10 +54,9 @@ def unit_roundoff(dtype):
 
 @contextlib.contextmanager
 def computed_in(dtype, sums_in_dtype=False):
-    """Bounds for results stored in `dtype` (a NumPy or ml_dtypes dtype name), each step's sums in float32
-    where the dtype is narrower, or with `sums_in_dtype` in the dtype itself (MLX's half precision). Yields
-    a list that gets the largest |value| of any stored step beyond the dtype's largest number: there the
-    plain computation overflows, and the bound says nothing."""
+    """Bounds for results stored in `dtype` (a NumPy or ml_dtypes name), each step's sums in float32 where the dtype is
+    narrower, or with `sums_in_dtype` in the dtype itself (MLX's half precision). Yields a list that gets the largest
+    |value| of a stored step past the dtype's largest number: there it overflows, and the bound says nothing."""
     store = unit_roundoff(dtype)
     accumulate = store if sums_in_dtype else min(store, unit_roundoff("float32"))
     overflowed = []
@@ -116,8 +113,7 @@ class Unbounded(TypeError):
     """A step this module has no rule for (dropout's np.where): the computation has no derived bound."""
 
 
-def _gamma64(n):
-    """gamma_n of float64: what BLAS's own float64 sums of n terms may be off by, relative to |terms|."""
+def _gamma64(n):  # gamma_n of float64: what BLAS's own float64 sums of n terms may be off by, relative to |terms|
     return n * 2.0**-53 / (1 - n * 2.0**-53)
 
 
@@ -238,7 +234,12 @@ def _divide(a, b):
     return _rounded(value, np.where((va == 0) & (ea == 0), 0.0, err))  # an exact zero over anything stays zero
 
 
-_RULES = {np.add: _add, np.subtract: _subtract, np.multiply: _multiply, np.true_divide: _divide}
+def _sqrt(a):  # RMSNorm's root: v within e moves it by e / (sqrt(v) + sqrt(v - e)) at most; an rsqrt errs 2 units
+    value, err = _parts(a)
+    return Bounded(r := np.sqrt(value), err / (r + np.sqrt(np.maximum(value - err, 0.0))) + 2 * _accumulate() * r)
+
+
+_RULES = {np.add: _add, np.subtract: _subtract, np.multiply: _multiply, np.true_divide: _divide, np.sqrt: _sqrt}
 
 
 def _both(func):
@@ -326,14 +327,13 @@ def _others(terms):
 
 
 def softmax(scaled, hidden=None, keys=None):
-    """The softmax over the last axis (hidden keys get 0, a row with none visible 0 everywhere), bounded
-    as a whole: its terms are positive and share one denominator, so with each input within D_l the
-    weight w_j lies between
+    """The softmax over the last axis (hidden keys get 0, a row with none visible 0 everywhere), bounded as a whole: its
+    terms are positive and share one denominator, so with each input within D_l the weight w_j lies between
         a_j e^-D_j / (a_j e^-D_j + sum_l!=j a_l e^D_l)  and  a_j e^D_j / (a_j e^D_j + sum_l!=j a_l e^-D_l),
-    a_l = exp(s_l - max s), finite however large D is (the parts' bounds would divide by nothing).
-    The row's max that implementations subtract cancels exactly; its subtraction rounds (u |s - max|),
-    exp errs EXP_ULPS in numerator and denominator, the sum of `keys` terms gamma_keys, the division u.
-    Found by tests/run/test_false_alarms.py: log-sum-exp's shift (below)."""
+    a_l = exp(s_l - max s), finite however large D is (the parts' bounds would divide by nothing). The row's max that
+    implementations subtract cancels exactly; its subtraction rounds (u |s - max|), exp errs EXP_ULPS in numerator and
+    denominator, the sum of `keys` terms gamma_keys, the division u. Found by tests/run/test_false_alarms.py:
+    log-sum-exp's shift (below)."""
     value, err = _parts(stored(scaled))
     hidden = np.zeros(value.shape, dtype=bool) if hidden is None else np.broadcast_to(hidden, value.shape)
     with np.errstate(all="ignore"):

@@ -185,6 +185,8 @@ SCALARS = {
     "p": (lambda v: yaml_values.is_number(v) and 0 <= v < 1, "a probability, 0 <= p < 1"),
     "lr": (lambda v: yaml_values.is_number(v) and 0 < v <= 1, "a learning rate, 0 < lr <= 1"),
     "causal": (lambda v: isinstance(v, bool), "true or false"),
+    "per_head": (lambda v: isinstance(v, bool), "true or false"),
+    "eps": (lambda v: yaml_values.is_number(v) and 0 < v <= 1, "a number in (0, 1], a norm's epsilon"),
     **{
         name: (lambda v, words=words: isinstance(v, str) and v in words, f"one of {', '.join(words)}")
         for name, words in CHOICES.items()

@@ -191,6 +191,17 @@ MEANINGS = {
         "SDPA's float `attn_mask`, `jax.nn.dot_product_attention(bias=)`, MLX's additive mask, ONNX Attention's "
         "float attn_mask",
     ),
+    "qk_norm_attention": (
+        '`{"queries", "weights", "context"}`: queries and keys RMS-normed, x / sqrt(mean(x^2) + eps) * weight, over '
+        "each head's H dims (`per_head`, weights [H]) or the whole N*H projection (weights [N*H]), then each head "
+        "rotated (rotate_half, theta 10000, positions 0..T-1), scaled by 1/sqrt(H), masked (if `causal`), softmaxed",
+        "QK-norm before RoPE (Qwen3 and Gemma 3 per head, OLMo 2 over the projection; conventions.qk_norm)",
+    ),
+    "qk_norm_flag": (
+        '`{"queries", "context"}`, as above, the norm through the framework\'s own RMSNorm',
+        "`torch.nn.functional.rms_norm`, `keras.layers.RMSNormalization`, `mx.fast.rms_norm`, ONNX "
+        "`RMSNormalization` (opset 23)",
+    ),
     "decoder_attention": (
         "context [B, T, N*H]: grouped heads (w_key, w_value num_kv_heads * H wide; query head n over K/V head n // (N "
         "/ num_kv_heads)), each query and key head turned whole by `pairing` (theta 10000, positions 0..T-1), scores "

@@ -12,6 +12,7 @@ from attention_conformance import ports
 # (gradients of L = sum(context * g), one SGD step), and the frameworks' own attention layers.
 _X_W = ("x", "w_query", "w_key", "w_value")
 _BIASES = ("b_query", "b_key", "b_value", "b_out")
+_QK_NORM = ("num_heads", "norm_weight_q", "norm_weight_k", "eps", "per_head", "causal")
 OPS = {
     "create_parameter": (("d_in", "d_out", "seed"), ("parameter", "trainable")),
     "project": (("x", "w"), ("projection",)),
@@ -104,6 +105,11 @@ OPS = {
     "alibi_slopes": (("num_heads",), ("slopes",)),
     "alibi_attention": (_X_W + ("num_heads", "causal"), ("weights", "context")),
     "alibi_flag": (_X_W + ("num_heads", "causal"), ("context",)),
+    # QK-norm (Qwen3, Gemma 3, OLMo 2; conventions.qk_norm): queries and keys RMS-normed, per head (weights [H]) or
+    # over the whole projection (per_head false, weights [N*H], OLMo 2), then rotated (rotate_half, theta 10000) and
+    # attended, causal or not. qk_norm_attention: the norm from the framework's ops; qk_norm_flag: its own RMSNorm.
+    "qk_norm_attention": (_X_W + _QK_NORM, ("queries", "weights", "context")),
+    "qk_norm_flag": (_X_W + _QK_NORM, ("queries", "context")),
     # A decoder's attention as Mistral, Gemma 2 and gpt-oss put the families together: grouped heads, every query and
     # key head rotated whole (`pairing`, theta 10000), the scaled scores capped (`cap`, 0 = none), a causal window of
     # `window` keys and head n's sink sinks[n] (-inf = none); context is the heads concatenated.
@@ -139,14 +145,14 @@ CHOICES = {
     "pairing": ("interleaved", "rotate_half"),
     "scaling": ("none", "linear", "llama3"),
 }
-# What each parameter is. Tensors: "tokens" [.., T, D]; "square" [.., T, S] (scores, weights); "mask" bool
-# [.., T, S], True = hidden; "padding" bool [B, S], True = a padded key; "weight" [D, D] (x @ W layout); "bias" [D];
-# "sink" [N], one logit a head. Scalars: "width" (a size), "heads", "seed", "probability", "count", "rate", "offset"
-# (a token index), "window" (keys a query sees), "rotary" (dims RoPE turns, even), "base" (RoPE's theta), "factor"
-# (a frequency scaling's), "position" (a token's position), "cap" (a soft cap, 0 = none), "multiplier" (what the
-# scores are multiplied by in place of 1/sqrt(H)), "switch" (true/false), "choice" (one of CHOICES).
-# The `check` command builds its tiny inputs from this table, so every parameter of OPS must be here
-# (tests/cases/test_spec.py), never a name the `check` command happens to know.
+# What each parameter is. Tensors: "tokens" [.., T, D]; "square" [.., T, S] (scores, weights); "mask" bool [.., T, S],
+# True = hidden; "padding" bool [B, S], True = a padded key; "weight" [D, D] (x @ W layout); "bias" [D]; "sink" [N], one
+# logit a head; "gain" a norm's weight, [H] (per head) or [N*H]. Scalars: "width" (a size), "heads", "seed",
+# "probability", "count", "rate", "offset" (a token index), "window" (keys a query sees), "rotary" (dims RoPE turns,
+# even), "base" (RoPE's theta), "factor" (a frequency scaling's), "position" (a token's position), "cap" (a soft cap, 0
+# = none), "multiplier" (what the scores are multiplied by in place of 1/sqrt(H)), "epsilon" (what a norm adds under its
+# root), "switch" (true/false), "choice" (one of CHOICES). The `check` command builds its tiny inputs from this table,
+# so every parameter of OPS must be here (tests/cases/test_spec.py), never a name the `check` command happens to know.
 PARAMETERS = {
     "x": "tokens",
     "q": "tokens",
@@ -184,7 +190,11 @@ PARAMETERS = {
     "cap": "cap",
     "softmax_scale": "multiplier",
     "sinks": "sink",
+    "norm_weight_q": "gain",
+    "norm_weight_k": "gain",
+    "eps": "epsilon",
     "causal": "switch",
+    "per_head": "switch",
     **{name: "choice" for name in CHOICES},
 }
 # How each op's token tensors come, as the spec feeds them (tests/cases/test_spec.py checks it case by
@@ -231,6 +241,8 @@ FORMS = {
             "fused_sink_attention",
             "alibi_attention",
             "alibi_flag",
+            "qk_norm_attention",
+            "qk_norm_flag",
             "decoder_attention",
             "attention_stages",
             "scale_flag",
@@ -267,6 +279,8 @@ OPTIONAL = frozenset(
         "alibi_slopes",
         "alibi_attention",
         "alibi_flag",
+        "qk_norm_attention",
+        "qk_norm_flag",
         "decoder_attention",
         "attention_stages",
         "scale_flag",

@@ -122,6 +122,16 @@ OUTPUTS = {
         "bias), (B, N, T, S)",
         "context": "the heads' `weights @ value` concatenated, (B, T, N*H)",
     },
+    "qk_norm_attention": {
+        "queries": "each head's queries as they enter the scores: RMS-normed (per head or over the projection), times "
+        "the weight, then rotated, (B, N, T, H)",
+        "weights": "each head's softmax of its normed, rotated queries and keys, scaled by 1/sqrt(H), (B, N, T, S)",
+        "context": "the heads' `weights @ value` concatenated, (B, T, N*H)",
+    },
+    "qk_norm_flag": {
+        "queries": "as qk_norm_attention's, the norm through the framework's own RMSNorm, (B, N, T, H)",
+        "context": "the heads' `weights @ value` concatenated, (B, T, N*H)",
+    },
     "attention_stages": {
         "scaled": "one head's q k^T / sqrt(H), (B, T, S), unmasked",
         "capped": "cap * tanh(scaled / cap), unmasked (cap 0: equal to scaled)",

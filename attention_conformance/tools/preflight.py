@@ -32,6 +32,7 @@ _SCALARS = {
     "position": 7,
     "multiplier": 0.5,
     "cap": 5.0,
+    "epsilon": 1e-6,
     "switch": True,
 }
 # A parameter that switches a family on, and its value that switches it off (conventions.softcap: a cap of 0 is none;
@@ -63,6 +64,8 @@ def tiny_input(name, kind, form, dtype, rng, choose):
         return tensor(D)
     if kind == "sink":
         return tensor(HEADS)
+    if kind == "gain":  # the projection's width; one head's (D / HEADS) where the op norms per head (tiny_inputs)
+        return tensor(D)
     if kind in ("choice", "switch"):
         return choose(name)
     return _SCALARS[kind]
@@ -79,7 +82,10 @@ def tiny_inputs(op, form, dtype, choose):
             f"attention-conformance does not describe parameter(s) {', '.join(missing)} in ops.PARAMETERS "
             "(a bug in the suite, not in your adapter: please report it)"
         )
-    return {p: tiny_input(p, ops.PARAMETERS[p], form, dtype, rng, choose) for p in params}
+    inputs = {p: tiny_input(p, ops.PARAMETERS[p], form, dtype, rng, choose) for p in params}
+    if inputs.get("per_head"):  # a per-head norm's weight is one head wide
+        inputs |= {p: v[: D // HEADS] for p, v in inputs.items() if ops.PARAMETERS[p] == "gain"}
+    return inputs
 
 
 def _first_line(exc):

@@ -18,6 +18,8 @@ KINDS |= {
     "position",
     "cap",
     "sink",
+    "gain",
+    "epsilon",
     "switch",
     "multiplier",
     "choice",
