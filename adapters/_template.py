@@ -203,6 +203,16 @@ def sgd_step(x, w_query, w_key, w_value, g, lr):
 # def alibi_flag(x, w_query, w_key, w_value, num_heads, causal):  # your fused attention given the bias
 #     return ...  # the context
 #
+# Optional: QK-norm (spec conventions.qk_norm): queries and keys RMS-normed, x / sqrt(mean(x^2) + eps) * weight, over
+# each head's H dims (per_head; weights [H]) or the whole N*H projection (weights [N*H]), then rotate_half RoPE (theta
+# 10000), the scaled scores, the causal mask (if `causal`) and the softmax.
+#
+# def qk_norm_attention(x, w_query, w_key, w_value, num_heads, norm_weight_q, norm_weight_k, eps, per_head, causal):
+#     return {"queries": ..., "weights": ..., "context": ...}  # queries [B, N, T, H] as they enter the scores
+#
+# def qk_norm_flag(x, w_query, w_key, w_value, num_heads, norm_weight_q, norm_weight_k, eps, per_head, causal):
+#     return {"queries": ..., "context": ...}  # the norm through your framework's own RMSNorm
+#
 # The other optional ops, one stub each; what each returns and checks (contract/meanings.py, docs/contract.md):
 #
 # attention_stages: ONNX Attention's qk_matmul_output (qk_matmul_output_mode 0, 1 and 3).

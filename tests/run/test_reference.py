@@ -144,3 +144,32 @@ def test_alibi_is_the_scores_plus_slope_times_key_minus_query_and_blooms_key_off
             assert (out["weights"][0, n, i, i + 1 :] == 0).all()
     unmasked = reference.alibi_attention(x, *w, num_heads=2, causal=False)["weights"]
     assert not np.allclose(unmasked, out["weights"])  # without the mask, later keys weigh something
+
+
+def test_qk_norm_is_rmsnorm_before_the_rotation_per_head_or_over_the_projection():
+    rng = np.random.default_rng(10)
+    x, *w = (rng.uniform(-1, 1, shape) for shape in ((1, 3, 4), (4, 8), (4, 8), (4, 8)))
+    gain = rng.uniform(0.5, 1.5, 4)
+    out = reference.qk_norm_attention(
+        x, *w, num_heads=2, norm_weight_q=gain, norm_weight_k=gain, eps=0.01, per_head=True, causal=True
+    )
+    q = x[0] @ w[0][:, 4:]  # head 1, eps inside the root, then times the weight, then turned
+    normed = q / np.sqrt((q * q).mean(axis=-1, keepdims=True) + 0.01) * gain
+    assert out["queries"][0, 1, 0] == pytest.approx(normed[0], abs=1e-14)  # position 0: not turned
+    assert np.linalg.norm(out["queries"][0, 1, 2]) == pytest.approx(np.linalg.norm(normed[2]), abs=1e-14)
+    assert not np.allclose(out["queries"][0, 1, 2], normed[2])  # position 2: turned, its length kept
+    whole = reference.qk_norm_attention(
+        x,
+        *w,
+        num_heads=2,
+        norm_weight_q=np.tile(gain, 2),
+        norm_weight_k=np.tile(gain, 2),
+        eps=0.01,
+        per_head=False,
+        causal=True,
+    )
+    q = x[0] @ w[0]
+    assert whole["queries"][0, 1, 0] == pytest.approx(
+        (q / np.sqrt((q * q).mean(-1, keepdims=True) + 0.01))[0, 4:] * gain
+    )
+    assert (out["weights"][0, :, 0, 1:] == 0).all()

@@ -36,6 +36,8 @@ COVERED = (
     "fused_sink_attention",
     "alibi_attention",
     "alibi_flag",
+    "qk_norm_attention",
+    "qk_norm_flag",
     "decoder_attention",
     "attention_stages",
     "scale_flag",
@@ -212,6 +214,27 @@ def strategy(drawn_ops, words=None):
             N = draw(st.sampled_from((1, 2, 3, 4, 5, 6, 8, 12)))
             weights = {n: w(D, N * H) for n in ("w_query", "w_key", "w_value")}
             return op, {"x": x(), **weights, "num_heads": N, "causal": draw(st.booleans())}
+        if op in ("qk_norm_attention", "qk_norm_flag"):  # per head or not, weights near 1 and near 0, eps up to 0.1
+            N, H, per_head = (
+                draw(st.sampled_from((1, 2, 3, 4))),
+                draw(st.sampled_from((2, 4, 8, 16, 64))),
+                draw(st.booleans()),
+            )
+            gains = {
+                n: tensor(draw, [H if per_head else N * H], ((0.5, 1.5), (-0.2, 0.2), (-2.0, 2.0)))
+                for n in ("norm_weight_q", "norm_weight_k")
+            }
+            weights = {n: w(D, N * H) for n in ("w_query", "w_key", "w_value")}
+            eps = draw(st.sampled_from((1e-6, 1e-5, 0.01, 0.1)))
+            return op, {
+                "x": x(),
+                **weights,
+                "num_heads": N,
+                **gains,
+                "eps": eps,
+                "per_head": per_head,
+                "causal": draw(st.booleans()),
+            }
         if op in ("attention_stages", "scale_flag"):  # softcap's caps; scales of 1, 1/H, one sqrt cannot hold, tiny
             inputs = {"x": x(), "w_query": w(D, H), "w_key": w(D, H), "w_value": w(D, H), "causal": draw(st.booleans())}
             if op == "attention_stages":

@@ -113,3 +113,9 @@ def test_the_reference_passes_alibi_draws_and_a_declared_one_query_case_excuses_
     assert fuzzer.excuse("alibi_flag", inputs(1, 1, 1), "context") == "not applicable: one row"
     for B, T, N in ((1, 1, 3), (2, 1, 1), (1, 4, 1)):
         assert fuzzer.excuse("alibi_flag", inputs(B, T, N), "context") is None
+
+
+def test_the_reference_passes_qk_norm_draws():
+    adapter = registry.load("reference")
+    fuzzer = search.Fuzzer("reference", adapter, adapter.DTYPES[0], ["qk_norm_attention", "qk_norm_flag"])
+    assert fuzzer.run(12, seed=0, shrink=0) is None and fuzzer.judged > 0
