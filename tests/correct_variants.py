@@ -316,8 +316,8 @@ def op_variant(way):
             remembered.forget()
 
     def stored(value, dtype):
-        if isinstance(value, dict):
-            return {k: stored(v, dtype) for k, v in value.items()}
+        if isinstance(value, dict):  # round_trip is weights read back: no step to round (as tests/mutants/_one_ulp.py)
+            return {k: v if k == "round_trip" else stored(v, dtype) for k, v in value.items()}
         if isinstance(value, np.ndarray) and value.dtype.kind == "f":
             return finish(value.astype(np_dtype(dtype)), dtype)
         return value
