@@ -72,6 +72,9 @@ DECIDING = {
     "scale_flag": ("one_query", "float32_scale"),
     "key_padding_flag": ("one_query",),
     "alibi_flag": ("one_query",),
+    # A pairing declared on its spec cases (a library whose interleaved RoPE returns the pairs de-interleaved) leaves
+    # the other pairing's draws judged.
+    **{op: ("pairing",) for op in ("rotary_embedding", "fused_rotary", "rotary_attention")},
     "mask_conventions": ("api", "fill", "fully_masked", "one_query"),
     "layer_mask": ("fully_masked", "cube_heads", "one_query"),
     "layer_key_padding": ("fully_masked", "cube_heads"),

@@ -101,3 +101,12 @@ def test_a_known_divergence_of_a_twin_or_of_fuzz_op_excuses_it_and_a_bounded_one
     assert excused("test_weights[nan-*-padding_partial]", nans) is None  # not the case it stands with
     assert excused("test_weights[other-*-padding_fully_masked]", nans) is None  # another adapter's
     assert excused(f"test_weights[nan-float32-{generated_case}]", divergences.Reason("measured", within=4.0)) is None
+
+
+def test_a_rotary_draw_stands_with_the_spec_cases_of_its_pairing_only():
+    """An outside trial declared rope_interleaved (transformers' interleaved RoPE returns the pairs de-interleaved) and
+    fuzz excused every rotary_embedding draw, rotate_half's too."""
+    drawn = {"x": np.ones((2, 6, 8)), "rotary_dim": 8, "theta": 10000.0, "position": 0}
+    half, interleaved = (_twins("rotary_embedding", drawn | {"pairing": p}) for p in ("rotate_half", "interleaved"))
+    assert half and interleaved and not set(half) & set(interleaved)
+    assert "rope_interleaved" in interleaved and "rope_rotate_half" in half

@@ -130,7 +130,9 @@ def main(adapter_name, examples=cases.EXAMPLES_PER_OP, seed=0, dtype=None, out=D
         return 0
     if finding is None:
         closest = "" if judged.worst is None else f"; worst margin {judged.worst[0]:.3g} ({judged.worst[1]})"
-        print(f"ok: {summary}: no finding{closest}")
+        blind = [op for op, share in judged.by_op.items() if not share.judged]
+        unseen = f"; {len(blind)} of {len(judged.by_op)} ops judged no output (see their lines): {', '.join(blind)}"
+        print(f"ok: {summary}: no finding{closest}" + (unseen if blind else ""))
         return 0
     case_id, yaml_path, script_path = findings.write(judged, finding, out, adapter_name, seed)
     print(f"{summary}: stopped at the first finding")

@@ -138,6 +138,9 @@ class _Inliner:
         if inspect.isfunction(value) or inspect.isclass(value) or inspect.isbuiltin(value) or callable(value):
             module = getattr(value, "__module__", None)
             home = sys.modules.get(module) if module else None
+            if not hasattr(value, "__name__"):  # a callable object (transformers' hub-kernel functions): its class's
+                # module is not where it is bound, and nothing names it for an import
+                raise CannotInline(f"{name} is a {type(value).__name__} object, not a function an import can name")
             if inspect.isfunction(value) and getattr(home, value.__name__, None) is not value:
                 # made by a factory (a closure) or renamed: `from module import name` would not find it
                 raise CannotInline(f"{name} is made at run time ({module}.{value.__qualname__})")

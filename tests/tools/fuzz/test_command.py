@@ -44,3 +44,15 @@ def test_a_wrong_adapter_exits_1_and_names_the_case_and_the_reproducer(tmp_path,
         "unscaled-scale-float64.py",
         "unscaled-scale-float64.yaml",
     ]
+
+
+def test_an_op_whose_every_draw_is_excused_is_named_on_the_verdict_line(tmp_path, monkeypatch, capsys):
+    """An outside trial's float64 run said `ok ... no finding` with 13 of its 20 ops judging nothing: only the ops'
+    own lines showed it."""
+    source = template.text("reference")
+    declared = '\nKNOWN_DIVERGENCES = {"fuzz_scale/scaled/float64": "every draw excused, for this test"}\n'
+    (tmp_path / "blind.py").write_text(source + declared)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert command.main("blind", examples=4, chosen=["softmax", "scale"], out=str(tmp_path / "out")) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert "no finding" in last and last.endswith("; 1 of 2 ops judged no output (see their lines): scale"), last

@@ -102,3 +102,42 @@ def test_a_finding_in_another_mode_reproduces_through_in_mode_where_the_op_itsel
     assert findings.imports_adapter(script)  # the compiled op is made at run time: never lifted out as eager's
     done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, check=False)
     assert done.returncode == 1 and "REPRODUCED" in done.stdout, done.stdout + done.stderr
+
+
+CALLABLE_OBJECT = textwrap.dedent(
+    """
+    import numpy as np
+
+    DTYPES = ["float32"]
+    NOT_APPLICABLE = {"*": "a test adapter of one op"}
+
+
+    class _Kernel:  # transformers' hub-kernel functions are objects like this one: no __name__
+        def __call__(self, s):
+            e = np.exp(s - s.max(axis=0, keepdims=True))
+            return e / e.sum(axis=0, keepdims=True)
+
+
+    kernel = _Kernel()
+
+
+    def softmax(scores):
+        return kernel(np.asarray(scores, dtype=np.float64)).astype(np.float32)
+    """
+)
+
+
+def test_a_callable_object_in_the_adapter_gives_a_reproducer_that_imports_it(tmp_path, monkeypatch):
+    """An outside trial's adapter called transformers' apply_rotary_pos_emb, an object without __name__: writing the
+    reproducer raised AttributeError instead of falling back to importing the adapter."""
+    (tmp_path / "fuzz_callable_object.py").write_text(CALLABLE_OBJECT)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import fuzz_callable_object
+
+    fuzzer = search.Fuzzer("fuzz_callable_object", fuzz_callable_object, "float32", ["softmax"])
+    finding = fuzzer.run(40, seed=0)
+    assert finding is not None
+    _, _, script = findings.write(fuzzer, finding, tmp_path / "out", "fuzz_callable_object", 0)
+    assert findings.imports_adapter(script)
+    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert done.returncode == 1 and "REPRODUCED" in done.stdout, done.stdout + done.stderr
