@@ -54,6 +54,15 @@ def ratio(got, expected):
     return "" if abs(times - 1) < 1e-3 else f" ({times:.3g}x)"
 
 
+def shown(got, expected):
+    """The two numbers with as many digits as it takes to tell them apart (6 at least, 17 at most): an outside trial
+    read 'got -0.188104 where it should be -0.188104'."""
+    digits = 6
+    while digits < 17 and f"{got:.{digits}g}" == f"{expected:.{digits}g}" and got != expected:
+        digits += 1
+    return f"{got:.{digits}g}", f"{expected:.{digits}g}"
+
+
 def line(results):
     """One line naming the failure to read first and what to do next, or None where nothing failed."""
     found = pick(results)
@@ -65,8 +74,9 @@ def line(results):
     others = sum(r["outcome"] in _FAILED for r in results.values()) - 1
     where = f"{worst['op']}() output {output!r}, case {case_id!r}, {dtype}" if "op" in worst else test_id
     if "got" in worst:
+        got, expected = shown(worst["got"], worst["expected"])
         said = (
-            f"got {worst['got']:.6g} where it should be {worst['expected']:.6g}{ratio(worst['got'], worst['expected'])}"
+            f"got {got} where it should be {expected}{ratio(worst['got'], worst['expected'])}"
             f" at element {worst['element']} (the {stage(worst['op'], output)} stage)"
         )
     else:

@@ -57,3 +57,9 @@ def test_a_case_that_states_a_convention_says_it_can_be_declared():
     failed["worst"]["convention"] = "fully_masked_rows"
     line = root_cause.line({"test_weights[mine-float32-padding_fully_masked]": failed})
     assert "conventions.fully_masked_rows: if yours is another, declare it in KNOWN_DIVERGENCES" in line
+
+
+def test_the_numbers_get_the_digits_that_tell_them_apart():
+    assert root_cause.shown(-0.18810418, -0.18810437) == ("-0.1881042", "-0.1881044")
+    assert root_cause.shown(1.85329, 3.70658) == ("1.85329", "3.70658")
+    assert root_cause.shown(0.5, 0.5) == ("0.5", "0.5")
