@@ -36,15 +36,19 @@ def _normed_heads(norm, x, w_query, w_key, w_value, num_heads, norm_weight_q, no
     return queries, keys, _split_heads(values, num_heads, H)
 
 
-def qk_norm_attention(x, w_query, w_key, w_value, num_heads, norm_weight_q, norm_weight_k, eps, per_head, causal):
-    args = (x, w_query, w_key, w_value, num_heads, norm_weight_q, norm_weight_k, eps, per_head)
-    queries, keys, values = _normed_heads(_rms_norm, *args)
+def _attended(queries, keys, values, causal):
+    """The textbook attention of normed heads: {"queries", "weights", "context"} (the wrong adapters share it too)."""
     attn_scores = queries @ keys.mT / queries.shape[-1] ** 0.5
     if causal:
         attn_scores = attn_scores.masked_fill(_causal_mask(attn_scores.shape[-1]), -torch.inf)
     weights = torch.softmax(attn_scores, dim=-1)
     context = (weights @ values).transpose(-3, -2).flatten(-2)
     return {"queries": _np(queries), "weights": _np(weights), "context": _np(context)}
+
+
+def qk_norm_attention(x, w_query, w_key, w_value, num_heads, norm_weight_q, norm_weight_k, eps, per_head, causal):
+    args = (x, w_query, w_key, w_value, num_heads, norm_weight_q, norm_weight_k, eps, per_head)
+    return _attended(*_normed_heads(_rms_norm, *args), causal)
 
 
 def qk_norm_flag(x, w_query, w_key, w_value, num_heads, norm_weight_q, norm_weight_k, eps, per_head, causal):

@@ -5,9 +5,9 @@ import torch
 import torch.nn.functional as F
 
 from attention_conformance.adapters.torch import *
-from attention_conformance.adapters.torch.norms import _own_rms_norm, _rms_norm
+from attention_conformance.adapters.torch.norms import _attended, _own_rms_norm, _rms_norm
 from attention_conformance.adapters.torch.rotary import _rotate
-from attention_conformance.adapters.torch.shared import _causal_mask, _np, _split_heads, _t
+from attention_conformance.adapters.torch.shared import _np, _split_heads, _t
 
 EXPECTED = "caught"
 MUST_FAIL = ("qk_norm_qwen3_causal", "qk_norm_olmo2_causal", "qk_norm_wide_heads", "qk_norm_flag_qwen3_causal")
@@ -31,13 +31,7 @@ def _rotated_then_normed(norm, x, w_query, w_key, w_value, num_heads, norm_weigh
 
 def qk_norm_attention(x, w_query, w_key, w_value, num_heads, norm_weight_q, norm_weight_k, eps, per_head, causal):
     args = (x, w_query, w_key, w_value, num_heads, norm_weight_q, norm_weight_k, eps, per_head)
-    queries, keys, values = _rotated_then_normed(_rms_norm, *args)
-    attn_scores = queries @ keys.mT / queries.shape[-1] ** 0.5
-    if causal:
-        attn_scores = attn_scores.masked_fill(_causal_mask(attn_scores.shape[-1]), -torch.inf)
-    weights = torch.softmax(attn_scores, dim=-1)
-    context = (weights @ values).transpose(-3, -2).flatten(-2)
-    return {"queries": _np(queries), "weights": _np(weights), "context": _np(context)}
+    return _attended(*_rotated_then_normed(_rms_norm, *args), causal)
 
 
 def qk_norm_flag(x, w_query, w_key, w_value, num_heads, norm_weight_q, norm_weight_k, eps, per_head, causal):

@@ -4,8 +4,7 @@ RMSNorm reused for a Qwen3 checkpoint. Weights near 1 become near 2, weights nea
 import torch
 
 from attention_conformance.adapters.torch import *
-from attention_conformance.adapters.torch.norms import _normed_heads
-from attention_conformance.adapters.torch.shared import _causal_mask, _np
+from attention_conformance.adapters.torch.norms import _attended, _normed_heads
 
 EXPECTED = "caught"
 MUST_FAIL = ("qk_norm_qwen3_causal", "qk_norm_gemma_offset_weight", "qk_norm_olmo2_causal")
@@ -19,10 +18,4 @@ def _gemma_rms_norm(x, weight, eps):  # Gemma3RMSNorm's forward
 
 def qk_norm_attention(x, w_query, w_key, w_value, num_heads, norm_weight_q, norm_weight_k, eps, per_head, causal):
     args = (x, w_query, w_key, w_value, num_heads, norm_weight_q, norm_weight_k, eps, per_head)
-    queries, keys, values = _normed_heads(_gemma_rms_norm, *args)
-    attn_scores = queries @ keys.mT / queries.shape[-1] ** 0.5
-    if causal:
-        attn_scores = attn_scores.masked_fill(_causal_mask(attn_scores.shape[-1]), -torch.inf)
-    weights = torch.softmax(attn_scores, dim=-1)
-    context = (weights @ values).transpose(-3, -2).flatten(-2)
-    return {"queries": _np(queries), "weights": _np(weights), "context": _np(context)}
+    return _attended(*_normed_heads(_gemma_rms_norm, *args), causal)
