@@ -213,6 +213,15 @@ def sgd_step(x, w_query, w_key, w_value, g, lr):
 # def qk_norm_flag(x, w_query, w_key, w_value, num_heads, norm_weight_q, norm_weight_k, eps, per_head, causal):
 #     return {"queries": ..., "context": ...}  # the norm through your framework's own RMSNorm
 #
+# Optional: where kernels switch paths (spec conventions.kernel_paths): queries start..T-1, query p over keys 0..p,
+# grouped heads, through your fused attention twice: the block in one call, and each query alone (S = 1, a decode step).
+#
+# def decode_paths(x, w_query, w_key, w_value, num_heads, num_kv_heads, start):
+#     return {"batched": ..., "alone": ...}  # heads [B, N, T - start, H] each
+#
+# def sink_decode_paths(x, w_query, w_key, w_value, num_heads, num_kv_heads, sinks, start):  # with its sinks argument
+#     return {"batched": ..., "alone": ...}
+#
 # The other optional ops, one stub each; what each returns and checks (contract/meanings.py, docs/contract.md):
 #
 # attention_stages: ONNX Attention's qk_matmul_output (qk_matmul_output_mode 0, 1 and 3).

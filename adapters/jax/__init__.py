@@ -50,6 +50,7 @@ def in_mode(mode, op):
 
 
 NOT_APPLICABLE = {
+    "sink_decode_paths": "jax.nn.dot_product_attention takes no sinks (jax 0.10)",
     "cache_flag": (
         "jax.nn.dot_product_attention takes no KV cache; a cache is the caller's concatenation "
         "(decode_attention's stepwise)"

@@ -163,3 +163,31 @@ def grouped_fused_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads,
     return jnp.swapaxes(
         jax.nn.dot_product_attention(queries, keys, values, is_causal=causal), -3, -2
     )  # fewer K/V heads allowed
+
+
+@_compiled("causal", eager_float16=True)
+def _fused_block(x, keys, values, seen, lengths, causal):
+    """x: the queries [B, Q, N, H] over keys [B, S, K, H]; seen [Q, S] True = may attend (jax's polarity), or None;
+    lengths [B]: how many of the keys are real (a decode step's fixed-size cache), or None."""
+    return jax.nn.dot_product_attention(x, keys, values, mask=seen, is_causal=causal, key_value_seq_lengths=lengths)
+
+
+def decode_paths(x, w_query, w_key, w_value, num_heads, num_kv_heads, start):
+    x = jnp.asarray(x)
+    head_dim = w_query.shape[1] // num_heads
+    queries, keys, values = (
+        _split_last(x @ jnp.asarray(w), n, head_dim)
+        for w, n in ((w_query, num_heads), (w_key, num_kv_heads), (w_value, num_kv_heads))
+    )
+    B, T = keys.shape[0], keys.shape[-3]
+    if start:  # a chunk after a cache: the causal mask at the bottom right
+        seen = jnp.tril(jnp.ones((T - start, T), dtype=bool), start)
+        batched = _fused_block(queries[..., start:, :, :], keys, values, seen, None, False)
+    else:  # prefill: the causal flag
+        batched = _fused_block(queries, keys, values, None, None, True)
+    # A decode step as JAX code runs one: the cache a fixed size, its filled length counted (one program for every p).
+    alone = [
+        _fused_block(queries[..., p : p + 1, :, :], keys, values, None, jnp.full((B,), p + 1, jnp.int32), False)
+        for p in range(start, T)
+    ]
+    return {"batched": np.swapaxes(batched, -3, -2), "alone": np.swapaxes(np.concatenate(alone, axis=-3), -3, -2)}

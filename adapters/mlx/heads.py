@@ -128,3 +128,25 @@ def grouped_fused_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads,
         _heads(x @ _mx(w_value), num_kv_heads),
     )  # not tiled: the kernel groups
     return _np(_sdpa(queries, keys, values, "causal" if causal else None, x.ndim == 2))
+
+
+def sink_decode_paths(x, w_query, w_key, w_value, num_heads, num_kv_heads, sinks, start):
+    x = _mx(x)
+    queries = _heads(x @ _mx(w_query), num_heads)
+    keys, values = _heads(x @ _mx(w_key), num_kv_heads), _heads(x @ _mx(w_value), num_kv_heads)  # the kernel groups
+    # "causal" sits at the bottom right here (MLX's own reference: q_offset = max(0, kL - L)).
+    own = {} if sinks is None else {"sinks": _mx(sinks)}
+    scale, T = queries.shape[-1] ** -0.5, keys.shape[-2]
+
+    def attend(q, stop, mask):
+        return mx.fast.scaled_dot_product_attention(
+            q, keys[..., :stop, :], values[..., :stop, :], scale=scale, mask=mask, **own
+        )
+
+    batched = attend(queries[..., start:, :], T, "causal")
+    alone = [attend(queries[..., p : p + 1, :], p + 1, None) for p in range(start, T)]
+    return {"batched": _np(batched), "alone": _np(mx.concatenate(alone, axis=-2))}
+
+
+def decode_paths(x, w_query, w_key, w_value, num_heads, num_kv_heads, start):
+    return sink_decode_paths(x, w_query, w_key, w_value, num_heads, num_kv_heads, None, start)

@@ -51,6 +51,7 @@ _NO_TRAINING = (
 
 
 NOT_APPLICABLE = {
+    "sink_decode_paths": "opset 23's Attention operator takes no sinks",
     "fused_sink_attention": "opset 23's Attention operator takes no sinks",
     "fused_rotary/float64": "ONNX's RotaryEmbedding is defined for float, float16 and bfloat16 only (opset 23)",
     "window_flag": (

@@ -215,3 +215,25 @@ def key_padding_flag(x, w_query, w_key, w_value, padding):
     q, k, v = (_one_head(x, w) for w in (w_query, w_key, w_value))
     lengths = np.sum(~np.asarray(padding, dtype=bool), axis=-1).astype(np.int64)  # the padding trails
     return _run(_padded, q=q, k=k, v=v, lengths=lengths)["context"][:, 0]
+
+
+def _block(g, ranks, num_heads, num_kv_heads, causal):
+    """The Attention operator on the heads of `queries`' rows over the heads of x's (fewer K/V heads: grouped)."""
+    query = g.heads(g("MatMul", "queries", "w_query"), num_heads, ranks["queries"])
+    key, value = (g.heads(g("MatMul", "x", w), num_kv_heads, ranks["x"]) for w in ("w_key", "w_value"))
+    return {"heads": g("Attention", query, key, value, *(["mask"] if "mask" in ranks else []), is_causal=int(causal))}
+
+
+def decode_paths(x, w_query, w_key, w_value, num_heads, num_kv_heads, start):
+    x, T = np.asarray(x), np.shape(x)[-2]
+    weights = {"w_query": w_query, "w_key": w_key, "w_value": w_value}
+    if start:  # a chunk after a cache: the causal mask at the bottom right (True = may attend, ONNX's polarity)
+        seen = {"mask": np.tril(np.ones((T - start, T), dtype=bool), start)}
+        batched = _run(_block, num_heads, num_kv_heads, False, queries=x[:, start:], x=x, **weights, **seen)
+    else:  # prefill: the causal flag
+        batched = _run(_block, num_heads, num_kv_heads, True, queries=x, x=x, **weights)
+    alone = [
+        _run(_block, num_heads, num_kv_heads, False, queries=x[:, p : p + 1], x=x[:, : p + 1], **weights)["heads"]
+        for p in range(start, T)
+    ]
+    return {"batched": batched["heads"], "alone": np.concatenate(alone, axis=-2)}

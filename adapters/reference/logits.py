@@ -1,6 +1,6 @@
 """What is done to the scores before the softmax past the documents': soft-capping (Gemma 2; spec conventions.softcap),
 attention sinks (gpt-oss, StreamingLLM; conventions.sinks), ALiBi's linear biases (conventions.alibi), a scale of one's
-own, and a decoder's attention with every family at once."""
+own, a decoder's attention with every family at once, and the fused attention's paths where kernels switch."""
 
 from decimal import Decimal, localcontext
 
@@ -9,7 +9,7 @@ import numpy as np
 from attention_conformance import bounds
 
 from .documents import blend, project, scale, transposed_matmul
-from .heads import _future, _masked_softmax
+from .heads import _future, _masked_head, _masked_softmax
 from .rotary import THETA, _cos_sin, _rotated
 from .shared import _f64, tanh
 
@@ -145,3 +145,30 @@ def decoder_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, pairi
             weights = _masked_softmax(np.concatenate([scaled, sink], axis=-1), with_sink)[..., :-1]
         contexts.append(blend(weights, values[..., kv]))
     return np.concatenate(contexts, axis=-1)
+
+
+def sink_decode_paths(x, w_query, w_key, w_value, num_heads, num_kv_heads, sinks, start):
+    """Query p of start..T-1 over keys 0..p, query head n over K/V head n // (N / num_kv_heads) and its sink; both
+    paths are the same rows of the causal pass. Only those rows are computed (each row's numbers are the whole pass's:
+    projections and products go row by row), so one query over thousands of keys costs one row."""
+    x, w_query, w_key, w_value, sinks = _f64(x, w_query, w_key, w_value, sinks)
+    T, H = np.shape(x)[-2], np.shape(w_query)[-1] // num_heads
+    queries, keys, values = project(x[..., start:, :], w_query), project(x, w_key), project(x, w_value)
+    hidden, group = _future(T)[start:], num_heads // num_kv_heads
+    heads = []
+    for n in range(num_heads):
+        kv = slice(n // group * H, (n // group + 1) * H)
+        q, k, v = queries[..., n * H : (n + 1) * H], keys[..., kv], values[..., kv]
+        if np.isneginf(_value(sinks)[n]):
+            heads.append(_masked_head(q, k, v, hidden)[1])
+            continue
+        scaled = scale(transposed_matmul(q, k), H)
+        sink = np.broadcast_to(sinks[n], np.shape(scaled)[:-1] + (1,))
+        with_sink = np.concatenate([hidden, np.zeros((T - start, 1), dtype=bool)], axis=-1)
+        heads.append(blend(_masked_softmax(np.concatenate([scaled, sink], axis=-1), with_sink)[..., :-1], v))
+    heads = np.stack(heads, axis=-3)
+    return {"batched": heads, "alone": heads}
+
+
+def decode_paths(x, w_query, w_key, w_value, num_heads, num_kv_heads, start):
+    return sink_decode_paths(x, w_query, w_key, w_value, num_heads, num_kv_heads, [-np.inf] * num_heads, start)

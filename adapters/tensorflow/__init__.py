@@ -17,6 +17,7 @@ DTYPES = ("float32", "float64", "float16", "bfloat16")
 
 
 NOT_APPLICABLE = {
+    "sink_decode_paths": "keras.ops.dot_product_attention takes no sinks",
     "cache_flag": (
         "Keras's attention ops take no KV cache; a cache is the caller's concatenation (decode_attention's stepwise)"
     ),

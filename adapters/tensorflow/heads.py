@@ -139,3 +139,20 @@ def grouped_fused_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads,
     )
     heads = keras.ops.dot_product_attention(Q, K, V, is_causal=causal)  # [B, T, N, H]; fewer K/V heads allowed
     return _np(tf.transpose(heads, [0, 2, 1, 3]))
+
+
+def decode_paths(x, w_query, w_key, w_value, num_heads, num_kv_heads, start):
+    head_dim = w_query.shape[1] // num_heads
+    Q, K, V = (
+        _split_last(_matmul(_t(x), _t(w)), n, head_dim)
+        for w, n in ((w_query, num_heads), (w_key, num_kv_heads), (w_value, num_kv_heads))
+    )
+    T = K.shape[-3]
+    if start:  # a chunk after a cache: the causal mask at the bottom right (True = may attend, keras' polarity)
+        seen = np.tril(np.ones((T - start, T), dtype=bool), start)
+        batched = keras.ops.dot_product_attention(Q[:, start:], K, V, mask=seen)
+    else:  # prefill: the causal flag
+        batched = keras.ops.dot_product_attention(Q, K, V, is_causal=True)
+    alone = [keras.ops.dot_product_attention(Q[:, p : p + 1], K[:, : p + 1], V[:, : p + 1]) for p in range(start, T)]
+    transposed = (tf.transpose(t, [0, 2, 1, 3]) for t in (batched, tf.concat(alone, axis=1)))
+    return dict(zip(("batched", "alone"), map(_np, transposed)))

@@ -14,6 +14,7 @@ DTYPES = ("float32", "float64", "float16", "bfloat16")
 
 
 NOT_APPLICABLE = {
+    "sink_decode_paths": "F.scaled_dot_product_attention takes no sinks",
     "cache_flag": (
         "F.scaled_dot_product_attention takes no KV cache; a cache is the caller's concatenation "
         "(decode_attention's stepwise)"

@@ -128,3 +128,18 @@ def grouped_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causa
 def grouped_fused_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal):
     queries, keys, values = _grouped_split(_t(x), w_query, w_key, w_value, num_heads, num_kv_heads)
     return _np(F.scaled_dot_product_attention(queries, keys, values, is_causal=causal, enable_gqa=True))
+
+
+def decode_paths(x, w_query, w_key, w_value, num_heads, num_kv_heads, start):
+    queries, keys, values = _grouped_split(_t(x), w_query, w_key, w_value, num_heads, num_kv_heads)
+    T = keys.shape[-2]
+    if start:  # a chunk after a cache: the causal mask at the bottom right, as a bool mask (True = may attend)
+        seen = torch.ones(T - start, T, dtype=torch.bool).tril(start)
+        batched = F.scaled_dot_product_attention(queries[..., start:, :], keys, values, attn_mask=seen, enable_gqa=True)
+    else:  # prefill: the causal flag, the path without a mask
+        batched = F.scaled_dot_product_attention(queries, keys, values, is_causal=True, enable_gqa=True)
+    alone = [
+        F.scaled_dot_product_attention(q, keys[..., : p + 1, :], values[..., : p + 1, :], enable_gqa=True)
+        for p, q in enumerate(queries.split(1, dim=-2)[start:], start)
+    ]
+    return {"batched": _np(batched), "alone": _np(torch.cat(alone, dim=-2))}

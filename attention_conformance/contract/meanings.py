@@ -257,6 +257,18 @@ MEANINGS = {
             "projection (so N * H must equal the model width)"
         ),
     ),
+    "decode_paths": (
+        (
+            '`{"batched", "alone"}`: heads (.., N, T - start, H) of the queries start..T-1, query p over keys 0..p, '
+            "query head n over K/V head n // (N / num_kv_heads)"
+        ),
+        "the fused attention's paths where kernels switch: a block of queries (prefill) and one query (a decode step) "
+        "at the key counts, head sizes and grouped-head ratios kernels tile by (conventions.kernel_paths)",
+    ),
+    "sink_decode_paths": (
+        '`{"batched", "alone"}`, as above, head n\'s sink sinks[n] in its softmax',
+        "those paths with the fused attention's sinks (`mx.fast.scaled_dot_product_attention(sinks=)`)",
+    ),
     "mask_conventions": (
         "context, one head [B, T, H]; mask [B, T, S], True = hidden (the suite's convention)",
         (

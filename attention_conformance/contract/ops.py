@@ -131,6 +131,13 @@ OPS = {
     # The framework's grouped-query attention layer holding w_query, w_key and w_value as its kernels,
     # no biases and an identity output projection, so that what it returns is the heads.
     "grouped_attention_layer": (_X_W + ("num_heads", "num_kv_heads", "causal"), ("heads",)),
+    # Where kernels switch paths (conventions.kernel_paths): the queries start..T-1, query p seeing keys 0..p, through
+    # the framework's fused attention given the fewer K/V heads. batched: the block in one call (S = T - start
+    # queries, the causal mask at the bottom right, as prefill and chunked prefill run it); alone: each query in a
+    # call of its own over its keys 0..p (S = 1, as a decode step runs it). sink_decode_paths: the same with head n's
+    # sink sinks[n] through the fused attention's sinks argument.
+    "decode_paths": (_X_W + ("num_heads", "num_kv_heads", "start"), ("batched", "alone")),
+    "sink_decode_paths": (_X_W + ("num_heads", "num_kv_heads", "sinks", "start"), ("batched", "alone")),
 }
 LAYERS = ("mha", "mha_averaged", "mha_seq_first", "gpt2")  # attention_module's `layer`
 # The words a parameter takes (the loader refuses any other in a spec; NOT_APPLICABLE may name one
@@ -254,6 +261,8 @@ FORMS = {
             "layer_mask",
             "layer_key_padding",
             "grouped_attention_layer",
+            "decode_paths",
+            "sink_decode_paths",
         )
     },
 }
@@ -292,6 +301,8 @@ OPTIONAL = frozenset(
         "layer_mask",
         "layer_key_padding",
         "grouped_attention_layer",
+        "decode_paths",
+        "sink_decode_paths",
     }
 )
 CONTRACT = {"version": ()} | {op: params for op, (params, _) in OPS.items()}  # every function an adapter defines

@@ -96,6 +96,15 @@ OUTPUTS = {
         "stepwise": "the same queries one token at a time, each attending to a KV cache of the keys and values so "
         "far: must equal `context`",
     },
+    "decode_paths": {
+        "batched": "the heads of queries start..T-1 through one call of the fused attention (S = T - start), query p "
+        "seeing keys 0..p, (.., N, T - start, H)",
+        "alone": "the same queries, each through a call of its own over its keys 0..p (S = 1): must equal `batched`",
+    },
+    "sink_decode_paths": {
+        "batched": "as decode_paths' `batched`, head n's sink sinks[n] in its softmax",
+        "alone": "as decode_paths' `alone`, with the same sinks: must equal `batched`",
+    },
     "window_attention": {
         "weights": "one head's weights of queries start..T-1 over all T keys, query p seeing keys p-window+1..p "
         "only (weight 0 elsewhere), (.., T - start, T)",

@@ -173,3 +173,17 @@ def test_qk_norm_is_rmsnorm_before_the_rotation_per_head_or_over_the_projection(
         (q / np.sqrt((q * q).mean(-1, keepdims=True) + 0.01))[0, 4:] * gain
     )
     assert (out["weights"][0, :, 0, 1:] == 0).all()
+
+
+def test_decode_paths_are_rows_of_the_causal_pass_and_a_sink_of_minus_infinity_is_none():
+    rng = np.random.default_rng(11)
+    x, w_query, w_key, w_value = (rng.uniform(-1, 1, shape) for shape in ((2, 7, 4), (4, 8), (4, 4), (4, 4)))
+    causal = reference.grouped_attention(x, w_query, w_key, w_value, num_heads=4, num_kv_heads=2, causal=True)
+    for start in (0, 3, 6):
+        out = reference.decode_paths(x, w_query, w_key, w_value, num_heads=4, num_kv_heads=2, start=start)
+        assert np.array_equal(out["batched"], causal[..., start:, :]) and np.array_equal(out["alone"], out["batched"])
+    sunk = reference.sink_decode_paths(x, w_query, w_key, w_value, 4, 2, [-np.inf] * 4, start=3)["alone"]
+    assert np.array_equal(sunk, causal[..., 3:, :])
+    # A sink takes a share of every row: the first query's one key then weighs less than 1, so its context shrinks.
+    first = reference.sink_decode_paths(x, w_query, w_key, w_value, 4, 2, [0.0, 1.0, 2.0, 3.0], start=0)["alone"]
+    assert np.all(np.abs(first[..., 0, :]) < np.abs(causal[..., 0, :]))

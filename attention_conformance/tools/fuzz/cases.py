@@ -46,6 +46,8 @@ COVERED = (
     "grouped_attention",
     "grouped_fused_attention",
     "grouped_attention_layer",
+    "decode_paths",
+    "sink_decode_paths",
     "mask_conventions",
     "attention_module",
     "layer_mask",
@@ -63,6 +65,10 @@ _TOKENS = (1, 2, 3, 4, 5, 7, 8, 16, 33, 64, 128)  # T = 1 first (shrinking goes 
 # (its oracle computes every query: 4096 keys take 16 s there, so 1024).
 _LONG_KEYS = (256, 1024, 4096)
 _LONG_CACHE = (256, 1024)
+# Where fused kernels switch paths (conventions.kernel_paths): key counts at a tile and one past it, a head size each
+# kernel specialises (64, 80, 128) beside odd ones.
+_PATH_KEYS = (1, 2, 17, 31, 33, 64, 65, 97, 129, 257, 513)
+_PATH_HEADS = (1, 3, 8, 64, 80, 128)
 _WIDTHS = (1, 2, 3, 4, 5, 7, 8, 16)  # d_in
 _HEAD_SIZES = (1, 2, 3, 4, 5, 7, 8, 16)  # odd ones included
 _BATCHES = (1, 2, 3)
@@ -261,6 +267,22 @@ def strategy(drawn_ops, words=None):
                 "cap": draw(st.sampled_from((0.0, 5.0, 50.0))),
                 "sinks": sinks,
             }
+        if op in ("decode_paths", "sink_decode_paths"):  # key counts at a tile and one past it, the last queries alone
+            (N, K), H = (
+                draw(st.sampled_from(((1, 1), (2, 1), (4, 2), (4, 1), (8, 1), (8, 8)))),
+                draw(st.sampled_from(_PATH_HEADS)),
+            )
+            T = draw(st.sampled_from(_PATH_KEYS))
+            start = (
+                draw(st.sampled_from((0, T - 1, max(0, T - 2), max(0, T - 4))))
+                if T <= 33
+                else T - draw(st.integers(1, 3))
+            )
+            inputs = {"x": x(t=T), "w_query": w(D, N * H), "w_key": w(D, K * H), "w_value": w(D, K * H)}
+            inputs |= {"num_heads": N, "num_kv_heads": K, "start": start}
+            if op == "sink_decode_paths":
+                inputs["sinks"] = tensor(draw, [N], ((-3.0, 3.0), (5.0, 10.0), (-40.0, 40.0)))
+            return op, inputs
         if op == "mask_conventions":
             return op, {
                 "x": x(),
