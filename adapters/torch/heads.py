@@ -139,7 +139,9 @@ def decode_paths(x, w_query, w_key, w_value, num_heads, num_kv_heads, start):
     else:  # prefill: the causal flag, the path without a mask
         batched = F.scaled_dot_product_attention(queries, keys, values, is_causal=True, enable_gqa=True)
     alone = [
-        F.scaled_dot_product_attention(q, keys[..., : p + 1, :], values[..., : p + 1, :], enable_gqa=True)
-        for p, q in enumerate(queries.split(1, dim=-2)[start:], start)
+        F.scaled_dot_product_attention(
+            queries[..., p : p + 1, :], keys[..., : p + 1, :], values[..., : p + 1, :], enable_gqa=True
+        )
+        for p in range(start, T)
     ]
     return {"batched": _np(batched), "alone": _np(torch.cat(alone, dim=-2))}
