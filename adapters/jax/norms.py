@@ -52,16 +52,20 @@ def _normed_heads(norm, x, w_query, w_key, w_value, num_heads, norm_weight_q, no
     return queries, keys, _split_heads(values, num_heads, H)
 
 
-@_compiled("num_heads", "eps", "per_head", "causal")
-def qk_norm_attention(x, w_query, w_key, w_value, num_heads, norm_weight_q, norm_weight_k, eps, per_head, causal):
-    args = (x, w_query, w_key, w_value, num_heads, norm_weight_q, norm_weight_k, eps, per_head)
-    queries, keys, values = _normed_heads(_rms_norm, *args)
+def _attended(queries, keys, values, causal):
+    """The textbook attention of normed heads: {"queries", "weights", "context"} (the wrong adapters share it too)."""
     scores = queries @ jnp.swapaxes(keys, -1, -2) / math.sqrt(queries.shape[-1])
     if causal:
         scores = jnp.where(_causal_mask(scores.shape[-1]), -jnp.inf, scores)
     weights = jax.nn.softmax(scores, axis=-1)
     context = jnp.swapaxes(weights @ values, -3, -2)
     return {"queries": queries, "weights": weights, "context": context.reshape(*context.shape[:-2], -1)}
+
+
+@_compiled("num_heads", "eps", "per_head", "causal")
+def qk_norm_attention(x, w_query, w_key, w_value, num_heads, norm_weight_q, norm_weight_k, eps, per_head, causal):
+    args = (x, w_query, w_key, w_value, num_heads, norm_weight_q, norm_weight_k, eps, per_head)
+    return _attended(*_normed_heads(_rms_norm, *args), causal)
 
 
 @_compiled("num_heads", "eps", "per_head", "causal", eager_float16=True)

@@ -45,15 +45,19 @@ def _normed_heads(norm, x, w_query, w_key, w_value, num_heads, norm_weight_q, no
     return queries, keys, _split_heads(values, num_heads)
 
 
-def qk_norm_attention(x, w_query, w_key, w_value, num_heads, norm_weight_q, norm_weight_k, eps, per_head, causal):
-    args = (x, w_query, w_key, w_value, num_heads, norm_weight_q, norm_weight_k, eps, per_head)
-    queries, keys, values = _normed_heads(_rms_norm, *args)
+def _attended(queries, keys, values, causal):
+    """The textbook attention of normed heads: {"queries", "weights", "context"} (the wrong adapters share it too)."""
     scores = queries @ keys.swapaxes(-1, -2) / queries.shape[-1] ** 0.5
     if causal:
         scores = mx.where(_causal_mask(scores.shape[-2], scores.shape[-1]), -mx.inf, scores)
     weights = mx.softmax(scores, axis=-1)
     context = (weights @ values).swapaxes(-3, -2)
     return {"queries": _np(queries), "weights": _np(weights), "context": _np(context.reshape(*context.shape[:-2], -1))}
+
+
+def qk_norm_attention(x, w_query, w_key, w_value, num_heads, norm_weight_q, norm_weight_k, eps, per_head, causal):
+    args = (x, w_query, w_key, w_value, num_heads, norm_weight_q, norm_weight_k, eps, per_head)
+    return _attended(*_normed_heads(_rms_norm, *args), causal)
 
 
 def qk_norm_flag(x, w_query, w_key, w_value, num_heads, norm_weight_q, norm_weight_k, eps, per_head, causal):

@@ -49,9 +49,8 @@ def _normed_heads(norm, x, w_query, w_key, w_value, num_heads, norm_weight_q, no
     return queries, keys, _split_heads(values, num_heads, H)
 
 
-def qk_norm_attention(x, w_query, w_key, w_value, num_heads, norm_weight_q, norm_weight_k, eps, per_head, causal):
-    args = (x, w_query, w_key, w_value, num_heads, norm_weight_q, norm_weight_k, eps, per_head)
-    queries, keys, values = _normed_heads(_rms_norm, *args)
+def _attended(queries, keys, values, causal):
+    """The textbook attention of normed heads: {"queries", "weights", "context"} (the wrong adapters share it too)."""
     scores = tf.linalg.matmul(queries, keys, transpose_b=True) / math.sqrt(queries.shape[-1])
     if causal:
         scores = tf.where(_causal_mask(scores.shape[-1]), tf.constant(-math.inf, scores.dtype), scores)
@@ -59,6 +58,11 @@ def qk_norm_attention(x, w_query, w_key, w_value, num_heads, norm_weight_q, norm
     context = tf.transpose(tf.linalg.matmul(weights, values), _swap_tokens_and_heads(4))
     merged = tf.reshape(context, context.shape[:-2].as_list() + [-1])
     return {"queries": _np(queries), "weights": _np(weights), "context": _np(merged)}
+
+
+def qk_norm_attention(x, w_query, w_key, w_value, num_heads, norm_weight_q, norm_weight_k, eps, per_head, causal):
+    args = (x, w_query, w_key, w_value, num_heads, norm_weight_q, norm_weight_k, eps, per_head)
+    return _attended(*_normed_heads(_rms_norm, *args), causal)
 
 
 def qk_norm_flag(x, w_query, w_key, w_value, num_heads, norm_weight_q, norm_weight_k, eps, per_head, causal):
