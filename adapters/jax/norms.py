@@ -1,4 +1,4 @@
-"""JAX: QK-norm (spec conventions.qk_norm) as Gemma's and MaxText's JAX code writes it (float32 at least,
+"""JAX: QK-norm (spec conventions.qk_norm) as HF's Qwen3RMSNorm writes it, in jax.numpy (float32 at least,
 x * rsqrt(mean(x^2) + eps), cast back, times the weight), per head or over the whole projection, before Gemma's
 rotate_half RoPE; and through Flax's own flax.nnx.RMSNorm into jax.nn.dot_product_attention.
 

@@ -1,5 +1,5 @@
-"""MLX: QK-norm (spec conventions.qk_norm) as mlx-lm's models write it by hand (float32 at least,
-x * rsqrt(mean(x^2) + eps), cast back, times the weight), per head or over the whole projection, before mlx-lm's
+"""MLX: QK-norm (spec conventions.qk_norm) as HF's Qwen3RMSNorm writes it, in mlx.core's ops (float32 at
+least, x * rsqrt(mean(x^2) + eps), cast back, times the weight), per head or over the whole projection, before mlx-lm's
 rotate_half RoPE; and through MLX's own kernels, mx.fast.rms_norm(x, weight, eps) (what mlx.nn.RMSNorm calls) into
 mx.fast.scaled_dot_product_attention.
 

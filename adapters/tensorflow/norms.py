@@ -1,5 +1,5 @@
-"""TensorFlow: QK-norm (spec conventions.qk_norm) as HF's TF and Keras model code writes it (TFLlamaRMSNorm's order:
-float32 at least, x * rsqrt(mean(x^2) + eps), cast back, times the weight), per head or over the whole projection,
+"""TensorFlow: QK-norm (spec conventions.qk_norm) as HF's Qwen3RMSNorm writes it, in TensorFlow's ops
+(float32 at least, x * rsqrt(mean(x^2) + eps), cast back, times the weight), per head or over the whole projection,
 before keras-hub's rotate_half RoPE; and through Keras' own RMSNorm, keras.ops.rms_normalization (what
 keras.layers.RMSNormalization.call runs), into keras.ops.dot_product_attention.
 
