@@ -18,6 +18,7 @@ import onnxruntime as ort
 from .documents import *
 from .heads import *
 from .logits import *
+from .norms import *
 from .rotary import *
 from .shared import _LEVEL, OPSET
 
