@@ -222,6 +222,24 @@ def sgd_step(x, w_query, w_key, w_value, g, lr):
 # def sink_decode_paths(x, w_query, w_key, w_value, num_heads, num_kv_heads, sinks, start):  # with its sinks argument
 #     return {"batched": ..., "alone": ...}
 #
+# Optional: cross-attention (spec conventions.cross_attention): queries from x [B, T, D], keys and values from the
+# encoder's memory [B, S, D], S apart from T; padding [B, S], True = a padded memory token, hidden from every query.
+#
+# def cross_attention(x, memory, w_query, w_key, w_value, num_heads, padding):
+#     return {"weights": ..., "context": ...}  # weights [B, N, T, S], context [B, T, N*H]
+#
+# def cross_attention_flag(x, memory, w_query, w_key, w_value, num_heads, padding):
+#     return ...  # the context, through your fused attention or attention layer given the padding as its mask
+#
+# Optional: T5's relative position bias (spec conventions.t5_relative_bias): the bucket of j - i (key minus query),
+# and self-attention with unscaled scores plus bias_table[bucket, n] (bias_table [num_buckets, N]).
+#
+# def t5_relative_bias(query_length, key_length, num_buckets, max_distance, bidirectional):
+#     return ...  # int [query_length, key_length]
+#
+# def t5_attention(x, w_query, w_key, w_value, num_heads, bias_table, num_buckets, max_distance, bidirectional, causal):
+#     return {"weights": ..., "context": ...}
+#
 # The other optional ops, one stub each; what each returns and checks (contract/meanings.py, docs/contract.md):
 #
 # attention_stages: ONNX Attention's qk_matmul_output (qk_matmul_output_mode 0, 1 and 3).

@@ -9,6 +9,7 @@ is read (np.array below), so every function's graph is evaluated once, at its re
 
 import mlx.core as mx
 
+from .cross import *
 from .documents import *
 from .heads import *
 from .layers import *

@@ -15,6 +15,7 @@ import functools
 import onnx
 import onnxruntime as ort
 
+from .cross import *
 from .documents import *
 from .heads import *
 from .logits import *

@@ -14,6 +14,7 @@ template reference` prints it as one file.
 
 import numpy as np
 
+from .cross import *
 from .documents import *
 from .heads import *
 from .heads import _future, _masked_head, _masked_softmax

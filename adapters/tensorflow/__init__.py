@@ -6,6 +6,7 @@ os.environ["KERAS_BACKEND"] = "tensorflow"  # this adapter is TensorFlow; Keras 
 import keras
 import tensorflow as tf
 
+from .cross import *
 from .documents import *
 from .heads import *
 from .layers import *

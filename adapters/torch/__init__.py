@@ -2,6 +2,7 @@
 
 import torch
 
+from .cross import *
 from .documents import *
 from .heads import *
 from .layers import *

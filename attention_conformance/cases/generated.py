@@ -72,6 +72,9 @@ DECIDING = {
     "scale_flag": ("one_query", "float32_scale"),
     "key_padding_flag": ("one_query",),
     "alibi_flag": ("one_query",),
+    # A memory all padding (conventions.fully_masked_rows) declared for a textbook's NaN excuses only such draws.
+    "cross_attention": ("fully_masked",),
+    "cross_attention_flag": ("fully_masked", "one_query"),
     # A pairing declared on its spec cases (a library whose interleaved RoPE returns the pairs de-interleaved) leaves
     # the other pairing's draws judged.
     **{op: ("pairing",) for op in ("rotary_embedding", "fused_rotary", "rotary_attention")},

@@ -187,6 +187,17 @@ SCALARS = {
     "causal": (lambda v: isinstance(v, bool), "true or false"),
     "per_head": (lambda v: isinstance(v, bool), "true or false"),
     "eps": (lambda v: yaml_values.is_number(v) and 0 < v <= 1, "a number in (0, 1], a norm's epsilon"),
+    "bidirectional": (lambda v: isinstance(v, bool), "true or false"),
+    "query_length": (functools.partial(yaml_values.is_int, low=1, high=4096), "an integer in 1..4096"),
+    "key_length": (functools.partial(yaml_values.is_int, low=1, high=4096), "an integer in 1..4096"),
+    "num_buckets": (
+        lambda v: yaml_values.is_int(v, low=4, high=1024) and v % 4 == 0,
+        "a multiple of 4 in 4..1024 (T5 halves it for each sign, then halves that for the exact buckets)",
+    ),
+    "max_distance": (
+        functools.partial(yaml_values.is_int, low=2, high=1_000_000),
+        "an integer in 2..1000000, past the exact buckets",
+    ),
     **{
         name: (lambda v, words=words: isinstance(v, str) and v in words, f"one of {', '.join(words)}")
         for name, words in CHOICES.items()

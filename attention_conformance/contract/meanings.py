@@ -202,6 +202,28 @@ MEANINGS = {
         "`torch.nn.functional.rms_norm`, `keras.layers.RMSNormalization`, `mx.fast.rms_norm`, ONNX "
         "`RMSNormalization` (opset 23)",
     ),
+    "cross_attention": (
+        '`{"weights", "context"}`: queries from x [B, T, D], keys and values from `memory` [B, S, D], head n\'s scores '
+        "scaled by 1/sqrt(H), the padded memory tokens (`padding` [B, S], True = padded) hidden from every query, the "
+        "softmax; weights [B, N, T, S], context [B, T, N*H]",
+        "an encoder-decoder's cross-attention (the Transformer's, BART's, Whisper's; conventions.cross_attention)",
+    ),
+    "cross_attention_flag": (
+        "context, as above, through the framework's fused attention, the padding as its mask",
+        "SDPA's bool `attn_mask`, `keras.layers.MultiHeadAttention(query, value, key)`, "
+        "`jax.nn.dot_product_attention(mask=)`, `mx.fast.scaled_dot_product_attention(mask=)`, ONNX Attention with "
+        "q and k/v of different lengths",
+    ),
+    "t5_relative_bias": (
+        "buckets [query_length, key_length], int: T5's `_relative_position_bucket` of j - i (key minus query), half "
+        "the buckets for each sign where `bidirectional`, the exact half, then logarithmic up to max_distance",
+        "T5's bucketed relative positions (conventions.t5_relative_bias)",
+    ),
+    "t5_attention": (
+        '`{"weights", "context"}`: head n\'s scores q k^T unscaled, plus bias_table[bucket(j - i), n], then the '
+        "causal mask (if `causal`) and the softmax; weights [B, N, T, S], context [B, T, N*H]",
+        "T5's self-attention with its relative position bias (encoder: bidirectional; decoder: not, and causal)",
+    ),
     "decoder_attention": (
         "context [B, T, N*H]: grouped heads (w_key, w_value num_kv_heads * H wide; query head n over K/V head n // (N "
         "/ num_kv_heads)), each query and key head turned whole by `pairing` (theta 10000, positions 0..T-1), scores "

@@ -13,6 +13,8 @@ from attention_conformance import ports
 _X_W = ("x", "w_query", "w_key", "w_value")
 _BIASES = ("b_query", "b_key", "b_value", "b_out")
 _QK_NORM = ("num_heads", "norm_weight_q", "norm_weight_k", "eps", "per_head", "causal")
+_CROSS = ("x", "memory", "w_query", "w_key", "w_value", "num_heads", "padding")
+_T5 = ("num_buckets", "max_distance", "bidirectional")
 OPS = {
     "create_parameter": (("d_in", "d_out", "seed"), ("parameter", "trainable")),
     "project": (("x", "w"), ("projection",)),
@@ -110,6 +112,17 @@ OPS = {
     # attended, causal or not. qk_norm_attention: the norm from the framework's ops; qk_norm_flag: its own RMSNorm.
     "qk_norm_attention": (_X_W + _QK_NORM, ("queries", "weights", "context")),
     "qk_norm_flag": (_X_W + _QK_NORM, ("queries", "context")),
+    # Cross-attention (an encoder-decoder's; conventions.cross_attention): queries from x [B, T, D], keys and values
+    # from the encoder's `memory` [B, S, D] (S may differ from T), `padding` [B, S] True = a padded memory token, hidden
+    # from every query; scaled by 1/sqrt(H). cross_attention: the textbook path; cross_attention_flag: the framework's
+    # fused attention given the padding as its mask.
+    "cross_attention": (_CROSS, ("weights", "context")),
+    "cross_attention_flag": (_CROSS, ("context",)),
+    # T5's relative position bias (conventions.t5_relative_bias): t5_relative_bias, the bucket [T, S] of key j seen
+    # from query i (T5's _relative_position_bucket of j - i); t5_attention, self-attention whose unscaled scores get
+    # bias_table[bucket, n] added (bias_table [num_buckets, N], T5's relative_attention_bias), causal or not.
+    "t5_relative_bias": (("query_length", "key_length") + _T5, ("buckets",)),
+    "t5_attention": (_X_W + ("num_heads", "bias_table") + _T5 + ("causal",), ("weights", "context")),
     # A decoder's attention as Mistral, Gemma 2 and gpt-oss put the families together: grouped heads, every query and
     # key head rotated whole (`pairing`, theta 10000), the scaled scores capped (`cap`, 0 = none), a causal window of
     # `window` keys and head n's sink sinks[n] (-inf = none); context is the heads concatenated.
@@ -154,14 +167,17 @@ CHOICES = {
 }
 # What each parameter is. Tensors: "tokens" [.., T, D]; "square" [.., T, S] (scores, weights); "mask" bool [.., T, S],
 # True = hidden; "padding" bool [B, S], True = a padded key; "weight" [D, D] (x @ W layout); "bias" [D]; "sink" [N], one
-# logit a head; "gain" a norm's weight, [H] (per head) or [N*H]. Scalars: "width" (a size), "heads", "seed",
-# "probability", "count", "rate", "offset" (a token index), "window" (keys a query sees), "rotary" (dims RoPE turns,
-# even), "base" (RoPE's theta), "factor" (a frequency scaling's), "position" (a token's position), "cap" (a soft cap, 0
-# = none), "multiplier" (what the scores are multiplied by in place of 1/sqrt(H)), "epsilon" (what a norm adds under its
-# root), "switch" (true/false), "choice" (one of CHOICES). The `check` command builds its tiny inputs from this table,
-# so every parameter of OPS must be here (tests/cases/test_spec.py), never a name the `check` command happens to know.
+# logit a head; "gain" a norm's weight, [H] (per head) or [N*H]; "table" a bias per bucket and head [num_buckets, N].
+# Scalars: "width" (a size), "heads", "seed", "probability", "count", "rate", "offset" (a token index), "window" (keys a
+# query sees), "rotary" (dims RoPE turns, even), "base" (RoPE's theta), "factor" (a frequency scaling's), "position" (a
+# token's position), "cap" (a soft cap, 0 = none), "multiplier" (what the scores are multiplied by in place of
+# 1/sqrt(H)), "epsilon" (what a norm adds under its root), "buckets" (relative-position buckets), "distance" (where
+# T5's last bucket starts), "switch" (true/false), "choice" (one of CHOICES). The `check` command builds its tiny inputs
+# from this table, so every parameter of OPS must be here (tests/cases/test_spec.py), never a name the `check` command
+# happens to know.
 PARAMETERS = {
     "x": "tokens",
+    "memory": "tokens",
     "q": "tokens",
     "k": "tokens",
     "v": "tokens",
@@ -200,6 +216,12 @@ PARAMETERS = {
     "norm_weight_q": "gain",
     "norm_weight_k": "gain",
     "eps": "epsilon",
+    "bias_table": "table",
+    "query_length": "width",
+    "key_length": "width",
+    "num_buckets": "buckets",
+    "max_distance": "distance",
+    "bidirectional": "switch",
     "causal": "switch",
     "per_head": "switch",
     **{name: "choice" for name in CHOICES},
@@ -250,6 +272,9 @@ FORMS = {
             "alibi_flag",
             "qk_norm_attention",
             "qk_norm_flag",
+            "cross_attention",
+            "cross_attention_flag",
+            "t5_attention",
             "decoder_attention",
             "attention_stages",
             "scale_flag",
@@ -290,6 +315,10 @@ OPTIONAL = frozenset(
         "alibi_flag",
         "qk_norm_attention",
         "qk_norm_flag",
+        "cross_attention",
+        "cross_attention_flag",
+        "t5_relative_bias",
+        "t5_attention",
         "decoder_attention",
         "attention_stages",
         "scale_flag",

@@ -141,6 +141,16 @@ OUTPUTS = {
         "queries": "as qk_norm_attention's, the norm through the framework's own RMSNorm, (B, N, T, H)",
         "context": "the heads' `weights @ value` concatenated, (B, T, N*H)",
     },
+    "cross_attention": {
+        "weights": "each head's softmax of its queries (from x) against the memory's keys, scaled by 1/sqrt(H), padded "
+        "memory tokens hidden, (B, N, T, S); a row whose memory is all padding is 0",
+        "context": "the heads' `weights @ value` (values from the memory) concatenated, (B, T, N*H)",
+    },
+    "t5_attention": {
+        "weights": "each head's softmax of its unscaled scores plus bias_table[bucket(j - i), n] (causal: the mask "
+        "after the bias), (B, N, T, S)",
+        "context": "the heads' `weights @ value` concatenated, (B, T, N*H)",
+    },
     "attention_stages": {
         "scaled": "one head's q k^T / sqrt(H), (B, T, S), unmasked",
         "capped": "cap * tanh(scaled / cap), unmasked (cap 0: equal to scaled)",

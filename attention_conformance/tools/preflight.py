@@ -33,6 +33,8 @@ _SCALARS = {
     "multiplier": 0.5,
     "cap": 5.0,
     "epsilon": 1e-6,
+    "buckets": 8,  # T5's halves: 4 a side, 2 exact; the tiny sequence's distances reach the logarithmic ones
+    "distance": 4,
     "switch": True,
 }
 # A parameter that switches a family on, and its value that switches it off (conventions.softcap: a cap of 0 is none;
@@ -64,6 +66,8 @@ def tiny_input(name, kind, form, dtype, rng, choose):
         return tensor(D)
     if kind == "sink":
         return tensor(HEADS)
+    if kind == "table":
+        return tensor(_SCALARS["buckets"], HEADS)
     if kind == "gain":  # the projection's width; one head's (D / HEADS) where the op norms per head (tiny_inputs)
         return tensor(D)
     if kind in ("choice", "switch"):

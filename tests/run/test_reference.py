@@ -187,3 +187,44 @@ def test_decode_paths_are_rows_of_the_causal_pass_and_a_sink_of_minus_infinity_i
     # A sink takes a share of every row: the first query's one key then weighs less than 1, so its context shrinks.
     first = reference.sink_decode_paths(x, w_query, w_key, w_value, 4, 2, [0.0, 1.0, 2.0, 3.0], start=0)["alone"]
     assert np.all(np.abs(first[..., 0, :]) < np.abs(causal[..., 0, :]))
+
+
+def test_cross_attention_queries_x_over_the_memory_its_padding_hidden_from_every_query():
+    rng = np.random.default_rng(11)
+    x, memory, *w = (rng.uniform(-1, 1, shape) for shape in ((2, 3, 4), (2, 5, 4), (4, 4), (4, 4), (4, 4)))
+    padding = np.array([[False] * 5, [False, False, True, True, True]])
+    out = reference.cross_attention(x, memory, *w, num_heads=2, padding=padding)
+    assert out["weights"].shape == (2, 2, 3, 5) and (out["weights"][1, :, :, 2:] == 0).all()
+    q, k, v = x[1] @ w[0][:, 2:], memory[1, :2] @ w[1][:, 2:], memory[1, :2] @ w[2][:, 2:]  # head 1, real keys
+    s = q @ k.T / np.sqrt(2)
+    weights = np.exp(s - s.max(-1, keepdims=True)) / np.exp(s - s.max(-1, keepdims=True)).sum(-1, keepdims=True)
+    assert out["context"][1, :, 2:] == pytest.approx(weights @ v, abs=1e-14)
+    empty = reference.cross_attention(x, memory, *w, num_heads=2, padding=np.ones((2, 5), bool))
+    assert (empty["context"] == 0).all()  # conventions.fully_masked_rows
+
+
+def test_t5_buckets_are_the_exact_floor_where_float_code_disagrees_and_t5s_own_elsewhere():
+    from attention_conformance.adapters.reference.cross import _t5_bucket, _t5_ties
+
+    # T5's encoder (32 buckets, 128): 0 for the query itself, 1..7 exact behind it, 17..23 after it, then logarithmic.
+    row = reference.t5_relative_bias(1, 20, 32, 128, True)[0]
+    assert row[:8].tolist() == [0, 17, 18, 19, 20, 21, 22, 23] and row[8:].max() <= 31
+    assert reference.t5_relative_bias(20, 1, 32, 128, False)[:, 0].tolist()[:17] == list(range(16)) + [16]
+    assert (reference.t5_relative_bias(1, 5, 32, 128, False) == 0).all()  # a decoder's later keys: bucket 0
+    # distance 16 at 32 buckets and 128, bidirectional: log(16 / 8) / log(16) * 8 = 2 exactly, bucket 8 + 2 = 10 a side
+    assert _t5_bucket(-16, 32, 128, True) == 10 and _t5_ties(32, 128, True, 100) == [16, 32, 64]
+    # a tie the search found torch's float32 code missing (26 there): 72 buckets, 50, distance 30
+    assert _t5_bucket(-30, 72, 50, True) == 27 and 30 in _t5_ties(72, 50, True, 40)
+    with pytest.raises(ValueError, match="max_distance"):
+        reference.t5_relative_bias(2, 2, 32, 8, True)
+
+
+def test_the_spec_t5_cases_keep_clear_of_ties():
+    from attention_conformance.adapters.reference.cross import _t5_ties
+    from attention_conformance.cases import loader
+
+    for case in loader.load().cases.values():
+        if case.op in ("t5_relative_bias", "t5_attention"):
+            i = case.inputs
+            T, S = (i["query_length"], i["key_length"]) if case.op == "t5_relative_bias" else (i["x"]["shape"][-2],) * 2
+            assert not _t5_ties(i["num_buckets"], i["max_distance"], i["bidirectional"], max(T, S) - 1), case.id

@@ -4,6 +4,7 @@ hide all keys but one, grouped heads, decoding offsets, square and cube shapes).
 
 import numpy as np
 
+from attention_conformance.adapters.reference.cross import _t5_ties
 from attention_conformance.contract import ops
 
 # The forward ops the fuzzer draws cases for (an adapter's missing or not-applicable ops are left out).
@@ -38,6 +39,9 @@ COVERED = (
     "alibi_flag",
     "qk_norm_attention",
     "qk_norm_flag",
+    "cross_attention",
+    "cross_attention_flag",
+    "t5_attention",
     "decoder_attention",
     "attention_stages",
     "scale_flag",
@@ -239,6 +243,31 @@ def strategy(drawn_ops, words=None):
                 **gains,
                 "eps": eps,
                 "per_head": per_head,
+                "causal": draw(st.booleans()),
+            }
+        if op in (
+            "cross_attention",
+            "cross_attention_flag",
+        ):  # a memory shorter, as long and longer, its padding trailing
+            N, S = draw(st.sampled_from((1, 2, 3, 4))), draw(st.sampled_from(_TOKENS))
+            lengths = [draw(st.integers(1, S)) for _ in range(lead[0])]
+            weights = {n: w(D, N * H) for n in ("w_query", "w_key", "w_value")}
+            padding = [[j >= n for j in range(S)] for n in lengths]
+            return op, {"x": x(), "memory": x(t=S), **weights, "num_heads": N, "padding": padding}
+        if op == "t5_attention":  # T5's own buckets and small ones, the sequence short of the first tie (_t5_ties)
+            N = draw(st.sampled_from((1, 2, 3, 4)))
+            num_buckets, max_distance = draw(st.sampled_from(((32, 128), (8, 20), (12, 30), (16, 40), (64, 256))))
+            bidirectional = draw(st.booleans())
+            ties = _t5_ties(num_buckets, max_distance, bidirectional, T)
+            T = min(T, ties[0]) if ties else T  # distances up to T - 1, below the first tie
+            return op, {
+                "x": x(t=T),
+                **{n: w(D, N * H) for n in ("w_query", "w_key", "w_value")},
+                "num_heads": N,
+                "bias_table": tensor(draw, [num_buckets, N], ((-2.0, 2.0), (-10.0, 10.0))),
+                "num_buckets": num_buckets,
+                "max_distance": max_distance,
+                "bidirectional": bidirectional,
                 "causal": draw(st.booleans()),
             }
         if op in ("attention_stages", "scale_flag"):  # softcap's caps; scales of 1, 1/H, one sqrt cannot hold, tiny

@@ -7,7 +7,7 @@ import numpy as np
 
 from attention_conformance.adapters import reference
 from attention_conformance.contract import registry
-from attention_conformance.tools.fuzz import search
+from attention_conformance.tools.fuzz import cases, search
 
 
 def _wrong_softmax(scores):
@@ -119,3 +119,41 @@ def test_the_reference_passes_qk_norm_draws():
     adapter = registry.load("reference")
     fuzzer = search.Fuzzer("reference", adapter, adapter.DTYPES[0], ["qk_norm_attention", "qk_norm_flag"])
     assert fuzzer.run(12, seed=0, shrink=0) is None and fuzzer.judged > 0
+
+
+def test_the_reference_passes_cross_attention_and_t5_draws_and_a_memory_all_padding_excuses_only_such_draws():
+    adapter = registry.load("reference")
+    drawn = ["cross_attention", "cross_attention_flag", "t5_attention"]
+    fuzzer = search.Fuzzer("reference", adapter, adapter.DTYPES[0], drawn)
+    assert fuzzer.run(12, seed=0, shrink=0) is None and fuzzer.judged > 0
+    # A textbook's NaN declared on cross_memory_fully_padded stands for the draws whose memory is all padding alone.
+    declaring = types.SimpleNamespace(
+        DTYPES=("float32",),
+        cross_attention=reference.cross_attention,
+        NOT_APPLICABLE={"cross_memory_fully_padded": "nan"},
+    )
+    fuzzer = search.Fuzzer("declaring", declaring, "float32", ["cross_attention"])
+
+    def inputs(padding):
+        x = {"uniform": [-1, 1], "shape": [2, 3, 4], "seed": 1}
+        return {"x": x, "memory": x | {"shape": [2, 5, 4]}, "num_heads": 1, "padding": padding}
+
+    empty = [[False] * 5, [True] * 5]
+    assert fuzzer.excuse("cross_attention", inputs(empty), "context") == "not applicable: nan"
+    assert fuzzer.excuse("cross_attention", inputs([[False] * 5, [False, True, True, True, True]]), "context") is None
+
+
+def test_t5_draws_keep_their_distances_short_of_the_first_tie():
+    import hypothesis
+    from hypothesis import strategies as st
+
+    from attention_conformance.adapters.reference.cross import _t5_ties
+
+    @hypothesis.settings(max_examples=60, database=None, derandomize=True)
+    @hypothesis.given(st.data())
+    def check(data):
+        op, inputs = data.draw(cases.strategy(["t5_attention"]))
+        T = inputs["x"]["shape"][-2] if isinstance(inputs["x"], dict) else np.shape(inputs["x"])[-2]
+        assert not _t5_ties(inputs["num_buckets"], inputs["max_distance"], inputs["bidirectional"], T - 1)
+
+    check()
