@@ -23,13 +23,13 @@ def _cross(g, ranks, num_heads, fused):
     return {"weights": weights, "context": _merged(g, g("MatMul", weights, value), rank)}
 
 
-def _arrays(x, memory, w_query, w_key, w_value):
+def _cross_arrays(x, memory, w_query, w_key, w_value):
     return {"x": x, "memory": memory, "w_query": w_query, "w_key": w_key, "w_value": w_value}
 
 
 def cross_attention(x, memory, w_query, w_key, w_value, num_heads, padding):
     hidden = np.asarray(padding, dtype=bool)[:, None, None, :]
-    out = _run(_cross, int(num_heads), False, **_arrays(x, memory, w_query, w_key, w_value), hidden=hidden)
+    out = _run(_cross, int(num_heads), False, **_cross_arrays(x, memory, w_query, w_key, w_value), hidden=hidden)
     return {"weights": out["weights"], "context": out["context"]}
 
 
@@ -39,7 +39,9 @@ def cross_attention_flag(x, memory, w_query, w_key, w_value, num_heads, padding)
     attend = np.broadcast_to(
         ~np.asarray(padding, dtype=bool)[:, None, None, :], (len(padding), 1, np.shape(x)[-2], np.shape(padding)[-1])
     )
-    return _run(_cross, int(num_heads), True, **_arrays(x, memory, w_query, w_key, w_value), attend=attend)["context"]
+    return _run(_cross, int(num_heads), True, **_cross_arrays(x, memory, w_query, w_key, w_value), attend=attend)[
+        "context"
+    ]
 
 
 def _buckets(g, T, S, num_buckets, max_distance, bidirectional):

@@ -61,7 +61,7 @@ def _qk_norm_sdpa(g, ranks, num_heads, H, eps, per_head, causal):
     return {"queries": query, "context": _merged(g, context, ranks["x"])}
 
 
-def _arrays(x, w_query, w_key, w_value, num_heads, norm_weight_q, norm_weight_k, causal):
+def _norm_arrays(x, w_query, w_key, w_value, num_heads, norm_weight_q, norm_weight_k, causal):
     T, H = np.shape(x)[-2], np.shape(w_query)[-1] // num_heads
     cos, sin = _caches(np.arange(T), H, 10000.0, "none", 1.0, np.asarray(x).dtype)
     arrays = {"x": x, "w_query": w_query, "w_key": w_key, "w_value": w_value, "cos": cos, "sin": sin}
@@ -72,10 +72,10 @@ def _arrays(x, w_query, w_key, w_value, num_heads, norm_weight_q, norm_weight_k,
 
 
 def qk_norm_attention(x, w_query, w_key, w_value, num_heads, norm_weight_q, norm_weight_k, eps, per_head, causal):
-    H, arrays = _arrays(x, w_query, w_key, w_value, num_heads, norm_weight_q, norm_weight_k, causal)
+    H, arrays = _norm_arrays(x, w_query, w_key, w_value, num_heads, norm_weight_q, norm_weight_k, causal)
     return _run(_qk_norm, int(num_heads), H, float(eps), bool(per_head), bool(causal), **arrays)
 
 
 def qk_norm_flag(x, w_query, w_key, w_value, num_heads, norm_weight_q, norm_weight_k, eps, per_head, causal):
-    H, arrays = _arrays(x, w_query, w_key, w_value, num_heads, norm_weight_q, norm_weight_k, False)
+    H, arrays = _norm_arrays(x, w_query, w_key, w_value, num_heads, norm_weight_q, norm_weight_k, False)
     return _run(_qk_norm_sdpa, int(num_heads), H, float(eps), bool(per_head), bool(causal), **arrays)

@@ -147,7 +147,8 @@ def working_set(case, goldens):
         heads = case.inputs.get("num_heads", 1)
         batch = math.prod(x[:-2]) if len(x) > 2 else 1
         out = shapes["w_out"][-1] if "w_out" in shapes else width
-        return 8 * (inputs + 3 * rows * width + 2 * batch * heads * tokens * tokens + rows * width + rows * out)
+        queries = tokens - case.inputs.get("start", 0)  # decoding's queries start..T-1: their rows of scores only
+        return 8 * (inputs + 3 * rows * width + 2 * batch * heads * queries * tokens + rows * width + rows * out)
     if "q" in shapes and "k" in shapes:
         scores = math.prod(shapes["q"][:-1]) * shapes["k"][-2]
         return 8 * (inputs + 2 * scores + math.prod(shapes["q"]))

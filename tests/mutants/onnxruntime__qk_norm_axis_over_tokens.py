@@ -6,7 +6,7 @@ from onnx import TensorProto
 
 from attention_conformance.adapters.onnxruntime import *
 from attention_conformance.adapters.onnxruntime.logits import _merged
-from attention_conformance.adapters.onnxruntime.norms import _arrays, _normed_heads
+from attention_conformance.adapters.onnxruntime.norms import _norm_arrays, _normed_heads
 from attention_conformance.adapters.onnxruntime.shared import _run
 
 EXPECTED = "caught"
@@ -25,5 +25,5 @@ def _wrong_sdpa(g, ranks, num_heads, H, eps, per_head, causal):
 
 
 def qk_norm_flag(x, w_query, w_key, w_value, num_heads, norm_weight_q, norm_weight_k, eps, per_head, causal):
-    H, arrays = _arrays(x, w_query, w_key, w_value, num_heads, norm_weight_q, norm_weight_k, False)
+    H, arrays = _norm_arrays(x, w_query, w_key, w_value, num_heads, norm_weight_q, norm_weight_k, False)
     return _run(_wrong_sdpa, int(num_heads), H, float(eps), bool(per_head), bool(causal), **arrays)
