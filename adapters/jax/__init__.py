@@ -19,6 +19,7 @@ from .documents import *
 from .heads import *
 from .layers import *
 from .logits import *
+from .rope_scaling import *
 from .rotary import *
 
 # XLA executables kept in the suite's cache (attention_conformance.cache), so a rerun loads what an earlier

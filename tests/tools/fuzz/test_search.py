@@ -119,3 +119,16 @@ def test_the_reference_passes_qk_norm_draws():
     adapter = registry.load("reference")
     fuzzer = search.Fuzzer("reference", adapter, adapter.DTYPES[0], ["qk_norm_attention", "qk_norm_flag"])
     assert fuzzer.run(12, seed=0, shrink=0) is None and fuzzer.judged > 0
+
+
+def test_the_reference_passes_rope_scaling_draws_and_yarn_without_its_attention_factor_is_found():
+    adapter = registry.load("reference")
+    fuzzer = search.Fuzzer("reference", adapter, adapter.DTYPES[0], ["scaled_rotary"])
+    assert fuzzer.run(12, seed=0, shrink=0) is None and fuzzer.judged > 0
+
+    def unlengthened(x, pairing, rotary_dim, theta, position, rope_type, factor, *rest):
+        turned = reference.scaled_rotary(x, pairing, rotary_dim, theta, position, rope_type, factor, *rest)
+        return turned / (0.1 * np.log(factor) + 1) if rope_type == "yarn" else turned  # the factor left out
+
+    wrong = types.SimpleNamespace(DTYPES=("float64",), scaled_rotary=unlengthened)
+    assert search.Fuzzer("wrong", wrong, "float64", ["scaled_rotary"]).run(12, seed=0, shrink=0) is not None
