@@ -14,6 +14,7 @@ from .heads import *
 from .layers import *
 from .logits import *
 from .modes import MODES, in_mode
+from .rope_scaling import *
 from .rotary import *
 
 DTYPES = ("float32", "float64", "float16", "bfloat16")

@@ -18,6 +18,7 @@ import onnxruntime as ort
 from .documents import *
 from .heads import *
 from .logits import *
+from .rope_scaling import *
 from .rotary import *
 from .shared import _LEVEL, OPSET
 
@@ -53,6 +54,7 @@ _NO_TRAINING = (
 NOT_APPLICABLE = {
     "fused_sink_attention": "opset 23's Attention operator takes no sinks",
     "fused_rotary/float64": "ONNX's RotaryEmbedding is defined for float, float16 and bfloat16 only (opset 23)",
+    "scaled_rotary/float64": "ONNX's RotaryEmbedding is defined for float, float16 and bfloat16 only (opset 23)",
     "window_flag": (
         "opset 23's Attention operator has no sliding window (opset 25 adds one; onnxruntime 1.31 runs 23)"
     ),
