@@ -173,6 +173,19 @@ def sgd_step(x, w_query, w_key, w_value, g, lr):
 #     ...  # the interleaved model's context as it is, with each head's query/key columns permuted for rotate_half
 #     return {"interleaved": ..., "converted": ..., "restored": ...}
 #
+# Optional: RoPE scaling (spec conventions.rope_scaling): rope_type "ntk" (base theta * factor ** (R / (R - 2))),
+# "dynamic" (that base with factor L / L0 - (factor - 1) once L, the last position + 1, passes L0 =
+# original_max_positions; theta within it) or "yarn" (HF's _compute_yarn_parameters; cos and sin times
+# 0.1 ln(factor) + 1).
+#
+# def scaled_rotary(x, pairing, rotary_dim, theta, position, rope_type, factor, original_max_positions, beta_fast,
+#                   beta_slow, truncate):
+#     return ...  # x turned by the scaled frequencies
+#
+# def rope_frequencies(rotary_dim, theta, rope_type, factor, original_max_positions, beta_fast, beta_slow, truncate,
+#                      length):
+#     return {"frequencies": ..., "attention_factor": ...}  # [rotary_dim / 2] float32, and a scalar
+#
 # Optional: soft-capping (spec conventions.softcap): the scaled scores s become cap * tanh(s / cap) before the causal
 # mask and the softmax; a cap of 0 is no cap.
 #

@@ -21,6 +21,7 @@ from .heads import *
 from .layers import *
 from .logits import *
 from .norms import *
+from .rope_scaling import *
 from .rotary import *
 
 # XLA executables kept in the suite's cache (attention_conformance.cache), so a rerun loads what an earlier

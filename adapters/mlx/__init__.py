@@ -16,6 +16,7 @@ from .layers import *
 from .logits import *
 from .modes import MODES, in_mode
 from .norms import *
+from .rope_scaling import *
 from .rotary import *
 
 DTYPES = ("float32", "float64", "float16", "bfloat16")

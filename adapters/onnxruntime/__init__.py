@@ -20,6 +20,7 @@ from .documents import *
 from .heads import *
 from .logits import *
 from .norms import *
+from .rope_scaling import *
 from .rotary import *
 from .shared import _LEVEL, OPSET
 
@@ -56,6 +57,7 @@ NOT_APPLICABLE = {
     "sink_decode_paths": "opset 23's Attention operator takes no sinks",
     "fused_sink_attention": "opset 23's Attention operator takes no sinks",
     "fused_rotary/float64": "ONNX's RotaryEmbedding is defined for float, float16 and bfloat16 only (opset 23)",
+    "scaled_rotary/float64": "ONNX's RotaryEmbedding is defined for float, float16 and bfloat16 only (opset 23)",
     "window_flag": (
         "opset 23's Attention operator has no sliding window (opset 25 adds one; onnxruntime 1.31 runs 23)"
     ),

@@ -21,6 +21,7 @@ from .heads import _future, _masked_head, _masked_softmax
 from .layers import *
 from .logits import *
 from .norms import *
+from .rope_scaling import *
 from .rotary import *
 from .shared import _f64, _zeros, exp, fsum, mm, rounding_to, tanh
 

@@ -178,6 +178,17 @@ SCALARS = {
         functools.partial(yaml_values.is_int, low=0, high=500_000),
         "an integer in 0..500000 (the first row's position)",
     ),
+    "original_max_positions": (
+        functools.partial(yaml_values.is_int, low=1, high=500_000),
+        "an integer in 1..500000 (the length the model was trained on)",
+    ),
+    "length": (
+        functools.partial(yaml_values.is_int, low=1, high=500_001),
+        "an integer in 1..500001 (a last position + 1)",
+    ),
+    "beta_fast": (lambda v: yaml_values.is_number(v) and 1 <= v <= 1000, "a number in 1..1000 (rotations)"),
+    "beta_slow": (lambda v: yaml_values.is_number(v) and 1 <= v <= 1000, "a number in 1..1000 (rotations)"),
+    "truncate": (lambda v: isinstance(v, bool), "true or false"),
     "cap": (lambda v: yaml_values.is_number(v) and 0 <= v <= 10_000, "a number in 0..10000 (0: no cap)"),
     "softmax_scale": (lambda v: yaml_values.is_number(v) and 0 < v <= 10_000, "a number in (0, 10000]"),
     "n": (functools.partial(yaml_values.is_int, low=1, high=10_000_000), "an integer in 1..10000000"),

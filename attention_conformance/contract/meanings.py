@@ -148,6 +148,18 @@ MEANINGS = {
         "the same, through the framework's own RoPE kernel",
         "`mx.fast.rope`, ONNX's RotaryEmbedding",
     ),
+    "scaled_rotary": (
+        "x [B, T, H] turned as by rotary_embedding, at positions `position` + t, with frequencies scaled by "
+        "`rope_type` (ntk, dynamic or yarn; `factor`, `original_max_positions`, YaRN's `beta_fast`, `beta_slow`, "
+        "`truncate`) and, for yarn, cos and sin times 0.1 ln(factor) + 1",
+        "RoPE scaling as long-context models ship it: HF's rope_type dynamic and yarn, bloc97's NTK-aware base "
+        "(conventions.rope_scaling)",
+    ),
+    "rope_frequencies": (
+        '`{"frequencies", "attention_factor"}`: the rotary_dim / 2 scaled frequencies and the factor cos and sin '
+        "are multiplied by, for a sequence `length` long (its last position + 1)",
+        "HF's `_compute_dynamic_ntk_parameters` and `_compute_yarn_parameters` (inv_freq, attention_factor)",
+    ),
     "rotary_attention": (
         "context [B, T - start, N*H]: causal heads, each head's queries and keys turned (theta 10000, no scaling) at "
         "their absolute positions, scores scaled by 1/sqrt(H), the queries start..T-1 over all T keys",

@@ -12,6 +12,7 @@ from attention_conformance import ports
 # (gradients of L = sum(context * g), one SGD step), and the frameworks' own attention layers.
 _X_W = ("x", "w_query", "w_key", "w_value")
 _BIASES = ("b_query", "b_key", "b_value", "b_out")
+_ROPE_SCALING = ("rope_type", "factor", "original_max_positions", "beta_fast", "beta_slow", "truncate")
 _QK_NORM = ("num_heads", "norm_weight_q", "norm_weight_k", "eps", "per_head", "causal")
 _CROSS = ("x", "memory", "w_query", "w_key", "w_value", "num_heads", "padding")
 _T5 = ("num_buckets", "max_distance", "bidirectional")
@@ -85,6 +86,14 @@ OPS = {
     # "llama3", with `factor`). The textbook path from the framework's ops, then its own kernel (fused_rotary).
     "rotary_embedding": (("x", "pairing", "rotary_dim", "theta", "position", "scaling", "factor"), ("rotated",)),
     "fused_rotary": (("x", "pairing", "rotary_dim", "theta", "position", "scaling", "factor"), ("rotated",)),
+    # RoPE scaled past the length a model was trained on (conventions.rope_scaling): `rope_type` "ntk" (bloc97's
+    # NTK-aware base theta factor^(R/(R-2))), "dynamic" (that base with factor L/L0 - (factor - 1) once the sequence,
+    # its last position + 1 = L, passes L0 = original_max_positions) or "yarn" (the frequencies blended between
+    # theta^(-2i/R) and it over factor by a ramp from beta_fast to beta_slow rotations over L0, `truncate`d to whole
+    # pairs or not; cos and sin times 0.1 ln(factor) + 1). rope_frequencies: the frequencies and that attention factor
+    # for a sequence `length` long, so that a port's wrong table is located.
+    "scaled_rotary": (("x", "pairing", "rotary_dim", "theta", "position") + _ROPE_SCALING, ("rotated",)),
+    "rope_frequencies": (("rotary_dim", "theta") + _ROPE_SCALING + ("length",), ("frequencies", "attention_factor")),
     # Causal attention with each head's queries and keys rotated (theta 10000), the queries start..T-1
     # over all T keys (decoding: the queries' positions offset by the cache); context is the heads
     # concatenated. rotary_port: weights of an interleaved model run as they are, converted to
@@ -164,6 +173,7 @@ CHOICES = {
     "fill": ("neg_inf", "large_negative", "dtype_min"),
     "pairing": ("interleaved", "rotate_half"),
     "scaling": ("none", "linear", "llama3"),
+    "rope_type": ("ntk", "dynamic", "yarn"),
 }
 # What each parameter is. Tensors: "tokens" [.., T, D]; "square" [.., T, S] (scores, weights); "mask" bool [.., T, S],
 # True = hidden; "padding" bool [B, S], True = a padded key; "weight" [D, D] (x @ W layout); "bias" [D]; "sink" [N], one
@@ -210,6 +220,11 @@ PARAMETERS = {
     "theta": "base",
     "factor": "factor",
     "position": "position",
+    "original_max_positions": "position",
+    "length": "position",
+    "beta_fast": "factor",
+    "beta_slow": "factor",
+    "truncate": "switch",
     "cap": "cap",
     "softmax_scale": "multiplier",
     "sinks": "sink",
@@ -262,6 +277,7 @@ FORMS = {
             "window_flag",
             "rotary_embedding",
             "fused_rotary",
+            "scaled_rotary",
             "rotary_attention",
             "rotary_port",
             "softcap_attention",
@@ -304,6 +320,8 @@ OPTIONAL = frozenset(
         "window_flag",
         "rotary_embedding",
         "fused_rotary",
+        "scaled_rotary",
+        "rope_frequencies",
         "rotary_attention",
         "rotary_port",
         "softcap_attention",

@@ -116,6 +116,11 @@ OUTPUTS = {
         "running the rotate_half model: must equal `interleaved`",
         "restored": "the columns permuted back and run interleaved again: must equal `interleaved`",
     },
+    "rope_frequencies": {
+        "frequencies": "pair i's frequency, [rotary_dim / 2], float32 (HF's inv_freq): theta^(-2i/R) scaled by "
+        "`rope_type`",
+        "attention_factor": "the number cos and sin are multiplied by, a scalar: 0.1 ln(factor) + 1 for yarn, else 1",
+    },
     "softcap_attention": {
         "weights": "one head's softmax of cap * tanh(s / cap), s the scaled scores (causal: the mask after the cap), "
         "(.., T, S); cap 0 leaves s",
@@ -196,5 +201,12 @@ CHOICE_WORDS = {
         "none": "RoPE's frequencies as they are",
         "linear": "every frequency divided by `factor` (Hugging Face's rope_type linear)",
         "llama3": "Llama 3.1's frequency-dependent scaling (factor 8, low_freq_factor 1, high_freq_factor 4)",
+    },
+    "rope_type": {
+        "ntk": "bloc97's NTK-aware base: theta * factor^(R / (R - 2)), for every length",
+        "dynamic": "HF's dynamic NTK: that base with factor L / L0 - (factor - 1) for a sequence of L > L0 positions, "
+        "theta up to L0",
+        "yarn": "YaRN (arXiv:2309.00071): frequencies ramped between theta^(-2i/R) and it over factor, cos and sin "
+        "times 0.1 ln(factor) + 1",
     },
 }

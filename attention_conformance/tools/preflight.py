@@ -87,6 +87,8 @@ def tiny_inputs(op, form, dtype, choose):
             "(a bug in the suite, not in your adapter: please report it)"
         )
     inputs = {p: tiny_input(p, ops.PARAMETERS[p], form, dtype, rng, choose) for p in params}
+    if "rope_type" in inputs:  # NTK's exponent R / (R - 2) needs R > 2: the tiny row's whole width
+        inputs["rotary_dim"] = D
     if inputs.get("per_head"):  # a per-head norm's weight is one head wide
         inputs |= {p: v[: D // HEADS] for p, v in inputs.items() if ops.PARAMETERS[p] == "gain"}
     return inputs

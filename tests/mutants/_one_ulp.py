@@ -28,5 +28,8 @@ def one_ulp_off(base):
         return wrapped
 
     declared = {"DTYPES": base.DTYPES, "NOT_APPLICABLE": getattr(base, "NOT_APPLICABLE", {})}
-    declared |= {name: getattr(base, name) for name in ("MODES", "in_mode") if hasattr(base, name)}  # its modes' keys
+    # its modes' keys, and its numeric switches: without pin_numerics JAX's float64 runs in float32 when the wrapper
+    # is the first adapter loaded (a standalone fuzz of jax__one_ulp_off in float64 found float32 errors)
+    kept = ("MODES", "in_mode", "pin_numerics")
+    declared |= {name: getattr(base, name) for name in kept if hasattr(base, name)}
     return declared | {name: wrap(getattr(base, name)) for name in CONTRACT if hasattr(base, name)}

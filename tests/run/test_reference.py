@@ -228,3 +228,40 @@ def test_the_spec_t5_cases_keep_clear_of_ties():
             i = case.inputs
             T, S = (i["query_length"], i["key_length"]) if case.op == "t5_relative_bias" else (i["x"]["shape"][-2],) * 2
             assert not _t5_ties(i["num_buckets"], i["max_distance"], i["bidirectional"], max(T, S) - 1), case.id
+
+
+def test_ntk_aware_divides_the_lowest_frequency_by_the_factor_and_keeps_the_highest():
+    # theta factor^(R/(R-2)) raised to -(R-2)/R, the last pair's exponent: theta^(-(R-2)/R) / factor
+    f = reference.rope_frequencies(8, 10000.0, "ntk", 4.0, 64, 32.0, 1.0, True, 1)["frequencies"]
+    assert f[0] == 1.0 and f[-1] == pytest.approx(10000.0 ** (-6 / 8) / 4, rel=1e-15)
+
+
+def test_dynamic_ntk_keeps_ropes_frequencies_up_to_the_original_length_and_scales_past_it():
+    def table(length):
+        return reference.rope_frequencies(8, 10000.0, "dynamic", 4.0, 64, 32.0, 1.0, True, length)["frequencies"]
+
+    plain = 10000.0 ** (-np.arange(0, 8, 2) / 8)
+    assert table(1) == pytest.approx(plain, rel=1e-15) and table(64) == pytest.approx(plain, rel=1e-15)
+    s = 4.0 * 65 / 64 - 3  # one past L0
+    assert table(65) == pytest.approx((10000.0 * s ** (8 / 6)) ** (-np.arange(0, 8, 2) / 8), rel=1e-14)
+    # scaled_rotary measures the sequence by its last position + 1: one token at position 64 is 65 long
+    x = np.ones((1, 1, 8))
+    assert not np.allclose(
+        reference.scaled_rotary(x, "rotate_half", 8, 10000.0, 64, "dynamic", 4.0, 64, 32.0, 1.0, True),
+        reference.rotary_embedding(x, "rotate_half", 8, 10000.0, 64, "none", 1.0),
+    )
+
+
+def test_yarn_ramps_between_the_frequencies_and_them_over_the_factor_and_lengthens_cos_and_sin():
+    # Qwen2.5's config: low = floor(23.6) = 23, high = ceil(39.65) = 40 of 64 pairs
+    out = reference.rope_frequencies(128, 1e6, "yarn", 4.0, 32768, 32.0, 1.0, True, 1)
+    plain = np.array([1e6 ** (-2 * i / 128) for i in range(64)])
+    assert out["frequencies"][:24] == pytest.approx(plain[:24], rel=1e-14)
+    assert out["frequencies"][40:] == pytest.approx(plain[40:] / 4, rel=1e-14)
+    share = (30 - 23) / (40 - 23)
+    assert out["frequencies"][30] == pytest.approx(plain[30] / 4 * share + plain[30] * (1 - share), rel=1e-14)
+    assert out["attention_factor"] == pytest.approx(0.1 * np.log(4) + 1, rel=1e-15)
+    # at position 0 every angle is 0: the rotated row is x times the attention factor
+    x = np.linspace(-1, 1, 16).reshape(1, 1, 16)
+    turned = reference.scaled_rotary(x, "interleaved", 16, 10000.0, 0, "yarn", 8.0, 2048, 32.0, 1.0, False)
+    assert turned == pytest.approx(x * (0.1 * np.log(8) + 1), rel=1e-15)

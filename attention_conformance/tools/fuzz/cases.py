@@ -29,6 +29,7 @@ COVERED = (
     "window_flag",
     "rotary_embedding",
     "fused_rotary",
+    "scaled_rotary",
     "rotary_attention",
     "rotary_port",
     "softcap_attention",
@@ -202,6 +203,25 @@ def strategy(drawn_ops, words=None):
                 "position": draw(st.sampled_from((0, 1, 7, 255, 257, 1000, 4096, 32767, 131071))),
                 "scaling": draw(st.sampled_from(ops.CHOICES["scaling"])),
                 "factor": draw(st.sampled_from((1.0, 2.0, 4.0, 8.0, 32.0))),
+            }
+        if op == "scaled_rotary":  # each kind, both sides of dynamic's original length, YaRN truncated or not
+            R = 2 * draw(st.integers(2, max(2, D // 2)))
+            D = max(D, R)
+            L0 = draw(st.sampled_from((16, 64, 2048, 4096, 32768)))
+            position = draw(st.sampled_from((0, 7, L0 // 2, max(0, L0 - T), max(0, L0 - T + 1), L0, 4 * L0, 100000)))
+            return op, {
+                "x": x(d=D),
+                "pairing": draw(st.sampled_from(ops.CHOICES["pairing"])),
+                "rotary_dim": R,
+                "theta": draw(st.sampled_from((10000.0, 150000.0, 500000.0, 1e6))),
+                "position": position,
+                "rope_type": draw(st.sampled_from(ops.CHOICES["rope_type"])),
+                # a factor of 1 last: it scales nothing, and Hypothesis draws a list's first far more often
+                "factor": draw(st.sampled_from((4.0, 8.0, 2.0, 32.0, 40.0, 1.0))),
+                "original_max_positions": L0,
+                "beta_fast": draw(st.sampled_from((32.0, 16.0))),
+                "beta_slow": draw(st.sampled_from((1.0, 2.0))),
+                "truncate": draw(st.booleans()),
             }
         if op in ("rotary_attention", "rotary_port"):  # heads of even width, each turned whole or in part
             N, half = draw(st.sampled_from((1, 2, 3, 4))), draw(st.sampled_from((1, 2, 4)))

@@ -157,3 +157,16 @@ def test_t5_draws_keep_their_distances_short_of_the_first_tie():
         assert not _t5_ties(inputs["num_buckets"], inputs["max_distance"], inputs["bidirectional"], T - 1)
 
     check()
+
+
+def test_the_reference_passes_rope_scaling_draws_and_yarn_without_its_attention_factor_is_found():
+    adapter = registry.load("reference")
+    fuzzer = search.Fuzzer("reference", adapter, adapter.DTYPES[0], ["scaled_rotary"])
+    assert fuzzer.run(12, seed=0, shrink=0) is None and fuzzer.judged > 0
+
+    def unlengthened(x, pairing, rotary_dim, theta, position, rope_type, factor, *rest):
+        turned = reference.scaled_rotary(x, pairing, rotary_dim, theta, position, rope_type, factor, *rest)
+        return turned / (0.1 * np.log(factor) + 1) if rope_type == "yarn" else turned  # the factor left out
+
+    wrong = types.SimpleNamespace(DTYPES=("float64",), scaled_rotary=unlengthened)
+    assert search.Fuzzer("wrong", wrong, "float64", ["scaled_rotary"]).run(12, seed=0, shrink=0) is not None
