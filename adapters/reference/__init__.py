@@ -15,6 +15,7 @@ template reference` prints it as one file.
 import numpy as np
 
 from .cross import *
+from .cross import _t5_ties
 from .documents import *
 from .heads import *
 from .heads import _future, _masked_head, _masked_softmax

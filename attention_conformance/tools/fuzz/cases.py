@@ -4,7 +4,7 @@ hide all keys but one, grouped heads, decoding offsets, square and cube shapes).
 
 import numpy as np
 
-from attention_conformance.adapters.reference.cross import _t5_ties
+from attention_conformance.adapters.reference import _t5_ties
 from attention_conformance.contract import ops
 
 # The forward ops the fuzzer draws cases for (an adapter's missing or not-applicable ops are left out).
