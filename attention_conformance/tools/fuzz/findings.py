@@ -224,6 +224,7 @@ _REPRO_MAIN = """
 # --- the case: inputs exactly as the adapter received them, and the float64 expectation ---------------
 DTYPE = {dtype!r}
 OP = {op!r}
+RAISED = {raised!r}  # the exception the finding was, or None for numbers beyond the allowance
 FAILING = {failing!r}
 SCALARS = {scalars!r}
 DATA = np.load(io.BytesIO(base64.b64decode(
@@ -237,8 +238,13 @@ def main():
     try:
         result = {call}(**inputs, **SCALARS)
     except Exception as exc:  # the finding may be that it raises on valid inputs
-        print(f"REPRODUCED: {{OP}}() in {{DTYPE}} raised {{type(exc).__name__}}: {{exc}}")
-        return 1
+        if RAISED and type(exc).__name__ == RAISED:
+            print(f"REPRODUCED: {{OP}}() in {{DTYPE}} raised {{type(exc).__name__}}: {{exc}}")
+            return 1
+        print(f"not reproduced: {{OP}}() in {{DTYPE}} raised {{type(exc).__name__}}: {{exc}}, where the finding was "
+              f"{{'a ' + RAISED if RAISED else 'numbers beyond the allowance'}}: this script may lack something "
+              "your module sets up beyond the functions it copied (registrations, globals)")
+        return 2
     outputs = result if isinstance(result, dict) else {{FAILING[0]: result}}
     worst = 0.0
     for name in FAILING:
@@ -315,6 +321,7 @@ def reproducer(fuzzer, finding, module_name):
         + _REPRO_MAIN.format(
             dtype=finding.dtype,
             op=finding.op,
+            raised=finding.raised.split(":")[0] if finding.raised else None,
             failing=tuple(finding.failing),
             scalars=scalars,
             blob=blob_text,
