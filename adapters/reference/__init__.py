@@ -25,6 +25,7 @@ from .norms import *
 from .rope_scaling import *
 from .rotary import *
 from .shared import _f64, _zeros, exp, fsum, mm, rounding_to, tanh
+from .varlen import *
 
 DTYPES = ("float64",)
 NOT_APPLICABLE = {

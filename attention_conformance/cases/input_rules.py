@@ -12,7 +12,9 @@ def _shape(value):
 
 def problem(op, inputs):
     """'field ...: what is wrong' for the first rule the inputs break, or None."""
-    return _heads_divide(inputs) or _even_heads(op, inputs) or _trailing_padding(op, inputs)
+    return (
+        _heads_divide(inputs) or _even_heads(op, inputs) or _trailing_padding(op, inputs) or _one_packed_row(inputs)
+    )
 
 
 def _heads_divide(inputs):
@@ -50,4 +52,19 @@ def _trailing_padding(op, inputs):
         real = row.count(False)
         if real == 0 or any(row[:real]):
             return "field 'inputs.padding': each row's real keys come first, at least one, then its padding"
+    return None
+
+
+def _one_packed_row(inputs):
+    """Packed documents fill one row: x [1, T, D] with cu_seqlens ending at T, heads of even width (RoPE)."""
+    offsets, shape = inputs.get("cu_seqlens"), _shape(inputs.get("x"))
+    if offsets is None or not shape:
+        return None
+    if len(shape) != 3 or shape[0] != 1:
+        return f"field 'inputs.x': shape {shape}; packed documents are one row [1, T, D]"
+    if offsets[-1] != shape[1]:
+        return f"field 'inputs.cu_seqlens': ends at {offsets[-1]}, where x holds {shape[1]} tokens (T must be the last)"
+    width = _shape(inputs.get("w_query"))
+    if width and (width[-1] // inputs["num_heads"]) % 2:
+        return f"field 'inputs.w_query': heads of {width[-1] // inputs['num_heads']} dims, where RoPE needs an even width"
     return None

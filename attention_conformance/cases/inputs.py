@@ -4,6 +4,7 @@ import functools
 
 import numpy as np
 
+from attention_conformance.contract.ops import PARAMETERS
 from attention_conformance.dtypes import np_dtype
 
 
@@ -27,7 +28,15 @@ def resolve(value, dtype, goldens):
 
 def resolve_all(case, dtype, goldens):
     """{parameter: input} for one case in one dtype."""
-    return {name: resolve(value, dtype, goldens) for name, value in case.inputs.items()}
+    return {name: resolve_named(name, value, dtype, goldens) for name, value in case.inputs.items()}
+
+
+def resolve_named(name, value, dtype, goldens):
+    """resolve() for parameter `name`: cumulative lengths stay integers, int64 as flash-attn's cu_seqlens and
+    torch's offsets take them, whatever the dtype under test."""
+    if PARAMETERS.get(name) == "offsets":
+        return np.asarray(value, dtype=np.int64)
+    return resolve(value, dtype, goldens)
 
 
 @functools.lru_cache(maxsize=16)

@@ -147,6 +147,7 @@ def _expectation(at, output, raw, ctx):
 
 GENERATED = {"fill": {"fill", "shape"}, "uniform": {"uniform", "shape", "seed"}}
 MAX_ELEMENTS = 1 << 24  # a generated tensor; GPT-2 small's largest input is 1024 x 768
+MAX_TOKENS = 4096  # a packed row's tokens: cu_seqlens' last value
 MAX_SEED = 2**31 - 1  # every framework's seed type holds it (JAX keys and TF seeds are 32/64-bit)
 
 
@@ -260,6 +261,19 @@ def _input(at, name, value):
         valid, what = SCALARS[name]
         if not valid(value):
             raise SpecError(f"{at}: field 'inputs.{name}': {value!r} is not valid; must be {what}")
+        return value
+    if PARAMETERS.get(name) == "offsets":
+        if not (
+            isinstance(value, list)
+            and len(value) >= 2
+            and all(yaml_values.is_int(v, high=MAX_TOKENS) for v in value)
+            and value[0] == 0
+            and all(a < b for a, b in zip(value, value[1:]))
+        ):
+            raise SpecError(
+                f"{at}: field 'inputs.{name}': {value!r} is not valid; must be cumulative lengths: 0, then each "
+                f"document's end, increasing, the last the token count (at most {MAX_TOKENS})"
+            )
         return value
     if isinstance(value, dict):  # too big to write out: generated from a rule, identically everywhere
         return _generated(at, name, value)

@@ -236,6 +236,21 @@ MEANINGS = {
         "causal mask (if `causal`) and the softmax; weights [B, N, T, S], context [B, T, N*H]",
         "T5's self-attention with its relative position bias (encoder: bidirectional; decoder: not, and causal)",
     ),
+    "varlen_attention": (
+        '`{"queries", "weights", "context"}`: x [1, T, D] holds documents end to end, `cu_seqlens` [n + 1] (int64) '
+        "their cumulative lengths, 0 first and T last; each head's queries and keys rotated (rotate_half, theta 10000) "
+        "at positions restarting at 0 in each document, scaled by 1/sqrt(H), a token seeing its own document's keys "
+        "only (and only those up to it if `causal`); queries [1, N, T, H], weights [1, N, T, T], context [1, T, N*H]",
+        "packed documents without padding (flash-attn's cu_seqlens, transformers' DataCollatorWithFlattening; "
+        "conventions.packed_documents)",
+    ),
+    "varlen_flag": (
+        '`{"packed", "padded"}`: context [1, T, N*H], as above, through the fused attention on the packed row and on '
+        "the documents as a padded batch",
+        "SDPA with a document mask or nested tensors, `jax.nn.dot_product_attention(query_seq_lengths=, "
+        "key_value_seq_lengths=)`, keras' and MLX's fused attention with the mask built from the lengths, ONNX "
+        "Attention's attn_mask",
+    ),
     "decoder_attention": (
         "context [B, T, N*H]: grouped heads (w_key, w_value num_kv_heads * H wide; query head n over K/V head n // (N "
         "/ num_kv_heads)), each query and key head turned whole by `pairing` (theta 10000, positions 0..T-1), scores "

@@ -16,6 +16,7 @@ _ROPE_SCALING = ("rope_type", "factor", "original_max_positions", "beta_fast", "
 _QK_NORM = ("num_heads", "norm_weight_q", "norm_weight_k", "eps", "per_head", "causal")
 _CROSS = ("x", "memory", "w_query", "w_key", "w_value", "num_heads", "padding")
 _T5 = ("num_buckets", "max_distance", "bidirectional")
+_VARLEN = _X_W + ("num_heads", "cu_seqlens", "causal")
 OPS = {
     "create_parameter": (("d_in", "d_out", "seed"), ("parameter", "trainable")),
     "project": (("x", "w"), ("projection",)),
@@ -132,6 +133,14 @@ OPS = {
     # bias_table[bucket, n] added (bias_table [num_buckets, N], T5's relative_attention_bias), causal or not.
     "t5_relative_bias": (("query_length", "key_length") + _T5, ("buckets",)),
     "t5_attention": (_X_W + ("num_heads", "bias_table") + _T5 + ("causal",), ("weights", "context")),
+    # Packed documents (conventions.packed_documents): documents end to end in one row x [1, T, D], `cu_seqlens`
+    # [n + 1] their cumulative lengths (0 first, T last: flash-attn's varlen argument); a token attends within its own
+    # document only (causally if `causal`), each head rotated (rotate_half, theta 10000) at positions restarting at 0
+    # in each document. varlen_attention: the mask built from cu_seqlens, from the framework's ops; varlen_flag: the
+    # framework's fused attention twice, `packed` on the row (its varlen route, or the document mask) and `padded` on
+    # the documents as a padded batch, their rows put back end to end.
+    "varlen_attention": (_VARLEN, ("queries", "weights", "context")),
+    "varlen_flag": (_VARLEN, ("packed", "padded")),
     # A decoder's attention as Mistral, Gemma 2 and gpt-oss put the families together: grouped heads, every query and
     # key head rotated whole (`pairing`, theta 10000), the scaled scores capped (`cap`, 0 = none), a causal window of
     # `window` keys and head n's sink sinks[n] (-inf = none); context is the heads concatenated.
@@ -182,9 +191,9 @@ CHOICES = {
 # query sees), "rotary" (dims RoPE turns, even), "base" (RoPE's theta), "factor" (a frequency scaling's), "position" (a
 # token's position), "cap" (a soft cap, 0 = none), "multiplier" (what the scores are multiplied by in place of
 # 1/sqrt(H)), "epsilon" (what a norm adds under its root), "buckets" (relative-position buckets), "distance" (where
-# T5's last bucket starts), "switch" (true/false), "choice" (one of CHOICES). The `check` command builds its tiny inputs
-# from this table, so every parameter of OPS must be here (tests/cases/test_spec.py), never a name the `check` command
-# happens to know.
+# T5's last bucket starts), "offsets" (cumulative lengths, int64 [n + 1]), "switch" (true/false), "choice" (one of
+# CHOICES). The `check` command builds its tiny inputs from this table, so every parameter of OPS must be here
+# (tests/cases/test_spec.py), never a name the `check` command happens to know.
 PARAMETERS = {
     "x": "tokens",
     "memory": "tokens",
@@ -237,6 +246,7 @@ PARAMETERS = {
     "num_buckets": "buckets",
     "max_distance": "distance",
     "bidirectional": "switch",
+    "cu_seqlens": "offsets",
     "causal": "switch",
     "per_head": "switch",
     **{name: "choice" for name in CHOICES},
@@ -291,6 +301,8 @@ FORMS = {
             "cross_attention",
             "cross_attention_flag",
             "t5_attention",
+            "varlen_attention",
+            "varlen_flag",
             "decoder_attention",
             "attention_stages",
             "scale_flag",
@@ -337,6 +349,8 @@ OPTIONAL = frozenset(
         "cross_attention_flag",
         "t5_relative_bias",
         "t5_attention",
+        "varlen_attention",
+        "varlen_flag",
         "decoder_attention",
         "attention_stages",
         "scale_flag",

@@ -156,6 +156,19 @@ OUTPUTS = {
         "after the bias), (B, N, T, S)",
         "context": "the heads' `weights @ value` concatenated, (B, T, N*H)",
     },
+    "varlen_attention": {
+        "queries": "each head's queries rotated at their positions in their own document (0 at each document's "
+        "start), (1, N, T, H)",
+        "weights": "each head's softmax over its own document's keys (causal: those up to the query), 0 across "
+        "documents, (1, N, T, T)",
+        "context": "the heads' `weights @ value` concatenated, (1, T, N*H)",
+    },
+    "varlen_flag": {
+        "packed": "the context through one call of the fused attention on the packed row (the framework's varlen "
+        "route, or a document mask built from cu_seqlens), (1, T, N*H)",
+        "padded": "the same through the fused attention on the documents as a padded batch [n, longest, ..], its rows "
+        "put back end to end: must equal `packed`",
+    },
     "attention_stages": {
         "scaled": "one head's q k^T / sqrt(H), (B, T, S), unmasked",
         "capped": "cap * tanh(scaled / cap), unmasked (cap 0: equal to scaled)",

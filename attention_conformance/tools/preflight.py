@@ -68,6 +68,8 @@ def tiny_input(name, kind, form, dtype, rng, choose):
         return tensor(HEADS)
     if kind == "table":
         return tensor(_SCALARS["buckets"], HEADS)
+    if kind == "offsets":  # two documents in the tiny row: one token, then the rest
+        return np.array([0, 1, T], dtype=np.int64)
     if kind == "gain":  # the projection's width; one head's (D / HEADS) where the op norms per head (tiny_inputs)
         return tensor(D)
     if kind in ("choice", "switch"):

@@ -23,6 +23,7 @@ KINDS |= {
     "table",
     "buckets",
     "distance",
+    "offsets",
     "switch",
     "multiplier",
     "choice",

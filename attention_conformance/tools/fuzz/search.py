@@ -34,7 +34,7 @@ def _fill_reached(kwargs):
 def _float64(kwargs):
     """The inputs as the reference takes them: float arrays in float64, exactly; the rest as given."""
     return {
-        n: np.asarray(v, dtype=np.float64) if isinstance(v, np.ndarray) and v.dtype != bool else v
+        n: np.asarray(v, dtype=np.float64) if isinstance(v, np.ndarray) and v.dtype.kind not in "biu" else v
         for n, v in kwargs.items()
     }
 
@@ -108,10 +108,10 @@ class Fuzzer:
         return reason if getattr(reason, "bounded", False) else None
 
     def arrays(self, inputs):
-        from attention_conformance.cases.inputs import resolve
+        from attention_conformance.cases.inputs import resolve_named
 
         with np.errstate(over="ignore"):  # a value beyond the dtype's range: evaluate() says so
-            return {n: resolve(v, self.dtype, None) for n, v in inputs.items()}
+            return {n: resolve_named(n, v, self.dtype, None) for n, v in inputs.items()}
 
     def expected(self, op, kwargs):
         """(exact, plain, derived) outputs of the reference on the inputs as the adapter received them:
