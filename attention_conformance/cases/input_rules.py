@@ -12,9 +12,7 @@ def _shape(value):
 
 def problem(op, inputs):
     """'field ...: what is wrong' for the first rule the inputs break, or None."""
-    return (
-        _heads_divide(inputs) or _even_heads(op, inputs) or _trailing_padding(op, inputs) or _one_packed_row(inputs)
-    )
+    return _heads_divide(inputs) or _even_heads(op, inputs) or _trailing_padding(op, inputs) or _one_packed_row(inputs)
 
 
 def _heads_divide(inputs):
@@ -34,9 +32,13 @@ def _heads_divide(inputs):
 
 
 def _even_heads(op, inputs):
-    """A decoder turns each head whole: its dims must pair up."""
+    """A decoder and packed documents turn each head whole: its dims must pair up."""
     shape = _shape(inputs.get("w_query"))
-    if op == "decoder_attention" and shape and (shape[-1] // inputs["num_heads"]) % 2:
+    if (
+        op in ("decoder_attention", "varlen_attention", "varlen_flag")
+        and shape
+        and (shape[-1] // inputs["num_heads"]) % 2
+    ):
         return (
             f"field 'inputs.w_query': heads of {shape[-1] // inputs['num_heads']} dims, where RoPE needs an even width"
         )
@@ -56,7 +58,7 @@ def _trailing_padding(op, inputs):
 
 
 def _one_packed_row(inputs):
-    """Packed documents fill one row: x [1, T, D] with cu_seqlens ending at T, heads of even width (RoPE)."""
+    """Packed documents fill one row: x [1, T, D] with cu_seqlens ending at T."""
     offsets, shape = inputs.get("cu_seqlens"), _shape(inputs.get("x"))
     if offsets is None or not shape:
         return None
@@ -64,7 +66,4 @@ def _one_packed_row(inputs):
         return f"field 'inputs.x': shape {shape}; packed documents are one row [1, T, D]"
     if offsets[-1] != shape[1]:
         return f"field 'inputs.cu_seqlens': ends at {offsets[-1]}, where x holds {shape[1]} tokens (T must be the last)"
-    width = _shape(inputs.get("w_query"))
-    if width and (width[-1] // inputs["num_heads"]) % 2:
-        return f"field 'inputs.w_query': heads of {width[-1] // inputs['num_heads']} dims, where RoPE needs an even width"
     return None
