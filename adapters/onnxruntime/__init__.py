@@ -23,6 +23,7 @@ from .norms import *
 from .rope_scaling import *
 from .rotary import *
 from .shared import _LEVEL, OPSET
+from .varlen import *
 
 # ORT rewrites a graph before it runs it (constant folding, node fusions, layout changes): its own compiler.
 MODES = {
