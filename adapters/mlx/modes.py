@@ -30,7 +30,10 @@ _COMPILED = {}  # (function, array arguments' names, Python arguments) -> its mx
 
 
 def _arrays(v):  # an array, or a layer's state (a dict of them)
-    return isinstance(v, np.ndarray) or (isinstance(v, dict) and all(isinstance(a, np.ndarray) for a in v.values()))
+    if isinstance(v, np.ndarray):
+        # Integer offsets (cu_seqlens) set the graph's shapes (a padded batch's rows): constants, as Python numbers are
+        return v.dtype.kind in "fb"
+    return isinstance(v, dict) and all(isinstance(a, np.ndarray) for a in v.values())
 
 
 def _boundary(fn):
@@ -46,7 +49,9 @@ def _boundary(fn):
         # and True are one key there. Bound here and keyed by repr (type and exact value), nothing is left to
         # guess; shapeless=True would reuse a graph whose shape-derived Python numbers (scales, slices) are stale.
         layout = tuple((k, tuple(given[k]) if isinstance(given[k], dict) else None) for k in names)
-        key = (fn, layout, repr(sorted(constants.items())))
+        # An array constant keyed by its values: NumPy's repr elides the middle of one past 1000 elements.
+        exact = {k: v.tolist() if isinstance(v, np.ndarray) else v for k, v in constants.items()}
+        key = (fn, layout, repr(sorted(exact.items())))
         if key not in _COMPILED:
 
             def traced(*arrays, names=names, constants=constants):
