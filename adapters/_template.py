@@ -253,6 +253,16 @@ def sgd_step(x, w_query, w_key, w_value, g, lr):
 # def t5_attention(x, w_query, w_key, w_value, num_heads, bias_table, num_buckets, max_distance, bidirectional, causal):
 #     return {"weights": ..., "context": ...}
 #
+# Optional: packed documents (spec conventions.packed_documents): x [1, T, D] holds documents end to end, cu_seqlens
+# [n + 1] (int64) their cumulative lengths, 0 first, T last; a token sees its own document's keys only, each head
+# rotated (rotate_half, theta 10000) at positions restarting at 0 in each document.
+#
+# def varlen_attention(x, w_query, w_key, w_value, num_heads, cu_seqlens, causal):
+#     return {"queries": ..., "weights": ..., "context": ...}  # [1, N, T, H], [1, N, T, T], [1, T, N*H]
+#
+# def varlen_flag(x, w_query, w_key, w_value, num_heads, cu_seqlens, causal):
+#     return {"packed": ..., "padded": ...}  # the context through your fused attention: the row, and a padded batch
+#
 # The other optional ops, one stub each; what each returns and checks (contract/meanings.py, docs/contract.md):
 #
 # attention_stages: ONNX Attention's qk_matmul_output (qk_matmul_output_mode 0, 1 and 3).

@@ -4,8 +4,8 @@ hide all keys but one, grouped heads, decoding offsets, square and cube shapes).
 
 import numpy as np
 
-from attention_conformance.adapters.reference import _t5_ties
 from attention_conformance.contract import ops
+from attention_conformance.tools.fuzz import families
 
 # The forward ops the fuzzer draws cases for (an adapter's missing or not-applicable ops are left out).
 COVERED = (
@@ -43,6 +43,8 @@ COVERED = (
     "cross_attention",
     "cross_attention_flag",
     "t5_attention",
+    "varlen_attention",
+    "varlen_flag",
     "decoder_attention",
     "attention_stages",
     "scale_flag",
@@ -70,10 +72,6 @@ _TOKENS = (1, 2, 3, 4, 5, 7, 8, 16, 33, 64, 128)  # T = 1 first (shrinking goes 
 # (its oracle computes every query: 4096 keys take 16 s there, so 1024).
 _LONG_KEYS = (256, 1024, 4096)
 _LONG_CACHE = (256, 1024)
-# Where fused kernels switch paths (conventions.kernel_paths): key counts at a tile and one past it, a head size each
-# kernel specialises (64, 80, 128) beside odd ones.
-_PATH_KEYS = (1, 2, 17, 31, 33, 64, 65, 97, 129, 257, 513)
-_PATH_HEADS = (1, 3, 8, 64, 80, 128)
 _WIDTHS = (1, 2, 3, 4, 5, 7, 8, 16)  # d_in
 _HEAD_SIZES = (1, 2, 3, 4, 5, 7, 8, 16)  # odd ones included
 _BATCHES = (1, 2, 3)
@@ -240,56 +238,8 @@ def strategy(drawn_ops, words=None):
             sinks = tensor(draw, [N], ((-3.0, 3.0), (5.0, 10.0), (-40.0, 40.0)))
             weights = {n: w(D, N * H) for n in ("w_query", "w_key", "w_value")}
             return op, {"x": x(), **weights, "sinks": sinks, "num_heads": N, "mask": mask(draw, lead, T, T)}
-        if op in ("alibi_attention", "alibi_flag"):  # head counts past a power of two, where BLOOM's rule interleaves
-            N = draw(st.sampled_from((1, 2, 3, 4, 5, 6, 8, 12)))
-            weights = {n: w(D, N * H) for n in ("w_query", "w_key", "w_value")}
-            return op, {"x": x(), **weights, "num_heads": N, "causal": draw(st.booleans())}
-        if op in ("qk_norm_attention", "qk_norm_flag"):  # per head or not, weights near 1 and near 0, eps up to 0.1
-            N, H, per_head = (
-                draw(st.sampled_from((1, 2, 3, 4))),
-                draw(st.sampled_from((2, 4, 8, 16, 64))),
-                draw(st.booleans()),
-            )
-            gains = {
-                n: tensor(draw, [H if per_head else N * H], ((0.5, 1.5), (-0.2, 0.2), (-2.0, 2.0)))
-                for n in ("norm_weight_q", "norm_weight_k")
-            }
-            weights = {n: w(D, N * H) for n in ("w_query", "w_key", "w_value")}
-            eps = draw(st.sampled_from((1e-6, 1e-5, 0.01, 0.1)))
-            return op, {
-                "x": x(),
-                **weights,
-                "num_heads": N,
-                **gains,
-                "eps": eps,
-                "per_head": per_head,
-                "causal": draw(st.booleans()),
-            }
-        if op in (
-            "cross_attention",
-            "cross_attention_flag",
-        ):  # a memory shorter, as long and longer, its padding trailing
-            N, S = draw(st.sampled_from((1, 2, 3, 4))), draw(st.sampled_from(_TOKENS))
-            lengths = [draw(st.integers(1, S)) for _ in range(lead[0])]
-            weights = {n: w(D, N * H) for n in ("w_query", "w_key", "w_value")}
-            padding = [[j >= n for j in range(S)] for n in lengths]
-            return op, {"x": x(), "memory": x(t=S), **weights, "num_heads": N, "padding": padding}
-        if op == "t5_attention":  # T5's own buckets and small ones, the sequence short of the first tie (_t5_ties)
-            N = draw(st.sampled_from((1, 2, 3, 4)))
-            num_buckets, max_distance = draw(st.sampled_from(((32, 128), (8, 20), (12, 30), (16, 40), (64, 256))))
-            bidirectional = draw(st.booleans())
-            ties = _t5_ties(num_buckets, max_distance, bidirectional, T)
-            T = min(T, ties[0]) if ties else T  # distances up to T - 1, below the first tie
-            return op, {
-                "x": x(t=T),
-                **{n: w(D, N * H) for n in ("w_query", "w_key", "w_value")},
-                "num_heads": N,
-                "bias_table": tensor(draw, [num_buckets, N], ((-2.0, 2.0), (-10.0, 10.0))),
-                "num_buckets": num_buckets,
-                "max_distance": max_distance,
-                "bidirectional": bidirectional,
-                "causal": draw(st.booleans()),
-            }
+        if op in families.OPS:
+            return op, families.draw_inputs(draw, op, T, D, H, lead, x, w, tensor, _TOKENS)
         if op in ("attention_stages", "scale_flag"):  # softcap's caps; scales of 1, 1/H, one sqrt cannot hold, tiny
             inputs = {"x": x(), "w_query": w(D, H), "w_key": w(D, H), "w_value": w(D, H), "causal": draw(st.booleans())}
             if op == "attention_stages":
@@ -316,22 +266,6 @@ def strategy(drawn_ops, words=None):
                 "cap": draw(st.sampled_from((0.0, 5.0, 50.0))),
                 "sinks": sinks,
             }
-        if op in ("decode_paths", "sink_decode_paths"):  # key counts at a tile and one past it, the last queries alone
-            (N, K), H = (
-                draw(st.sampled_from(((1, 1), (2, 1), (4, 2), (4, 1), (8, 1), (8, 8)))),
-                draw(st.sampled_from(_PATH_HEADS)),
-            )
-            T = draw(st.sampled_from(_PATH_KEYS))
-            start = (
-                draw(st.sampled_from((0, T - 1, max(0, T - 2), max(0, T - 4))))
-                if T <= 33
-                else T - draw(st.integers(1, 3))
-            )
-            inputs = {"x": x(t=T), "w_query": w(D, N * H), "w_key": w(D, K * H), "w_value": w(D, K * H)}
-            inputs |= {"num_heads": N, "num_kv_heads": K, "start": start}
-            if op == "sink_decode_paths":
-                inputs["sinks"] = tensor(draw, [N], ((-3.0, 3.0), (5.0, 10.0), (-40.0, 40.0)))
-            return op, inputs
         if op == "mask_conventions":
             return op, {
                 "x": x(),
