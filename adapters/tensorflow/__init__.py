@@ -15,6 +15,7 @@ from .modes import MODES, in_mode
 from .norms import *
 from .rope_scaling import *
 from .rotary import *
+from .varlen import *
 
 DTYPES = ("float32", "float64", "float16", "bfloat16")
 
