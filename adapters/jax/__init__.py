@@ -23,6 +23,7 @@ from .logits import *
 from .norms import *
 from .rope_scaling import *
 from .rotary import *
+from .varlen import *
 
 # XLA executables kept in the suite's cache (attention_conformance.cache), so a rerun loads what an earlier
 # run compiled; a user's own JAX_COMPILATION_CACHE_DIR wins. Not numeric: pin_numerics does not record it.
