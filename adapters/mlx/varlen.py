@@ -8,6 +8,7 @@ call per document; rotated once, both fused paths get the same heads and differ 
 
 import mlx.core as mx
 
+from .cross import _merged
 from .rotary import _rotate
 from .shared import _mx, _np, _split_heads
 
@@ -33,11 +34,6 @@ def _attend(cu_seqlens, causal):
     document, _ = _documents(cu_seqlens)
     same = document[:, None] == document[None, :]
     return same & mx.tril(mx.ones(same.shape, dtype=mx.bool_)) if causal else same
-
-
-def _merged(heads):  # (.., N, T, H) -> (.., T, N*H)
-    context = heads.swapaxes(-3, -2)
-    return context.reshape(*context.shape[:-2], -1)
 
 
 def varlen_attention(x, w_query, w_key, w_value, num_heads, cu_seqlens, causal):

@@ -8,13 +8,11 @@ external cache's bottom-right (the specification's errata, onnx 1.23), hiding a 
 (zeros, measured, onnxruntime 1.31.1's float32 kernel; its float64 kernel still aligns top-left)."""
 
 import numpy as np
-from onnx import TensorProto
 
+from .cross import _I64
 from .logits import _merged
 from .rotary import _caches, _turned
 from .shared import _run
-
-_I64 = TensorProto.INT64
 
 
 def _documents(cu_seqlens):
@@ -48,7 +46,7 @@ def varlen_attention(x, w_query, w_key, w_value, num_heads, cu_seqlens, causal):
     return _run_varlen(x, w_query, w_key, w_value, num_heads, positions, document[None], causal, False)
 
 
-def _padded(x, w_query, w_key, w_value, num_heads, cu_seqlens, causal):
+def _padded_batch(x, w_query, w_key, w_value, num_heads, cu_seqlens, causal):
     """The documents as a batch [n, longest, D] padded at the end, positions 0.. in every row, the padding a document
     of its own (its keys hidden from the real queries); the real rows back end to end."""
     lengths = np.diff(cu_seqlens)
@@ -63,4 +61,4 @@ def _padded(x, w_query, w_key, w_value, num_heads, cu_seqlens, causal):
 def varlen_flag(x, w_query, w_key, w_value, num_heads, cu_seqlens, causal):
     document, positions = _documents(cu_seqlens)
     packed = _run_varlen(x, w_query, w_key, w_value, num_heads, positions, document[None], causal, True)["context"]
-    return {"packed": packed, "padded": _padded(x, w_query, w_key, w_value, num_heads, cu_seqlens, causal)}
+    return {"packed": packed, "padded": _padded_batch(x, w_query, w_key, w_value, num_heads, cu_seqlens, causal)}
