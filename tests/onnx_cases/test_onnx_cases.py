@@ -283,7 +283,7 @@ def test_the_upstream_reproducers_in_the_doc_run_and_print_what_it_says():
     NumPy only; its printed lines are the doc's."""
     text = DOC.read_text()
     blocks = re.findall(r"```python\n(.*?)```\n```\n(.*?)```", text, re.S)
-    assert len(blocks) == 3, "three reproducers, each followed by what it prints"
+    assert len(blocks) == 4, "four reproducers, each followed by what it prints"
     for code, printed in blocks:
         assert len(code.strip().splitlines()) <= 12, code
         assert not re.search(r"^(from|import) attention_conformance", code, re.M), code
