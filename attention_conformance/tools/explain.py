@@ -11,7 +11,7 @@ import numpy as np
 from attention_conformance import safe_io
 from attention_conformance.dtypes import np_dtype
 from attention_conformance.run import tolerance_model
-from attention_conformance.tools import explain_file, explain_stages
+from attention_conformance.tools import explain_conventions, explain_file, explain_stages
 
 
 def _conventions(p):
@@ -26,7 +26,7 @@ def _conventions(p):
                 dict(hidden=p.keys_hidden(causal=False, window=None)),
             )
         )
-    found += _offsets(p)
+    found += explain_conventions.offsets(p)
     if p.mask is not None:
         found.append(
             (
@@ -56,7 +56,7 @@ def _conventions(p):
                     dict(scale=value),
                 )
             )
-    found += _past_the_documents(p)
+    found += explain_conventions.past_the_documents(p)
     found.append(
         (
             "softmax over the wrong axis",
@@ -112,150 +112,6 @@ def _conventions(p):
     return found
 
 
-def _past_the_documents(p):
-    """The conventions of issue 40's families that a file states: windows, soft caps, sinks and RoPE."""
-    found = []
-    if p.window:
-        found.append(
-            (
-                "a window one key wider",
-                f"query p saw keys p-{p.window}..p, {p.window + 1} keys (the Mistral paper's wording, "
-                f"transformers#29623); a window of {p.window} is p-{p.window - 1}..p, the query's own included",
-                dict(hidden=p.keys_hidden(window=p.window + 1)),
-            )
-        )
-        if p.right_window:
-            found.append(
-                (
-                    "the right window ignored",
-                    f"the band stopped at the query's own position, where it reaches {p.right_window} keys past it",
-                    dict(hidden=p.keys_hidden(right=0)),
-                )
-            )
-        if p.position or p.valid is not None:
-            found.append(
-                (
-                    "a window aligned top-left",
-                    "the band started at key 0 for the first query; decoding needs it at the query's own position",
-                    dict(hidden=p.keys_hidden(position=0)),
-                )
-            )
-    if p.cap:
-        found.append(
-            (
-                "soft-capping after the mask",
-                f"a hidden key's -inf capped to -{p.cap:g}, so probability leaks to it (onnx#7867); capping comes "
-                "before the mask",
-                dict(cap_after_mask=True),
-            )
-        )
-        found.append(("no soft-capping", f"the scores used uncapped, where the cap is {p.cap:g}", dict(cap=0.0)))
-        if p.bias is not None:
-            found.append(
-                (
-                    "the bias added before soft-capping",
-                    "the biased scores capped; the cap comes first, then the bias (ONNX's Attention, Gemma 2's mask)",
-                    dict(bias_before_cap=True),
-                )
-            )
-    elif p.cap == 0:
-        found.append(
-            (
-                "a cap of 0 read as zero logits",
-                "0 x tanh(s / 0) makes every score 0 and every row uniform; a cap of 0 is no cap (Megatron-LM#6590)",
-                dict(cap="zero"),
-            )
-        )
-    if p.bias is not None:  # its -inf entries hide keys (p.hidden) in each of these: its finite values differ
-        found.append(
-            ("the bias ignored", "its finite values left out of the scores (its -inf entries kept)", {"bias": None})
-        )
-        for times, wrong, why in (
-            (2.0, "doubled", "ALiBi's slopes?"),  # a slope table ported wrong, say
-            (0.5, "halved", "ALiBi's slopes?"),
-            (-1.0, "negated", "ALiBi's distance as i - j, not j - i?"),
-        ):
-            found.append((f"the bias {wrong}", f"its finite values x {times:g} ({why})", {"bias": p.bias * times}))
-        if np.ndim(p.bias) >= 3 and np.shape(p.bias)[-3] > 1:  # [.., N, T, S]: a slope table read back to front
-            why = "head n given head N-1-n's bias (ALiBi's slopes in reverse head order?)"
-            found.append(("the bias's heads reversed", why, {"bias": p.bias[..., ::-1, :, :]}))
-    if p.sinks is not None:
-        found.append(("the sink ignored", "a plain softmax over the keys, each row summing to 1", dict(sinks=None)))
-    if p.pairing:
-        other = "rotate_half" if p.pairing == "interleaved" else "interleaved"
-        found.append(
-            (
-                f"RoPE with {other} pairs",
-                f"the pairs turned as {other}, where the model's are {p.pairing}: its query and key columns need "
-                "permuting (docs/frameworks.md)",
-                dict(pairing=other),
-            )
-        )
-        if p.position_ids is not None:
-            found.append(
-                (
-                    "RoPE position_ids ignored",
-                    "the queries turned at positions 0..T-1, not at their position_ids",
-                    dict(position=0),
-                )
-            )
-        elif p.position:
-            found.append(
-                (
-                    "no RoPE position offset",
-                    f"the queries turned from position 0, not {p.position}: the cache's length not added",
-                    dict(position=0),
-                )
-            )
-    return found
-
-
-def _offsets(p):
-    """Where causal order starts, as frameworks split on it: top-left (torch's is_causal), bottom-right of the keys
-    (flash-attn's, the suite's default), or after the keys cached before the block or from each row's valid length
-    (ONNX's past length and nonpad_kv_seqlen); and the valid lengths dropped."""
-    found, default = [], p.valid is None and p.position == p.S - p.T
-    if p.valid is not None:
-        stated = "each row's first query at its valid length - T (ONNX's nonpad_kv_seqlen)"
-    else:
-        stated = f"the first query at position {p.position}, after the keys cached before it (ONNX's past length)"
-    if p.causal and (p.position or p.valid is not None):
-        found.append(
-            (
-                "top-left causal alignment",
-                "query i sees keys 0..i; "
-                + (
-                    "the suite aligns bottom-right (query i sees keys 0..i + S - T, so the last query sees "
-                    "every key), as decoding with a KV cache needs"
-                    if default
-                    else f"this file puts {stated}"
-                ),
-                dict(hidden=p.keys_hidden(position=0)),
-            )
-        )
-    if p.causal and not default:
-        found.append(
-            (
-                "causal aligned bottom-right",
-                f"query i saw keys 0..i + S - T, the last query every key (flash-attn's); this file puts {stated}",
-                dict(hidden=p.keys_hidden(position=p.S - p.T)),
-            )
-        )
-    if p.valid is None:
-        return found
-    for where, position in (("top-left", 0), ("bottom-right", p.S - p.T)) if p.causal or p.window else ((None, 0),):
-        found.append(
-            (
-                "per-row valid length ignored" + (f" (causal {where})" if where else ""),
-                "every row saw the padding past its valid length"
-                + (f", causal order {where} over all the keys" if where else "")
-                + ": nonpad_kv_seqlen (ONNX) or the cache's lengths not passed",
-                dict(hidden=p.keys_hidden(valid=None, position=position)),
-            )
-        )
-    return found
-
-
 def _split_straight(t):
     """Per-head [..., N, T, H] as a straight reshape of the packed [..., T, N x H] makes it: the heads-order bug."""
     n, T, H = t.shape[-3:]
@@ -290,6 +146,21 @@ def _masked_rows(p, out):
             "every value; the suite gives zero weights and context)"
         ), empty
     return None
+
+
+def _known(p, name, got, exact, k):
+    """'convention: meaning' for each known difference whose `name` output `got` is within, judged as the stated one."""
+    named = []
+    for convention, meaning, arguments in _conventions(p):
+        with np.errstate(all="ignore"):
+            other = p.compute(**arguments)[name]
+            if np.array_equal(other, exact[name], equal_nan=True):  # the same as stated: it explains nothing
+                continue
+            other_plain = p.compute(rounding=tolerance_model.plain_dtype(p.dtype), **arguments)[name]
+            other_bound = p.bound(**arguments)[name]
+            if tolerance_model.judge(name, p.dtype, got, other, other_plain, other_bound, k).within:
+                named.append(f"{convention}: {meaning}")
+    return named
 
 
 def explain(path, out=print, err=print):
@@ -332,6 +203,8 @@ def explain(path, out=print, err=print):
         out(f"first intermediate that diverges: {diverged.name}")
     if final.within:
         named = explain_stages.mixed_up(p, diverged, exact, plain, derived, k)
+        if not named:  # a convention only an intermediate shows (RoPE's positions in a packed row)
+            named = _known(p, diverged.name, np.asarray(p.arrays[diverged.name], dtype=np.float64), exact, k)
         for convention in named:
             out(f"matches a known difference: {convention}")
         hidden_key = diverged.limit == 0 and diverged.expected == 0 and diverged.name == "weights"
@@ -358,15 +231,7 @@ def explain(path, out=print, err=print):
         if (np.abs(got - exact["out"]) <= limit)[elsewhere].all():
             named.append(f"{convention}; every other row is within")
     if not named:
-        for convention, meaning, arguments in _conventions(p):
-            with np.errstate(all="ignore"):
-                other = p.compute(**arguments)[name]
-                if np.array_equal(other, exact[name], equal_nan=True):  # the same as stated: it explains nothing
-                    continue
-                other_plain = p.compute(rounding=tolerance_model.plain_dtype(p.dtype), **arguments)[name]
-                other_bound = p.bound(**arguments)[name]
-                if tolerance_model.judge(name, p.dtype, got, other, other_plain, other_bound, k).within:
-                    named.append(f"{convention}: {meaning}")
+        named = _known(p, name, got, exact, k)
     for convention in named:
         out(f"matches a known difference: {convention}")
     if (

@@ -40,6 +40,7 @@ INPUTS = (
     "theta",
     "position",
     "valid_length",
+    "cu_seqlens",
     "cos",
     "sin",
     "position_ids",
@@ -74,6 +75,11 @@ KEYS = (
         "valid_length",
         "[B], keys per batch row, the rest padding (hidden); row b's first query at valid_length[b] - T: "
         "ONNX's nonpad_kv_seqlen",
+    ),
+    (
+        "cu_seqlens",
+        "[n + 1] int, documents packed end to end in the row (flash-attn's, T == S): a query sees its own "
+        "document's keys only, and RoPE's positions restart at 0 in each document",
     ),
     ("scale", "the scores' scale (default 1/sqrt(H))"),
     (
@@ -245,6 +251,7 @@ class Problem(explain_forms.Forms):
                 f"handles up to {MAX_SCORES} (a few heads or a slice of the batch show the same)",
             )
         self._positions(path, self.arrays, lead)
+        self._documents(path, self.arrays)
         self.bias, self.bias_hides = self._bias(path, lead + (T, S))
         self.hidden = self.keys_hidden()
         shapes = dict(q_rotated=lead + (T, self.H), out=lead + (T, H))
@@ -325,6 +332,8 @@ class Problem(explain_forms.Forms):
         masking = (", mask" if self.mask is not None else "") + (", causal" if self.causal else "")
         masking += f", a window of {self.window}" if self.window else ""
         masking += f" and {self.right_window} after" if self.right_window else ""
+        if self.documents is not None:
+            masking += f", {self.documents[-1] + 1} packed documents"
         if self.valid is not None:
             masking += f", valid lengths {[int(n) for n in self.valid.ravel()]}"
         elif (self.causal or self.window) and self.position != self.S - self.T:
@@ -336,6 +345,7 @@ class Problem(explain_forms.Forms):
         masking += ", an additive bias" if self.bias is not None else ""
         if self.pairing:
             rows = "their position_ids" if self.position_ids is not None else f"position {self.position}"
+            rows = "their places in their documents" if self.documents is not None else rows
             masking += f", RoPE {self.pairing}{' from cos and sin' if self.tables else ''} at {rows}"
         return (
             f"{self.judged} {list(self.arrays[self.judged].shape)} {self.dtype}, from {self.form}: T {self.T}, "

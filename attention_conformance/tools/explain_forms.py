@@ -5,6 +5,7 @@ sees, from the first query's position or from each batch row's valid length."""
 import numpy as np
 
 from attention_conformance.adapters import reference
+from attention_conformance.cases import input_values
 from attention_conformance.run import tolerance_model
 
 
@@ -175,18 +176,43 @@ class Forms:
             )
         self.valid = _per_row(valid.astype(np.int64), lead)[..., None, None]
 
+    def _documents(self, path, arrays):
+        """Documents packed end to end in the row, cut at cu_seqlens: each token's document, and its place in it."""
+        self.documents = self.places = None
+        if "cu_seqlens" not in arrays:
+            return
+        cuts = arrays["cu_seqlens"]
+        if (
+            cuts.dtype.kind not in "iu"
+            or cuts.ndim != 1
+            or not input_values.offsets(cuts.tolist())
+            or cuts[-1] != self.S
+            or self.T != self.S
+            or "position" in arrays
+            or "valid_length" in arrays
+        ):
+            refuse(
+                path,
+                f"'cu_seqlens' {cuts.dtype} {list(cuts.shape)}: 0, then each document's end, increasing, the last "
+                f"S ({self.S}); a packed row has T == S ({self.T} here), and no position or valid_length",
+            )
+        self.documents = np.repeat(np.arange(len(cuts) - 1), np.diff(cuts))
+        self.places = np.arange(self.S) - cuts[self.documents]
+
     def keys_hidden(self, **changes):
         """True where a query may not see a key, as the file states it or with `changes` (mask, causal, window,
-        right, position, valid): the mask; causal order and the window from each query's position; a row's keys past
-        its valid length; the keys the bias hides."""
+        right, position, valid, documents): the mask; causal order and the window from each query's position; a row's
+        keys past its valid length; another document's keys; the keys the bias hides."""
         s = dict(mask=self.mask, causal=self.causal, window=self.window, right=self.right_window, position=None)
-        s = s | dict(valid=self.valid) | changes
+        s = s | dict(valid=self.valid, documents=self.documents) | changes
         position = s["position"]
         if position is None:
             position = self.position if s["valid"] is None else s["valid"] - self.T
         hidden = tolerance_model.hidden_keys(self.T, self.S, s["mask"], s["causal"], s["window"], position, s["right"])
         if s["valid"] is not None:
             hidden = hidden | (np.arange(self.S) >= s["valid"])
+        if s["documents"] is not None:
+            hidden = hidden | (s["documents"][:, None] != s["documents"][None, :])
         return hidden | self.bias_hides
 
     def _rope(self, path, arrays, lead):
@@ -194,6 +220,8 @@ class Forms:
         tables; the queries from `position` or at their position_ids, the keys at 0..S-1."""
         self.pairing = scalar(path, arrays, "pairing", "U", None)
         named = [n for n in ("cos", "sin", "position_ids", "q_rotated") if n in arrays]
+        if self.documents is not None and "position_ids" in arrays:
+            refuse(path, "'position_ids' with 'cu_seqlens': a packed row's tokens turn at their places in a document")
         if self.pairing is None:
             if named:
                 refuse(path, f"{', '.join(named)} without 'pairing': RoPE needs its layout")
@@ -256,6 +284,13 @@ class Forms:
         """q and k turned by RoPE, the queries from `position` (None: as the file states) or at their position_ids,
         the keys from 0: with theta, reference.rotary_embedding; with the tables, their rows as given."""
         R = self.rotary_dim
+        if position is None and self.documents is not None:  # a packed row: queries and keys at their places
+            if self.tables is None:
+                cos, sin = reference.rotary._cos_sin(self.places, R, self.theta, "none", 1.0, q)
+            else:
+                cos, sin = (table[self.places] for table in self.tables)
+            turn = reference.rotary._rotated
+            return turn(q, cos, sin, pairing, R), turn(k, cos, sin, pairing, R)
         if self.tables is None:
             first = self.position if position is None else position
             turn = reference.rotary_embedding

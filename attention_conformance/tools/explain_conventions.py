@@ -1,0 +1,168 @@
+"""The conventions past the documents that `explain` tries on a file (tools/explain.py): where causal order starts,
+windows, soft caps, biases, sinks, RoPE and packed documents, each the wrong side a framework or a port is known to
+take, as (name, what it means, the Problem's compute arguments)."""
+
+import numpy as np
+
+
+def past_the_documents(p):
+    """The conventions of issue 40's and 61's families that a file states: windows, soft caps, sinks, RoPE and packed
+    documents."""
+    found = []
+    if p.documents is not None:
+        found.append(
+            (
+                "the packed documents attending to each other",
+                "the row attended as one sequence, cu_seqlens not given to the attention (Megatron-LM without "
+                "reset_attention_mask); a token sees its own document's keys only",
+                dict(hidden=p.keys_hidden(documents=None)),
+            )
+        )
+    if p.window:
+        found.append(
+            (
+                "a window one key wider",
+                f"query p saw keys p-{p.window}..p, {p.window + 1} keys (the Mistral paper's wording, "
+                f"transformers#29623); a window of {p.window} is p-{p.window - 1}..p, the query's own included",
+                dict(hidden=p.keys_hidden(window=p.window + 1)),
+            )
+        )
+        if p.right_window:
+            found.append(
+                (
+                    "the right window ignored",
+                    f"the band stopped at the query's own position, where it reaches {p.right_window} keys past it",
+                    dict(hidden=p.keys_hidden(right=0)),
+                )
+            )
+        if p.position or p.valid is not None:
+            found.append(
+                (
+                    "a window aligned top-left",
+                    "the band started at key 0 for the first query; decoding needs it at the query's own position",
+                    dict(hidden=p.keys_hidden(position=0)),
+                )
+            )
+    if p.cap:
+        found.append(
+            (
+                "soft-capping after the mask",
+                f"a hidden key's -inf capped to -{p.cap:g}, so probability leaks to it (onnx#7867); capping comes "
+                "before the mask",
+                dict(cap_after_mask=True),
+            )
+        )
+        found.append(("no soft-capping", f"the scores used uncapped, where the cap is {p.cap:g}", dict(cap=0.0)))
+        if p.bias is not None:
+            found.append(
+                (
+                    "the bias added before soft-capping",
+                    "the biased scores capped; the cap comes first, then the bias (ONNX's Attention, Gemma 2's mask)",
+                    dict(bias_before_cap=True),
+                )
+            )
+    elif p.cap == 0:
+        found.append(
+            (
+                "a cap of 0 read as zero logits",
+                "0 x tanh(s / 0) makes every score 0 and every row uniform; a cap of 0 is no cap (Megatron-LM#6590)",
+                dict(cap="zero"),
+            )
+        )
+    if p.bias is not None:  # its -inf entries hide keys (p.hidden) in each of these: its finite values differ
+        found.append(
+            ("the bias ignored", "its finite values left out of the scores (its -inf entries kept)", {"bias": None})
+        )
+        for times, wrong, why in (
+            (2.0, "doubled", "ALiBi's slopes?"),  # a slope table ported wrong, say
+            (0.5, "halved", "ALiBi's slopes?"),
+            (-1.0, "negated", "ALiBi's distance as i - j, not j - i?"),
+        ):
+            found.append((f"the bias {wrong}", f"its finite values x {times:g} ({why})", {"bias": p.bias * times}))
+        if np.ndim(p.bias) >= 3 and np.shape(p.bias)[-3] > 1:  # [.., N, T, S]: a slope table read back to front
+            why = "head n given head N-1-n's bias (ALiBi's slopes in reverse head order?)"
+            found.append(("the bias's heads reversed", why, {"bias": p.bias[..., ::-1, :, :]}))
+    if p.sinks is not None:
+        found.append(("the sink ignored", "a plain softmax over the keys, each row summing to 1", dict(sinks=None)))
+    if p.pairing:
+        other = "rotate_half" if p.pairing == "interleaved" else "interleaved"
+        found.append(
+            (
+                f"RoPE with {other} pairs",
+                f"the pairs turned as {other}, where the model's are {p.pairing}: its query and key columns need "
+                "permuting (docs/frameworks.md)",
+                dict(pairing=other),
+            )
+        )
+        if p.documents is not None:
+            found.append(
+                (
+                    "RoPE positions running on across the packed row",
+                    "each token turned at its place in the whole row, not in its document (Megatron-LM without "
+                    "reset_position_ids); transformers' flattening collator and flash-attn's varlen restart them",
+                    dict(position=0),
+                )
+            )
+        elif p.position_ids is not None:
+            found.append(
+                (
+                    "RoPE position_ids ignored",
+                    "the queries turned at positions 0..T-1, not at their position_ids",
+                    dict(position=0),
+                )
+            )
+        elif p.position:
+            found.append(
+                (
+                    "no RoPE position offset",
+                    f"the queries turned from position 0, not {p.position}: the cache's length not added",
+                    dict(position=0),
+                )
+            )
+    return found
+
+
+def offsets(p):
+    """Where causal order starts, as frameworks split on it: top-left (torch's is_causal), bottom-right of the keys
+    (flash-attn's, the suite's default), or after the keys cached before the block or from each row's valid length
+    (ONNX's past length and nonpad_kv_seqlen); and the valid lengths dropped."""
+    found, default = [], p.valid is None and p.position == p.S - p.T
+    if p.valid is not None:
+        stated = "each row's first query at its valid length - T (ONNX's nonpad_kv_seqlen)"
+    else:
+        stated = f"the first query at position {p.position}, after the keys cached before it (ONNX's past length)"
+    if p.causal and (p.position or p.valid is not None):
+        found.append(
+            (
+                "top-left causal alignment",
+                "query i sees keys 0..i; "
+                + (
+                    "the suite aligns bottom-right (query i sees keys 0..i + S - T, so the last query sees "
+                    "every key), as decoding with a KV cache needs"
+                    if default
+                    else f"this file puts {stated}"
+                ),
+                dict(hidden=p.keys_hidden(position=0)),
+            )
+        )
+    if p.causal and not default:
+        found.append(
+            (
+                "causal aligned bottom-right",
+                f"query i saw keys 0..i + S - T, the last query every key (flash-attn's); this file puts {stated}",
+                dict(hidden=p.keys_hidden(position=p.S - p.T)),
+            )
+        )
+    if p.valid is None:
+        return found
+    for where, position in (("top-left", 0), ("bottom-right", p.S - p.T)) if p.causal or p.window else ((None, 0),):
+        found.append(
+            (
+                "per-row valid length ignored" + (f" (causal {where})" if where else ""),
+                "every row saw the padding past its valid length"
+                + (f", causal order {where} over all the keys" if where else "")
+                + ": nonpad_kv_seqlen (ONNX) or the cache's lengths not passed",
+                dict(hidden=p.keys_hidden(valid=None, position=position)),
+            )
+        )
+    return found
