@@ -93,12 +93,15 @@ KEYS = (
         "ALiBi's and T5's biases; -inf hides a key",
     ),
     ("sinks", "a logit per head joining each softmax"),
-    ("pairing", "'interleaved' or 'rotate_half': q and k before RoPE, keys at positions 0..S-1"),
+    (
+        "pairing",
+        "'interleaved' or 'rotate_half': q and k before RoPE, keys at positions 0..S-1 (at position_ids where T == S)",
+    ),
     ("rotary_dim, theta", "RoPE's rotated dims (default H) and base (10000)"),
     (
         "cos, sin, position_ids",
         "RoPE's tables instead of theta, [P, rotary_dim / 2], row p at position p; each "
-        "query's row, [T] or [B, T] (default from position)",
+        "query's row, [T] or [B, T] (default from position), each key's too where T == S (self-attention)",
     ),
     ("q_rotated", "q after RoPE: judged too"),
     ("scores, scaled", "q k^T, and q k^T x scale (ONNX's qk_matmul_output mode 0): judged too"),

@@ -282,7 +282,8 @@ class Forms:
 
     def _turned(self, q, k, pairing, position=None):
         """q and k turned by RoPE, the queries from `position` (None: as the file states) or at their position_ids,
-        the keys from 0: with theta, reference.rotary_embedding; with the tables, their rows as given."""
+        the keys from 0 (at the position_ids too where T == S); with theta, reference.rotary_embedding; with the
+        tables, their rows as given."""
         R = self.rotary_dim
         if position is None and self.documents is not None:  # a packed row: queries and keys at their places
             if self.tables is None:
@@ -296,9 +297,12 @@ class Forms:
             turn = reference.rotary_embedding
             return turn(q, pairing, R, self.theta, first, "none", 1.0), turn(k, pairing, R, self.theta, 0, "none", 1.0)
         cos, sin = self.tables
+        keys = np.arange(self.S)
         if position is None and self.position_ids is not None:
             rows = self.position_ids
+            if self.T == self.S:  # no cache: each key is its own query's token, turned at the same position_ids (HF's)
+                keys = rows
         else:
             rows = (self.position if position is None else position) + np.arange(self.T)
         turn = reference.rotary._rotated
-        return turn(q, cos[rows], sin[rows], pairing, R), turn(k, cos[: self.S], sin[: self.S], pairing, R)
+        return turn(q, cos[rows], sin[rows], pairing, R), turn(k, cos[keys], sin[keys], pairing, R)

@@ -55,3 +55,17 @@ def test_cuts_that_do_not_end_at_the_row_are_refused_naming_cu_seqlens(tmp_path)
 def test_without_packed_documents_none_of_their_conventions_is_tried():
     problem = type("P", (), dict(documents=None, window=None, cap=None, bias=None, sinks=None, pairing=None))()
     assert explain_conventions.past_the_documents(problem) == []
+
+
+def test_a_packed_row_given_as_position_ids_and_a_mask_turns_its_keys_at_them_too(tmp_path):
+    """transformers' way (the trial's): restarting position_ids and a document mask, no cu_seqlens; where T == S each
+    key is turned at its own token's position_ids, as apply_rotary_pos_emb turns q and k alike."""
+    given, q_turned, out = _packed()
+    cos, sin = reference.rotary._cos_sin(np.arange(9), 8, 10000.0, "none", 1.0, given["q"])
+    document = np.repeat(np.arange(3), np.diff(CUTS))
+    places = np.arange(9) - CUTS[document]
+    as_transformers = {k: v for k, v in given.items() if k != "cu_seqlens"} | dict(
+        cos=cos, sin=sin, position_ids=places, mask=document[:, None] != document[None, :]
+    )
+    code, text = explained(tmp_path, **as_transformers, q_rotated=q_turned, out=out)
+    assert code == 0 and "rounding, not a bug" in text, text

@@ -141,12 +141,8 @@ def main(adapter_name, examples=cases.EXAMPLES_PER_OP, seed=0, dtype=None, out=D
     print(
         f"case {case_id}: {yaml_path}\n"
         f"reproducer: {script_path} ("
-        + (
-            "not standalone: run it from this directory, where it imports the adapter; "
-            if findings.imports_adapter(script_path)
-            else ""
-        )
-        + f"python {script_path.name}: exit 1 while it reproduces)"
+        + ("it imports the adapter: from this directory, " if findings.imports_adapter(script_path) else "")
+        + f"python {script_path}: exit 1 while it reproduces)"
     )
     print(f"finding: {adapter_name} {finding.op}() in {dtype}, see {yaml_path}", file=sys.stderr)
     return 1
