@@ -22,7 +22,8 @@
                                                              shapes on one framework (spec/model.yaml)
 
 NAME is a built-in adapter, an entry point name, or any importable module. Results go to stdout;
-problems, and a failing verdict, to stderr, one line each. Exit codes: 0 ok, 1 failures or errors
+problems, and a failing verdict, to stderr, one line each (`run` is pytest's: its whole report, the root cause
+line included, on stdout). Exit codes: 0 ok, 1 failures or errors
 found, 2 wrong usage, 4 (run) a usage error pytest reported, 5 (run) no test selected (a -k that matches nothing).
 """
 
