@@ -321,8 +321,8 @@ def pytest_runtest_makereport(item, call):
         if call.when == "call" and call.excinfo is None and report.failed:  # a strict xfail that passed
             report.stale_divergence = True
             report.longrepr = (
-                f"declared divergence now conforms: remove it from {divergence.source} "
-                f"(it said: {divergence.removesuffix(divergences.BY_ADAPTER)})"
+                f"declared divergence now conforms: remove it from {divergence.source}, or narrow it where its "
+                f"pattern still covers failing tests (it said: {divergence.removesuffix(divergences.BY_ADAPTER)})"
             )
     return report
 

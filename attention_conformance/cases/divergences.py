@@ -125,7 +125,9 @@ def declared(name, adapter, source=None):
         if (ids.adapter_of(p) == base and (r.modes is None or mode in r.modes)) or ids.adapter_of(p) == name != base
     }
     for key, reason in own_entries(adapter, mode):
-        found[ids.declared_pattern(name, key)] = Reason(reason + BY_ADAPTER, source="the adapter's KNOWN_DIVERGENCES")
+        found[ids.declared_pattern(name, key)] = Reason(
+            reason + BY_ADAPTER, source=f"the adapter's KNOWN_DIVERGENCES, entry {key!r}"
+        )
     return found
 
 
