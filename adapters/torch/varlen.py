@@ -10,6 +10,9 @@ from .rotary import _rotate
 from .shared import _np, _split_heads, _t
 
 
+# Outside the graph under torch.compile: the documents' sizes are data (repeat_interleave's output length), which
+# dynamo would trace around with graph breaks; each graph then takes the documents as a constant input.
+@torch.compiler.disable
 def _documents(cu_seqlens):
     """Each token's document and its position in it."""
     offsets = torch.as_tensor(cu_seqlens, dtype=torch.int64)
@@ -35,7 +38,8 @@ def _attend(cu_seqlens, causal):
 
 def varlen_attention(x, w_query, w_key, w_value, num_heads, cu_seqlens, causal):
     queries, keys, values = _rotated_heads(x, w_query, w_key, w_value, num_heads, cu_seqlens)
-    attn_scores = (queries @ keys.mT / queries.shape[-1] ** 0.5).masked_fill(~_attend(cu_seqlens, causal), -torch.inf)
+    attn_scores = queries @ keys.mT / queries.shape[-1] ** 0.5
+    attn_scores = torch.where(_attend(cu_seqlens, causal), attn_scores, -torch.inf)
     weights = torch.softmax(attn_scores, dim=-1)
     context = (weights @ values).transpose(-3, -2).flatten(-2)
     return {"queries": _np(queries), "weights": _np(weights), "context": _np(context)}
