@@ -26,6 +26,21 @@ REFUSED = {
     "padding_first": ("key_padding_flag", {**_x_w(4), "padding": [[True, False]]}, "inputs.padding"),
     "padding_between": ("key_padding_flag", {**_x_w(4), "padding": [[False, True, False]]}, "inputs.padding"),
     "no_real_key": ("key_padding_flag", {**_x_w(4), "padding": [[False, False], [True, True]]}, "inputs.padding"),
+    "packed_batch_of_two": (
+        "varlen_attention",
+        {**_x_w(4), "x": {**W, "shape": [2, 2, 4]}, "num_heads": 2, "cu_seqlens": [0, 2], "causal": True},
+        "one row [1, T, D]",
+    ),
+    "packed_cuts_short": (
+        "varlen_flag",
+        {**_x_w(4), "num_heads": 2, "cu_seqlens": [0, 1], "causal": True},
+        "inputs.cu_seqlens",
+    ),
+    "packed_odd_head": (
+        "varlen_attention",
+        {**_x_w(6), "num_heads": 2, "cu_seqlens": [0, 2], "causal": False},
+        "3 dims",
+    ),
 }
 
 

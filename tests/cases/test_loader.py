@@ -104,6 +104,17 @@ MALFORMED = {
         "pairing: rotate_half, window: 2, cap: 0.0, sinks: [0.0, 0.0]}",
         ["case 'sat'", "field 'inputs.w_query'", "heads of 3 dims"],
     ),
+    "cumulative_lengths_not_increasing": (
+        SMALL,
+        "op: varlen_attention\n    inputs: {" + X_W.replace("Q", "4") + ", num_heads: 2, cu_seqlens: [0, 2, 2], "
+        "causal: true}",
+        ["case 'sat'", "field 'inputs.cu_seqlens'", "cumulative lengths"],
+    ),
+    "cumulative_lengths_short_of_the_row": (
+        SMALL,
+        "op: varlen_flag\n    inputs: {" + X_W.replace("Q", "4") + ", num_heads: 2, cu_seqlens: [0, 1], causal: true}",
+        ["case 'sat'", "field 'inputs.cu_seqlens'", "ends at 1, where x holds 2 tokens"],
+    ),
     "key_width_not_kv_heads": (
         SMALL,
         GROUPED.replace("KEY", "3").replace("KV", "1"),
