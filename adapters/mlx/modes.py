@@ -32,7 +32,7 @@ _COMPILED = {}  # (function, array arguments' names, Python arguments) -> its mx
 def _arrays(v):  # an array, or a layer's state (a dict of them)
     if isinstance(v, np.ndarray):
         # Integer offsets (cu_seqlens) set the graph's shapes (a padded batch's rows): constants, as Python numbers are
-        return v.dtype.kind in "fb"
+        return v.dtype.kind not in "iu"  # bfloat16 (ml_dtypes) is kind "V": an array like the other floats
     return isinstance(v, dict) and all(isinstance(a, np.ndarray) for a in v.values())
 
 

@@ -104,6 +104,15 @@ def past_the_documents(p):
                 )
             )
         elif p.position_ids is not None:
+            if p.T == p.S:
+                found.append(
+                    (
+                        "RoPE keys turned at 0..S-1",
+                        "the keys turned at positions 0..S-1, not at the position_ids the queries take: without a "
+                        "cache each key is a query's own token (transformers' apply_rotary_pos_emb turns both alike)",
+                        dict(keys_from_zero=True),
+                    )
+                )
             found.append(
                 (
                     "RoPE position_ids ignored",

@@ -287,7 +287,9 @@ class Problem(explain_forms.Forms):
         q, k = self.q if q is None else q, self.k if k is None else k
         rotated = None
         if self.pairing is not None:
-            q, k = self._turned(q, k, more.pop("pairing", self.pairing), more.pop("position", None))
+            q, k = self._turned(
+                q, k, more.pop("pairing", self.pairing), more.pop("position", None), more.pop("keys_from_zero", False)
+            )
             rotated = q
         found = tolerance_model.attend(
             q,

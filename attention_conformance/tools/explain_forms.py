@@ -194,7 +194,8 @@ class Forms:
             refuse(
                 path,
                 f"'cu_seqlens' {cuts.dtype} {list(cuts.shape)}: 0, then each document's end, increasing, the last "
-                f"S ({self.S}); a packed row has T == S ({self.T} here), and no position or valid_length",
+                f"S ({self.S}, at most {input_values.MAX_TOKENS}); a packed row has T == S ({self.T} here), and no "
+                "position or valid_length",
             )
         self.documents = np.repeat(np.arange(len(cuts) - 1), np.diff(cuts))
         self.places = np.arange(self.S) - cuts[self.documents]
@@ -217,7 +218,8 @@ class Forms:
 
     def _rope(self, path, arrays, lead):
         """RoPE on q and k, where the file gives them before it: the pairing, rotary_dim, and theta or the cos and sin
-        tables; the queries from `position` or at their position_ids, the keys at 0..S-1."""
+        tables; the queries from `position` or at their position_ids, the keys at 0..S-1 (at the position_ids too
+        where T == S; in a packed row, both at their places in their documents)."""
         self.pairing = scalar(path, arrays, "pairing", "U", None)
         named = [n for n in ("cos", "sin", "position_ids", "q_rotated") if n in arrays]
         if self.documents is not None and "position_ids" in arrays:
@@ -280,7 +282,7 @@ class Forms:
             refuse(path, f"cos {list(cos.shape)}, sin {list(sin.shape)}: finite tables [positions, rotary_dim / 2]")
         self.tables = (cos, sin)
 
-    def _turned(self, q, k, pairing, position=None):
+    def _turned(self, q, k, pairing, position=None, keys_from_zero=False):
         """q and k turned by RoPE, the queries from `position` (None: as the file states) or at their position_ids,
         the keys from 0 (at the position_ids too where T == S); with theta, reference.rotary_embedding; with the
         tables, their rows as given."""
@@ -300,7 +302,7 @@ class Forms:
         keys = np.arange(self.S)
         if position is None and self.position_ids is not None:
             rows = self.position_ids
-            if self.T == self.S:  # no cache: each key is its own query's token, turned at the same position_ids (HF's)
+            if self.T == self.S and not keys_from_zero:  # no cache: each key is its query's token, at its position_ids
                 keys = rows
         else:
             rows = (self.position if position is None else position) + np.arange(self.T)

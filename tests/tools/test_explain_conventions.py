@@ -69,3 +69,19 @@ def test_a_packed_row_given_as_position_ids_and_a_mask_turns_its_keys_at_them_to
     )
     code, text = explained(tmp_path, **as_transformers, q_rotated=q_turned, out=out)
     assert code == 0 and "rounding, not a bug" in text, text
+
+
+def test_keys_turned_at_zero_where_the_queries_take_position_ids_is_named(tmp_path):
+    """T == S: the keys at the queries' position_ids; a kernel that turned them at 0..S-1 is named, not just beyond."""
+    rng = np.random.default_rng(5)
+    q, k, v = (rng.uniform(-1, 1, (1, 1, 4, 8)) for _ in range(3))
+    cos, sin = reference.rotary._cos_sin(np.arange(9), 8, 10000.0, "none", 1.0, q)
+    ids = np.arange(5, 9)
+    q_turned = reference.rotary._rotated(q, cos[ids], sin[ids], "rotate_half", 8)
+    k_turned = reference.rotary._rotated(k, cos[:4], sin[:4], "rotate_half", 8)
+    scores = q_turned @ np.swapaxes(k_turned, -1, -2) / np.sqrt(8)
+    weights = np.exp(scores - scores.max(-1, keepdims=True))
+    out = weights / weights.sum(-1, keepdims=True) @ v
+    given = dict(q=q, k=k, v=v, pairing=np.array("rotate_half"), cos=cos, sin=sin, position_ids=ids)
+    code, text = explained(tmp_path, **given, out=out)
+    assert code == 1 and "matches a known difference: RoPE keys turned at 0..S-1" in text, text
