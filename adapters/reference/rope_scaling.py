@@ -94,21 +94,38 @@ def rope_frequencies(
     return {"frequencies": f, "attention_factor": scaling}
 
 
-def scaled_rotary(
-    x, pairing, rotary_dim, theta, position, rope_type, factor, original_max_positions, beta_fast, beta_slow, truncate
+def _scaled_cos_sin(
+    positions,
+    length,
+    rotary_dim,
+    theta,
+    rope_type,
+    factor,
+    original_max_positions,
+    beta_fast,
+    beta_slow,
+    truncate,
+    like,
 ):
-    """x's rows are the tokens at positions position, position + 1, ..: each turned by its position times the scaled
-    frequencies, cos and sin multiplied by the attention factor in float32 at least (HF's "cos = emb.cos() *
-    self.attention_scaling"), then stored in the dtype. Dynamic NTK measures the sequence by its last position + 1."""
-    (x,) = _f64(x)
-    positions = np.arange(position, position + np.shape(x)[-2])
-    length = int(position) + np.shape(x)[-2]
+    """cos and sin at `positions` for a sequence `length` long (dynamic NTK's base grows with it), multiplied by the
+    attention factor in float32 at least (HF's "cos = emb.cos() * self.attention_scaling"), then stored in the dtype."""
     args = (rotary_dim, theta, rope_type, factor, original_max_positions, beta_fast, beta_slow, truncate, length)
-    with bounds.in_float32_at_least() if _bounded(x) else contextlib.nullcontext():
-        f, attention_factor = _scaled_frequencies(*args, like=x)
+    with bounds.in_float32_at_least() if _bounded(like) else contextlib.nullcontext():
+        f, attention_factor = _scaled_frequencies(*args, like=like)
         angles = positions[:, None] * f
         cos, sin = bounds.cos_sin(angles) if _bounded(angles) else deterministic.cos_sin(angles)
         if attention_factor != 1.0:
             cos, sin = cos * attention_factor, sin * attention_factor
-    cos, sin = _f64(cos, sin)
+    return _f64(cos, sin)
+
+
+def scaled_rotary(
+    x, pairing, rotary_dim, theta, position, rope_type, factor, original_max_positions, beta_fast, beta_slow, truncate
+):
+    """x's rows are the tokens at positions position, position + 1, ..: each turned by its position times the scaled
+    frequencies. Dynamic NTK measures the sequence by its last position + 1."""
+    (x,) = _f64(x)
+    positions = np.arange(position, position + np.shape(x)[-2])
+    scaling = (rope_type, factor, original_max_positions, beta_fast, beta_slow, truncate)
+    cos, sin = _scaled_cos_sin(positions, int(position) + np.shape(x)[-2], rotary_dim, theta, *scaling, like=x)
     return _rotated(x, cos, sin, pairing, rotary_dim)

@@ -56,7 +56,7 @@ def _conventions(p):
                     dict(scale=value),
                 )
             )
-    found += explain_conventions.past_the_documents(p)
+    found += explain_conventions.past_the_documents(p) + explain_conventions.before_the_scores(p)
     found.append(
         (
             "softmax over the wrong axis",

@@ -1,6 +1,6 @@
 """The conventions past the documents that `explain` tries on a file (tools/explain.py): where causal order starts,
-windows, soft caps, biases, sinks, RoPE and packed documents, each the wrong side a framework or a port is known to
-take, as (name, what it means, the Problem's compute arguments)."""
+windows, soft caps, biases, sinks, RoPE, packed documents, QK-norm and RoPE scaling, each the wrong side a framework
+or a port is known to take, as (name, what it means, the Problem's compute arguments)."""
 
 import numpy as np
 
@@ -172,6 +172,102 @@ def offsets(p):
                 + (f", causal order {where} over all the keys" if where else "")
                 + ": nonpad_kv_seqlen (ONNX) or the cache's lengths not passed",
                 dict(hidden=p.keys_hidden(valid=None, position=position)),
+            )
+        )
+    return found
+
+
+def before_the_scores(p):
+    """QK-norm's and RoPE scaling's wrong sides, where the file states them (tools/explain_qk.py)."""
+    found = []
+    if p.norm is not None:
+        n, (w_q, w_k) = p.norm, p.norm["weights"]
+        if p.pairing:
+            why = "the rotated queries and keys normed; Qwen3, Gemma 3 and OLMo 2 norm them before RoPE"
+            found.append(("QK-norm after RoPE", why, dict(norm=n | dict(after_rope=True))))
+        found.append(("no QK-norm", "q and k used as given, their RMSNorm (q_norm, k_norm) skipped", dict(norm=None)))
+        found.append(
+            (
+                "the norm's weight as Gemma's 1 + w",
+                "each weight w applied as 1 + w (Gemma 3's RMSNorm: `x * (1.0 + self.weight)`, its checkpoint "
+                "storing w - 1): from a Gemma checkpoint, give 1 + w as norm_weight_q and norm_weight_k",
+                dict(norm=n | dict(weights=(1 + w_q, 1 + w_k))),
+            )
+        )
+        found.append(
+            (
+                "eps outside the root",
+                f"x / (sqrt(mean(x^2)) + eps), a hand-written RMSNorm's x.norm() / sqrt(d) + eps; transformers' "
+                f"and the models' own put it under the root, x / sqrt(mean(x^2) + eps) (eps {n['eps']:g})",
+                dict(norm=n | dict(eps_outside=True)),
+            )
+        )
+        if p.headed and p.heads > 1 and not n["over_heads"]:
+            heads = (np.tile(w_q, p.heads), np.tile(w_k, p.kv_heads))
+            why = "the RMS taken over all heads' N x H dims at once (OLMo 2's), where the [H] weights norm each head"
+            wrong = dict(norm=n | dict(over_heads=True, weights=heads))
+            found.append(("QK-norm over the whole projection", why, wrong))
+        elif n["over_heads"]:
+            why = "each head's H dims normed alone (Qwen3's, Gemma 3's), where [N x H] weights norm the projection"
+            found.append(("QK-norm per head", why, dict(norm=n | dict(over_heads=False))))
+        if w_q.shape == w_k.shape and not np.array_equal(w_q, w_k):
+            why = "the queries normed with norm_weight_k and the keys with norm_weight_q"
+            found.append(("the norm weights swapped", why, dict(norm=n | dict(weights=(w_k, w_q)))))
+    if p.pairing and p.scaling is not None:
+        found += _scaling_sides(p, p.scaling)
+    return found
+
+
+def _scaling_sides(p, s):
+    kind, factor, L0 = s["rope_type"], s["factor"], s["original_max_positions"]
+    found = [
+        (
+            "no RoPE scaling",
+            f"RoPE's own frequencies at theta {p.theta:g}: the model's {kind} scaling (factor {factor:g}) not applied, "
+            "its config's rope_scaling (rope_parameters in transformers 5) not read",
+            dict(scaling=None),
+        )
+    ]
+    if kind == "llama3":
+        why = "every frequency divided by the factor; Llama 3.1's keeps those of wavelength under 2048, blends to 8192"
+        found.append(("linear scaling for llama3's", why, dict(scaling=s | dict(rope_type="linear"))))
+    if kind == "yarn":
+        found.append(
+            (
+                "YaRN without its attention factor",
+                f"cos and sin not multiplied by 0.1 ln({factor:g}) + 1; where out is within and q_rotated differs, the "
+                "factor went on the softmax scale instead (DeepSeek-V2/V3's mscale squared, the other side of "
+                "conventions.rope_scaling)",
+                dict(scaling=s | dict(attention_factor=False)),
+            )
+        )
+        ramp = "kept fractional (truncate false, gpt-oss's)" if s["truncate"] else "floored and ceiled (truncate true)"
+        found.append(
+            (
+                f"YaRN's ramp ends {ramp.split(' (')[0]}",
+                f"its low and high pairs {ramp}, where this file says truncate {s['truncate']}",
+                dict(scaling=s | dict(truncate=not s["truncate"])),
+            )
+        )
+    if kind == "dynamic":
+        at = int(L0 * factor)
+        found.append(
+            (
+                "dynamic NTK's base at L0 x factor",
+                f"the base for {at} positions at every length (vLLM's DynamicNTKScalingRotaryEmbedding builds one "
+                f"table); transformers' grows with the sequence, its last position + 1 ({s['length']} here)",
+                dict(scaling=s | dict(length=at)),
+            )
+        )
+        why = f"theta x {factor:g}^(R/(R-2)) at every length, where dynamic's base is RoPE's own up to L0 ({L0})"
+        found.append(("NTK-aware's fixed base for dynamic's", why, dict(scaling=s | dict(rope_type="ntk"))))
+    if kind in ("ntk", "dynamic") and p.rotary_dim < p.H:
+        found.append(
+            (
+                "NTK's exponent on the head size",
+                f"the base raised with H/(H-2) = {p.H}/{p.H - 2}, not R/(R-2) = {p.rotary_dim}/{p.rotary_dim - 2}: "
+                "with a partial rotation the exponent counts the rotated dims (transformers' partial_rotary_factor)",
+                dict(scaling=s | dict(exponent_dims=p.H)),
             )
         )
     return found

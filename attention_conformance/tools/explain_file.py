@@ -12,7 +12,7 @@ import numpy as np
 from attention_conformance import dtypes
 from attention_conformance.dtypes import np_dtype
 from attention_conformance.run import tolerance_model
-from attention_conformance.tools import explain_forms
+from attention_conformance.tools import explain_forms, explain_qk
 from attention_conformance.tools.explain_forms import BadInput, refuse, scalar
 
 # What a file may give of the computation, in its order: each judged; the last one given sets the dtype judged.
@@ -41,6 +41,15 @@ INPUTS = (
     "position",
     "valid_length",
     "cu_seqlens",
+    "norm_weight_q",
+    "norm_weight_k",
+    "eps",
+    "rope_type",
+    "factor",
+    "original_max_positions",
+    "beta_fast",
+    "beta_slow",
+    "truncate",
     "cos",
     "sin",
     "position_ids",
@@ -98,6 +107,18 @@ KEYS = (
         "'interleaved' or 'rotate_half': q and k before RoPE, keys at positions 0..S-1 (at position_ids where T == S)",
     ),
     ("rotary_dim, theta", "RoPE's rotated dims (default H) and base (10000)"),
+    (
+        "rope_type, factor",
+        "RoPE scaling, with theta: 'linear', 'llama3' (Llama 3.1's), 'ntk', 'dynamic' (its base at the sequence's "
+        "last position + 1, for queries and keys) or 'yarn' (cos and sin times 0.1 ln(factor) + 1); factor >= 1",
+    ),
+    ("original_max_positions", "L0, the length the model was trained on: dynamic's and yarn's"),
+    ("beta_fast, beta_slow, truncate", "yarn's ramp (default 32, 1 and True: its low end floored, its high ceiled)"),
+    (
+        "norm_weight_q, norm_weight_k, eps",
+        "QK-norm on q and k as given, before RoPE: x / sqrt(mean(x^2) + eps) x weight (eps default 1e-6); "
+        "weights [H] norm each head (Qwen3, Gemma 3), [N x H] and [K x H] the whole projection (OLMo 2)",
+    ),
     (
         "cos, sin, position_ids",
         "RoPE's tables instead of theta, [P, rotary_dim / 2], row p at position p; each "
@@ -171,7 +192,7 @@ def _judged_dtype(path, arrays, judged):
     return out.dtype.name
 
 
-class Problem(explain_forms.Forms):
+class Problem(explain_forms.Forms, explain_qk.QK):
     """One attention as the file states it, in float64: q [..., N, T, H] (N = 1 without heads)."""
 
     def __init__(self, path, arrays):
@@ -214,6 +235,7 @@ class Problem(explain_forms.Forms):
         else:
             self._from_x(path, arrays)
         self._rope(path, arrays, self.shape[:-2])
+        self._qk_norm(path, arrays)
         self.sinks = None
         if "sinks" in arrays:
             self.sinks = self._f64("sinks")
@@ -283,14 +305,9 @@ class Problem(explain_forms.Forms):
 
     def compute(self, rounding=None, hidden=None, scale="given", q=None, k=None, v=None, over_queries=False, **more):
         """The attention the file states, or with one of its parts changed: `more` takes cap, sinks, bias,
-        cap_after_mask and bias_before_cap (tolerance_model.attend) and pairing and position (RoPE's)."""
-        q, k = self.q if q is None else q, self.k if k is None else k
-        rotated = None
-        if self.pairing is not None:
-            q, k = self._turned(
-                q, k, more.pop("pairing", self.pairing), more.pop("position", None), more.pop("keys_from_zero", False)
-            )
-            rotated = q
+        cap_after_mask and bias_before_cap (tolerance_model.attend) and norm, pairing, position, keys_from_zero and
+        scaling (QK.before_scores)."""
+        q, k, rotated = self.before_scores(self.q if q is None else q, self.k if k is None else k, rounding, more)
         found = tolerance_model.attend(
             q,
             k,
@@ -348,10 +365,7 @@ class Problem(explain_forms.Forms):
         masking += f", soft cap {self.cap:g}" if self.cap is not None else ""
         masking += ", sinks" if self.sinks is not None else ""
         masking += ", an additive bias" if self.bias is not None else ""
-        if self.pairing:
-            rows = "their position_ids" if self.position_ids is not None else f"position {self.position}"
-            rows = "their places in their documents" if self.documents is not None else rows
-            masking += f", RoPE {self.pairing}{' from cos and sin' if self.tables else ''} at {rows}"
+        masking += self.describe_qk()
         return (
             f"{self.judged} {list(self.arrays[self.judged].shape)} {self.dtype}, from {self.form}: T {self.T}, "
             f"S {self.S}, H {self.H}{heads}{masking}, scale {scale}"

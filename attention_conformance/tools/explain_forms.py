@@ -1,6 +1,6 @@
 """The call forms `explain` states (tools/explain_file.py's Problem is one): q, k and v per head or packed as
-[..., T, N x H]; x and the weights; RoPE from theta or from the caller's cos and sin tables; and the keys each query
-sees, from the first query's position or from each batch row's valid length."""
+[..., T, N x H]; x and the weights; and the keys each query sees, from the first query's position, each batch row's
+valid length or the packed documents. What turns q and k before their product is tools/explain_qk.py's."""
 
 import numpy as np
 
@@ -215,96 +215,3 @@ class Forms:
         if s["documents"] is not None:
             hidden = hidden | (s["documents"][:, None] != s["documents"][None, :])
         return hidden | self.bias_hides
-
-    def _rope(self, path, arrays, lead):
-        """RoPE on q and k, where the file gives them before it: the pairing, rotary_dim, and theta or the cos and sin
-        tables; the queries from `position` or at their position_ids, the keys at 0..S-1 (at the position_ids too
-        where T == S; in a packed row, both at their places in their documents)."""
-        self.pairing = scalar(path, arrays, "pairing", "U", None)
-        named = [n for n in ("cos", "sin", "position_ids", "q_rotated") if n in arrays]
-        if self.documents is not None and "position_ids" in arrays:
-            refuse(path, "'position_ids' with 'cu_seqlens': a packed row's tokens turn at their places in a document")
-        if self.pairing is None:
-            if named:
-                refuse(path, f"{', '.join(named)} without 'pairing': RoPE needs its layout")
-            return
-        self.tables, self.position_ids = None, None
-        if "cos" in arrays or "sin" in arrays:
-            self._tables(path, arrays)
-        default = self.q.shape[-1] if self.tables is None else 2 * self.tables[0].shape[-1]
-        self.rotary_dim = scalar(path, arrays, "rotary_dim", "i", default)
-        self.theta = float(scalar(path, arrays, "theta", "fi", 10000.0))
-        if (
-            self.pairing not in ("interleaved", "rotate_half")
-            or not 2 <= self.rotary_dim <= self.q.shape[-1]
-            or self.rotary_dim % 2
-            or not 1 < self.theta < np.inf
-        ):
-            refuse(
-                path,
-                f"pairing {self.pairing!r}, rotary_dim {self.rotary_dim}, theta {self.theta}: 'interleaved' or "
-                f"'rotate_half', an even rotary_dim up to the head size {self.q.shape[-1]}, theta > 1",
-            )
-        if self.tables is None:
-            if self.valid is not None:
-                refuse(path, "RoPE with 'valid_length': give the tables cos and sin and each query's position_ids")
-            return
-        rows = len(self.tables[0])
-        if self.tables[0].shape[-1] * 2 != self.rotary_dim:
-            refuse(path, f"cos and sin have {self.tables[0].shape[-1]} columns: rotary_dim / 2 ({self.rotary_dim})")
-        if "position_ids" in arrays:
-            ids = arrays["position_ids"]
-            if (
-                ids.dtype.kind not in "iu"
-                or ids.shape[-1:] != (self.T,)
-                or ids.ndim not in (1, 2)
-                or (ids.ndim == 2 and (not lead or ids.shape[0] not in (1, lead[0])))
-                or not ((0 <= ids) & (ids < rows)).all()
-            ):
-                refuse(
-                    path,
-                    f"'position_ids' {ids.dtype} {list(ids.shape)}: each query's row of cos and sin (0..{rows - 1}), "
-                    f"[T] or [B, T] (T {self.T})",
-                )
-            self.position_ids = ids.astype(np.int64) if ids.ndim == 1 else _per_row(ids.astype(np.int64), lead)
-        elif self.valid is not None:
-            refuse(path, "RoPE with 'valid_length': give each query's position_ids")
-        if max(self.S, self.position + self.T if self.position_ids is None else 0) > rows:
-            refuse(
-                path, f"cos and sin have {rows} rows: too few for the keys' positions 0..{self.S - 1} or the queries'"
-            )
-
-    def _tables(self, path, arrays):
-        if "cos" not in arrays or "sin" not in arrays or "theta" in arrays:
-            refuse(path, "RoPE's tables are 'cos' and 'sin' together, instead of 'theta'")
-        cos, sin = self._f64("cos"), self._f64("sin")
-        if cos.shape != sin.shape or cos.ndim != 2 or 0 in cos.shape or not np.isfinite([cos, sin]).all():
-            refuse(path, f"cos {list(cos.shape)}, sin {list(sin.shape)}: finite tables [positions, rotary_dim / 2]")
-        self.tables = (cos, sin)
-
-    def _turned(self, q, k, pairing, position=None, keys_from_zero=False):
-        """q and k turned by RoPE, the queries from `position` (None: as the file states) or at their position_ids,
-        the keys from 0 (at the position_ids too where T == S); with theta, reference.rotary_embedding; with the
-        tables, their rows as given."""
-        R = self.rotary_dim
-        if position is None and self.documents is not None:  # a packed row: queries and keys at their places
-            if self.tables is None:
-                cos, sin = reference.rotary._cos_sin(self.places, R, self.theta, "none", 1.0, q)
-            else:
-                cos, sin = (table[self.places] for table in self.tables)
-            turn = reference.rotary._rotated
-            return turn(q, cos, sin, pairing, R), turn(k, cos, sin, pairing, R)
-        if self.tables is None:
-            first = self.position if position is None else position
-            turn = reference.rotary_embedding
-            return turn(q, pairing, R, self.theta, first, "none", 1.0), turn(k, pairing, R, self.theta, 0, "none", 1.0)
-        cos, sin = self.tables
-        keys = np.arange(self.S)
-        if position is None and self.position_ids is not None:
-            rows = self.position_ids
-            if self.T == self.S and not keys_from_zero:  # no cache: each key is its query's token, at its position_ids
-                keys = rows
-        else:
-            rows = (self.position if position is None else position) + np.arange(self.T)
-        turn = reference.rotary._rotated
-        return turn(q, cos[rows], sin[rows], pairing, R), turn(k, cos[keys], sin[keys], pairing, R)
