@@ -84,6 +84,12 @@ def line(results):
     # Where the math has no single answer the case states the spec's choice: a port that made another is not broken
     # there (an outside trial read "root cause ... the softmax stage" of a NaN on a fully masked row as a bug)
     convention = worst.get("convention")
+    # A numeric failure at an early stage is read first, but tests that raised are another bug to fix, not its
+    # consequence (an outside trial's root-cause line named a float64 rounding failure while 66 tests had crashed)
+    raised = []
+    if "got" in worst:
+        raised = sorted(t for t, r in results.items() if r["outcome"] in _FAILED and not _compared(r) and _op(r))
+        others -= len(raised)
     return (
         f"root cause: {where}: {said}"
         + (
@@ -93,5 +99,19 @@ def line(results):
             else ""
         )
         + (f"; {others} other failing test(s) come at this stage or after it" if others else "")
+        + (
+            f"; {len(raised)} test(s) raised instead of returning, the first {raised[0]}: "
+            + ((results[raised[0]].get("message") or "raised").splitlines() or ["raised"])[0]
+            if raised
+            else ""
+        )
         + f"; to judge your own tensors: {EXPLAIN}"
     )
+
+
+def _compared(result):
+    return "got" in (result.get("worst") or {})
+
+
+def _op(result):
+    return (result.get("worst") or {}).get("op")

@@ -63,3 +63,23 @@ def test_the_numbers_get_the_digits_that_tell_them_apart():
     assert root_cause.shown(-0.18810418, -0.18810437) == ("-0.1881042", "-0.1881044")
     assert root_cause.shown(1.85329, 3.70658) == ("1.85329", "3.70658")
     assert root_cause.shown(0.5, 0.5) == ("0.5", "0.5")
+
+
+def test_tests_that_raised_are_said_beside_an_earlier_numeric_failure():
+    """An outside trial's line named a float64 rounding failure while 66 tests had crashed: both are said."""
+    raised = {
+        "outcome": "failed",
+        "worst": {"op": "varlen_attention"},
+        "message": "mine float32: raised ValueError\n..",
+    }
+    results = {
+        "test_projection[mine-float64-cube]": _failed("project", 12),
+        "test_context[mine-float32-varlen_one]": raised,
+        "test_context[mine-float32-varlen_two]": raised,
+        "test_context[mine-float64-cat]": _failed("attention", 18),
+    }
+    line = root_cause.line(results)
+    assert line.startswith("root cause: project() output 'projection', case 'cube', float64"), line
+    assert "; 1 other failing test(s) come at this stage or after it" in line, line
+    first = "test_context[mine-float32-varlen_one]: mine float32: raised ValueError;"
+    assert f"; 2 test(s) raised instead of returning, the first {first}" in line, line
