@@ -103,6 +103,11 @@ KEYS = (
     ),
     ("sinks", "a logit per head joining each softmax"),
     (
+        "norm_weight_q, norm_weight_k, eps",
+        "QK-norm on q and k as given, before RoPE: x / sqrt(mean(x^2) + eps) x weight (eps default 1e-6); "
+        "weights [H] norm each head (Qwen3, Gemma 3), [N x H] and [K x H] the whole projection (OLMo 2)",
+    ),
+    (
         "pairing",
         "'interleaved' or 'rotate_half': q and k before RoPE, keys at positions 0..S-1 (at position_ids where T == S)",
     ),
@@ -114,11 +119,6 @@ KEYS = (
     ),
     ("original_max_positions", "L0, the length the model was trained on: dynamic's and yarn's"),
     ("beta_fast, beta_slow, truncate", "yarn's ramp (default 32, 1 and True: its low end floored, its high ceiled)"),
-    (
-        "norm_weight_q, norm_weight_k, eps",
-        "QK-norm on q and k as given, before RoPE: x / sqrt(mean(x^2) + eps) x weight (eps default 1e-6); "
-        "weights [H] norm each head (Qwen3, Gemma 3), [N x H] and [K x H] the whole projection (OLMo 2)",
-    ),
     (
         "cos, sin, position_ids",
         "RoPE's tables instead of theta, [P, rotary_dim / 2], row p at position p; each "
@@ -135,7 +135,8 @@ KEYS = (
     ("dtype", "the dtype judged, when the result is stored wider, e.g. 'bfloat16'"),
 )
 USAGE = "keys: " + "; ".join(names for names, _ in KEYS) + " (attention-conformance explain --help says what each is)"
-HELP = "\n".join(f"  {names:29} {meaning}" for names, meaning in KEYS)
+_WIDTH = max(len(names) for names, _ in KEYS)
+HELP = "\n".join(f"  {names:{_WIDTH}} {meaning}" for names, meaning in KEYS)
 
 
 MAX_SCORES = 1 << 25  # [..., T, S] elements: 256 MiB per float64 array, and explain holds ~10 of them
