@@ -202,6 +202,10 @@ def before_the_scores(p):
                 dict(norm=n | dict(eps_outside=True)),
             )
         )
+        for eps in (1e-6, 1e-5):  # rms_norm_eps of Qwen3's, OLMo 2's and Gemma 3's configs; Llama's
+            if not np.isclose(eps, n["eps"], rtol=1e-9, atol=0):
+                why = f"the RMSNorm's eps {eps:g}, where this file says {n['eps']:g}: another model's rms_norm_eps?"
+                found.append((f"QK-norm's eps {eps:g}", why, dict(norm=n | dict(eps=eps))))
         if p.headed and p.heads > 1 and not n["over_heads"]:
             heads = (np.tile(w_q, p.heads), np.tile(w_k, p.kv_heads))
             why = "the RMS taken over all heads' N x H dims at once (OLMo 2's), where the [H] weights norm each head"
@@ -235,9 +239,9 @@ def _scaling_sides(p, s):
         found.append(
             (
                 "YaRN without its attention factor",
-                f"cos and sin not multiplied by 0.1 ln({factor:g}) + 1; where out is within and q_rotated differs, the "
-                "factor went on the softmax scale instead (DeepSeek-V2/V3's mscale squared, the other side of "
-                "conventions.rope_scaling)",
+                f"cos and sin not multiplied by 0.1 ln({factor:g}) + 1: left out, or moved to the softmax scale "
+                "(DeepSeek-V2/V3's mscale squared, the other side of conventions.rope_scaling), which leaves out as "
+                "it is and changes q_rotated alone",
                 dict(scaling=s | dict(attention_factor=False)),
             )
         )

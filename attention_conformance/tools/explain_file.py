@@ -117,14 +117,23 @@ KEYS = (
         "RoPE scaling, with theta: 'linear', 'llama3' (Llama 3.1's), 'ntk', 'dynamic' (its base at the sequence's "
         "last position + 1, for queries and keys) or 'yarn' (cos and sin times 0.1 ln(factor) + 1); factor >= 1",
     ),
-    ("original_max_positions", "L0, the length the model was trained on: dynamic's and yarn's"),
+    (
+        "original_max_positions",
+        "L0, the length the model was trained on, for dynamic (transformers: config.max_position_embeddings) and "
+        "yarn (original_max_position_embeddings); llama3 is Llama 3.1's rule: L0 8192, low and high freq factors 1 "
+        "and 4 (for others, give transformers' cos and sin)",
+    ),
     ("beta_fast, beta_slow, truncate", "yarn's ramp (default 32, 1 and True: its low end floored, its high ceiled)"),
     (
         "cos, sin, position_ids",
         "RoPE's tables instead of theta, [P, rotary_dim / 2], row p at position p; each "
         "query's row, [T] or [B, T] (default from position), each key's too where T == S (self-attention)",
     ),
-    ("q_rotated", "q after RoPE: judged too"),
+    (
+        "q_rotated",
+        "q after RoPE (after QK-norm and RoPE, with the norm's keys): judged too; it shows RoPE's and the norm's "
+        "mistakes that a bfloat16 out's allowance may hide",
+    ),
     ("scores, scaled", "q k^T, and q k^T x scale (ONNX's qk_matmul_output mode 0): judged too"),
     (
         "capped, masked",

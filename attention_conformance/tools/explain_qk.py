@@ -27,7 +27,12 @@ class QK:
         if not any(name in arrays for name in NORM_KEYS):
             return
         heads, kv_heads = (self.heads, self.kv_heads) if self.headed else (1, 1)
-        given = [arrays.get(name, np.zeros(0)) for name in NORM_KEYS[:2]]
+        missing = [name for name in NORM_KEYS[:2] if name not in arrays]
+        if missing:
+            refuse(
+                path, f"QK-norm without {' and '.join(missing)}: give norm_weight_q and norm_weight_k (eps with them)"
+            )
+        given = [arrays[name] for name in NORM_KEYS[:2]]
         if any(w.dtype.kind not in "fiu" and w.dtype.name != "bfloat16" for w in given):
             refuse(path, f"norm_weight_q {given[0].dtype}, norm_weight_k {given[1].dtype}: QK-norm's weights: numbers")
         weights = [np.asarray(w, dtype=np.float64) for w in given]
@@ -122,24 +127,11 @@ class QK:
         rope_type = scalar(path, arrays, "rope_type", "U", None)
         factor = scalar(path, arrays, "factor", "fi", None)
         original = scalar(path, arrays, "original_max_positions", "i", None)
-        needs = {"dynamic": True, "yarn": True, "llama3": None}.get(rope_type, False)  # None: 8192 if given
-        yarn_only = [name for name in ("beta_fast", "beta_slow", "truncate") if name in arrays and rope_type != "yarn"]
-        if (
-            rope_type not in ROPE_TYPES
-            or self.tables is not None
-            or factor is None
-            or not 1 <= factor < np.inf
-            or (original is None if needs else original not in (None, LLAMA3_ORIGINAL) if needs is None else original)
-            or (original is not None and original < 1)
-            or yarn_only
-        ):
-            refuse(
-                path,
-                f"RoPE scaling {', '.join(given)}: rope_type one of {', '.join(ROPE_TYPES)} with theta (not the cos "
-                "and sin tables, which hold a scaling already), factor >= 1; original_max_positions (L0) for dynamic "
-                f"and yarn ({LLAMA3_ORIGINAL} for llama3, nothing for linear and ntk); beta_fast, beta_slow and "
-                "truncate for yarn only",
-            )
+        if rope_type == "default" and given == ["rope_type"]:  # transformers' name for RoPE unscaled
+            return None
+        wrong = self._scaling_wrong(rope_type, factor, original, given, arrays)
+        if wrong:
+            refuse(path, f"RoPE scaling: {wrong}")
         beta_fast = float(scalar(path, arrays, "beta_fast", "fi", 32.0))
         beta_slow = float(scalar(path, arrays, "beta_slow", "fi", 1.0))
         if not 0 < beta_slow < beta_fast < np.inf:
@@ -157,6 +149,36 @@ class QK:
             attention_factor=True,
             exponent_dims=None,
         )
+
+    def _scaling_wrong(self, rope_type, factor, original, given, arrays):
+        """What is wrong with the scaling's keys, the first rule broken, or None."""
+        if rope_type not in ROPE_TYPES:
+            return (
+                f"rope_type {rope_type!r}: one of {', '.join(ROPE_TYPES)} (transformers' rope_type; for 'default', "
+                "no scaling, leave the scaling's keys out)"
+            )
+        if self.tables is not None:
+            return "rope_type with cos and sin: the tables hold any scaling already; give theta, or the tables alone"
+        if factor is None or not 1 <= factor < np.inf:
+            return f"factor {factor!r}: rope_type {rope_type!r} needs a factor >= 1"
+        if rope_type in ("dynamic", "yarn") and (original is None or original < 1):
+            return (
+                f"original_max_positions {original!r}: {rope_type} needs L0, the trained length >= 1 (transformers' "
+                "yarn: rope_parameters' original_max_position_embeddings, else max_position_embeddings; dynamic: "
+                "config.max_position_embeddings)"
+            )
+        if rope_type == "llama3" and original not in (None, LLAMA3_ORIGINAL):
+            return (
+                f"original_max_positions {original}: llama3 here is Llama 3.1's rule, L0 {LLAMA3_ORIGINAL}, "
+                "low_freq_factor 1, high_freq_factor 4; for other values give transformers' own cos and sin tables "
+                "(and no rope_type)"
+            )
+        if rope_type in ("linear", "ntk") and original is not None:
+            return f"original_max_positions with {rope_type}: it takes no L0 (leave it out)"
+        yarn_only = [name for name in ("beta_fast", "beta_slow", "truncate") if name in arrays]
+        if yarn_only and rope_type != "yarn":
+            return f"{', '.join(yarn_only)} with {rope_type}: YaRN's ramp only (leave them out)"
+        return None
 
     def before_scores(self, q, k, rounding, more):
         """(q, k as they enter the scores, q's RoPE output or None), QK-norm before RoPE; `more`'s norm, pairing,

@@ -105,6 +105,15 @@ def test_each_qk_norm_mistake_is_named(tmp_path, wrong, named):
     assert code == 1 and f"matches a known difference: {named}" in text, text
 
 
+def test_another_model_s_eps_is_named(tmp_path):
+    """The trial's: the kernel's eps 1e-5 (Llama's rms_norm_eps), where the file says 1e-6."""
+    given, _, _ = _normed_attention()
+    qr, kr = (_turned(_rms(given[t], given[w], 1e-5), _frequencies(), np.arange(T)) for t, w in
+              (("q", "norm_weight_q"), ("k", "norm_weight_k")))  # fmt: skip
+    code, text = explained(tmp_path, **given, out=float32_stages(qr, kr, given["v"], CAUSAL)["out"])
+    assert code == 1 and "matches a known difference: QK-norm's eps 1e-05" in text, text
+
+
 def test_per_head_weights_normed_over_the_projection_are_named(tmp_path):
     """The file's [H] weights per head; the kernel normed the projection with them tiled to each head (OLMo 2's)."""
     given, _, _ = _normed_attention()
@@ -130,11 +139,19 @@ def test_projection_weights_normed_per_head_are_named(tmp_path):
         (dict(eps=np.array(-1.0)), "eps -1.0: QK-norm's weights"),
         (dict(norm_weight_q=np.array(["a"] * 16)), "QK-norm's weights: numbers"),
     ],
+    ids=["a weight's size", "eps", "strings"],
 )
 def test_qk_norm_keys_that_do_not_fit_are_refused_naming_them(tmp_path, change, message):
     given, _, out = _normed_attention()
     with pytest.raises(explain_forms.BadInput, match=message):
         explained(tmp_path, **(given | change), out=out)
+
+
+def test_a_missing_norm_weight_is_said_missing(tmp_path):
+    given, _, out = _normed_attention()
+    del given["norm_weight_k"]
+    with pytest.raises(explain_forms.BadInput, match="QK-norm without norm_weight_k: give norm_weight_q and"):
+        explained(tmp_path, **given, out=out)
 
 
 # --- RoPE scaling --------------------------------------------------------------------------------------------------
@@ -223,17 +240,30 @@ def test_the_scaling_taken_for_another_is_named(tmp_path, stated, computed, name
 @pytest.mark.parametrize(
     "change, message",
     [
-        (dict(rope_type=np.array("longrope")), "rope_type one of linear, llama3, ntk, dynamic, yarn"),
-        (dict(factor=np.array(0.5)), "factor >= 1"),
-        (dict(original_max_positions=np.array(0)), "original_max_positions \\(L0\\) for dynamic"),
+        (dict(rope_type=np.array("longrope")), "rope_type 'longrope': one of linear, llama3, ntk, dynamic, yarn"),
+        (dict(rope_type=np.array("default")), "for 'default', no scaling, leave the scaling's keys out"),
+        (dict(factor=np.array(0.5)), "factor 0.5: rope_type 'yarn' needs a factor >= 1"),
+        (dict(original_max_positions=np.array(0)), "original_max_positions 0: yarn needs L0"),
         (dict(beta_fast=np.array(1.0)), "0 < beta_slow < beta_fast"),
-        (dict(cos=np.ones((S, 8)), sin=np.zeros((S, 8))), "not the cos and sin tables"),
+        (dict(cos=np.ones((S, 8)), sin=np.zeros((S, 8))), "rope_type with cos and sin: the tables hold any scaling"),
+        (dict(rope_type=np.array("llama3"), original_max_positions=np.array(32)), "Llama 3.1's rule, L0 8192"),
+        (dict(rope_type=np.array("linear"), original_max_positions=np.array(32)), "with linear: it takes no L0"),
     ],
+    ids=["unknown", "default with a factor", "factor", "L0", "betas", "tables", "llama3's L0", "linear's L0"],
 )
 def test_rope_scaling_keys_that_do_not_fit_are_refused_naming_them(tmp_path, change, message):
     given, out = _scaled_file("yarn")
     with pytest.raises(explain_forms.BadInput, match=message):
         explained(tmp_path, **(given | change), out=out)
+
+
+def test_transformers_default_rope_type_alone_is_rope_unscaled(tmp_path):
+    given, _ = _scaled_file("linear")
+    qr, kr = (_turned(given[t], _frequencies(), np.arange(S)) for t in ("q", "k"))
+    out = float32_stages(qr, kr, given["v"], np.triu(np.ones((S, S), bool), 1))["out"]
+    unscaled = {name: a for name, a in given.items() if name != "factor"} | dict(rope_type=np.array("default"))
+    code, text = explained(tmp_path, **unscaled, out=out)
+    assert code == 0 and "scaled" not in text, text
 
 
 def test_rope_scaling_without_pairing_is_refused(tmp_path):
