@@ -16,6 +16,9 @@ class AdapterRaised(Nonconformance):
     """An adapter's function raised: reported as that case's result, with the case named and the
     adapter's own exception chained (its traceback is what the author needs)."""
 
+    def __init__(self, message=""):
+        super().__init__(message, worst={"raised": True})  # root_cause says it apart from a comparison that failed
+
 
 # (adapter, case id, dtype, ...) -> outputs: every output of a case shares one call. Bounded:
 # pytest runs a case's tests together (conftest sorts them), and a GPT-2-sized case's outputs in

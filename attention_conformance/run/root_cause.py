@@ -88,7 +88,9 @@ def line(results):
     # consequence (an outside trial's root-cause line named a float64 rounding failure while 66 tests had crashed)
     raised = []
     if "got" in worst:
-        raised = sorted(t for t, r in results.items() if r["outcome"] in _FAILED and not _compared(r) and _op(r))
+        raised = sorted(
+            t for t, r in results.items() if r["outcome"] in _FAILED and (r.get("worst") or {}).get("raised")
+        )
         others -= len(raised)
     return (
         f"root cause: {where}: {said}"
@@ -107,11 +109,3 @@ def line(results):
         )
         + f"; to judge your own tensors: {EXPLAIN}"
     )
-
-
-def _compared(result):
-    return "got" in (result.get("worst") or {})
-
-
-def _op(result):
-    return (result.get("worst") or {}).get("op")

@@ -69,14 +69,16 @@ def _conventions(p):
             found.append(("k and v swapped", "keys used as values and values as keys", dict(k=p.v, v=p.k)))
         if p.headed and "num_kv_heads" in p.arrays and 1 < p.kv_heads < p.heads:
             tiled = [np.tile(t, (1,) * (t.ndim - 3) + (p.heads // p.kv_heads, 1, 1)) for t in p.own_kv]
-            found.append(_TILED + (dict(k=tiled[0], v=tiled[1]),))
+            found.append(_TILED + (dict(k=tiled[0], v=tiled[1]) | _tiled_norm(p),))
         if p.packed and p.kv_heads == p.heads:
+            # a norm comes before the split, on the projection as it is: normed here, then split the wrong way
+            q, k = (p.q, p.k) if p.norm is None else p._normed(p.q, p.k, p.norm)
             found.append(
                 (
                     "heads split without the transpose",
                     "the packed [..., T, N x H] inputs reshaped straight to [..., N, T, H] (view(B, N, T, H)), not "
                     "to [..., T, N, H] and transposed: each head saw a mix of positions",
-                    {name: _split_straight(t) for name, t in (("q", p.q), ("k", p.k), ("v", p.v))},
+                    {name: _split_straight(t) for name, t in (("q", q), ("k", k), ("v", p.v))} | dict(norm=None),
                 )
             )
         return found
@@ -108,8 +110,13 @@ def _conventions(p):
                 )
             )
     if p.headed and 1 < p.kv_heads < p.heads:
-        found.append(_TILED + (dict(zip("qkv", p._project(w, "tile"))),))
+        found.append(_TILED + (dict(zip("qkv", p._project(w, "tile"))) | _tiled_norm(p),))
     return found
+
+
+def _tiled_norm(p):
+    """The norm's K/V weights tiled with their heads (explain_qk.QK._normed)."""
+    return {} if p.norm is None else dict(norm=p.norm | dict(grouping="tile"))
 
 
 def _split_straight(t):

@@ -260,7 +260,7 @@ def _scaling_sides(p, s):
                 "dynamic NTK's base at L0 x factor",
                 f"the base for {at} positions at every length (vLLM's DynamicNTKScalingRotaryEmbedding builds one "
                 f"table); transformers' grows with the sequence, its last position + 1 ({s['length']} here)",
-                dict(scaling=s | dict(length=at)),
+                dict(scaling=s | dict(fixed_length=at)),
             )
         )
         why = f"theta x {factor:g}^(R/(R-2)) at every length, where dynamic's base is RoPE's own up to L0 ({L0})"

@@ -34,7 +34,8 @@ class QK:
             )
         given = [arrays[name] for name in NORM_KEYS[:2]]
         if any(w.dtype.kind not in "fiu" and w.dtype.name != "bfloat16" for w in given):
-            refuse(path, f"norm_weight_q {given[0].dtype}, norm_weight_k {given[1].dtype}: QK-norm's weights: numbers")
+            said = f"norm_weight_q {given[0].dtype}, norm_weight_k {given[1].dtype}"
+            refuse(path, f"{said}: QK-norm's weights are numbers (bfloat16 ones: save them as float32)")
         weights = [np.asarray(w, dtype=np.float64) for w in given]
         eps = scalar(path, arrays, "eps", "fi", 1e-6)
         sizes = tuple(w.size if w.ndim == 1 else -1 for w in weights)
@@ -48,6 +49,9 @@ class QK:
                 f"([{heads * self.H}] and [{kv_heads * self.H}], the whole projection: OLMo 2), finite; eps in [0, 1)"
                 + ("" if self.headed else "; heads as [..., N, T, H] need num_kv_heads"),
             )
+        axes = (-3, -1) if over_heads else (-1,)
+        if eps == 0 and any((np.abs(t).max(axis=axes) == 0).any() for t in (self.q, self.k)):
+            refuse(path, "eps 0 with a row of q or k all zeros: its norm is 0 / 0 (give the model's eps)")
         self.norm = dict(weights=tuple(weights), eps=eps, over_heads=over_heads, after_rope=False, eps_outside=False)
 
     def _rope(self, path, arrays, lead):
@@ -145,7 +149,8 @@ class QK:
             beta_fast=beta_fast,
             beta_slow=beta_slow,
             truncate=bool(scalar(path, arrays, "truncate", "b", True)),
-            length=int(last) + 1,
+            length=int(last) + 1,  # as stated; _turned measures the positions a known difference turns at
+            fixed_length=None,
             attention_factor=True,
             exponent_dims=None,
         )
@@ -159,8 +164,10 @@ class QK:
             )
         if self.tables is not None:
             return "rope_type with cos and sin: the tables hold any scaling already; give theta, or the tables alone"
-        if factor is None or not 1 <= factor < np.inf:
-            return f"factor {factor!r}: rope_type {rope_type!r} needs a factor >= 1"
+        if factor is None or not 1 <= factor <= 1e6:
+            return f"factor {factor!r}: rope_type {rope_type!r} needs a factor in [1, 1e6]"
+        if rope_type in ("ntk", "dynamic") and self.rotary_dim < 4:
+            return f"rotary_dim {self.rotary_dim} with {rope_type}: NTK's exponent R / (R - 2) needs R >= 4"
         if rope_type in ("dynamic", "yarn") and (original is None or original < 1):
             return (
                 f"original_max_positions {original!r}: {rope_type} needs L0, the trained length >= 1 (transformers' "
@@ -209,7 +216,11 @@ class QK:
         normed = []
         for t, weight in zip((q, k), norm["weights"]):
             n, T, H = (t.shape[-3] if self.headed else 1), t.shape[-2], t.shape[-1]
-            per_head = np.repeat(np.reshape(weight, (-1, 1, H)), n * H // weight.size, axis=0)  # [n, 1, H]
+            per_head = np.reshape(weight, (-1, 1, H))
+            if norm.get("grouping") == "tile":  # K/V head n % K (the tiling mistake, explain.py's _TILED)
+                per_head = np.tile(per_head, (n * H // weight.size, 1, 1))
+            else:
+                per_head = np.repeat(per_head, n * H // weight.size, axis=0)  # [n, 1, H]
             if norm["over_heads"]:
                 joined = np.reshape(np.swapaxes(t, -3, -2), t.shape[:-3] + (T, n * H))
                 done = _rms(joined, np.reshape(per_head, (n * H,)), norm["eps"], norm["eps_outside"])
@@ -231,6 +242,8 @@ class QK:
             rows, keys = (self.position if position is None else position) + np.arange(self.T), np.arange(self.S)
             if self.tables is None:  # stored before the turn, as reference.rotary_embedding stores what it turns
                 (q,), (k,) = reference._f64(q), reference._f64(k)
+        if scaling is not None:  # dynamic's base at the last position + 1 of those turned, unless one is fixed
+            scaling = scaling | dict(length=scaling["fixed_length"] or int(max(np.max(rows), np.max(keys))) + 1)
         turn, R = reference.rotary._rotated, self.rotary_dim
         q = turn(q, *self._cos_sin(rows, scaling, q), pairing, R)
         return q, turn(k, *self._cos_sin(keys, scaling, k), pairing, R)

@@ -69,10 +69,12 @@ def test_tests_that_raised_are_said_beside_an_earlier_numeric_failure():
     """An outside trial's line named a float64 rounding failure while 66 tests had crashed: both are said."""
     raised = {
         "outcome": "failed",
-        "worst": {"op": "varlen_attention"},
+        "worst": {"op": "varlen_attention", "raised": True},
         "message": "mine float32: raised ValueError\n..",
     }
+    misshapen = {"outcome": "failed", "worst": {"op": "project"}, "message": "shape [2, 3] but should be [2, 4]"}
     results = {
+        "test_key[mine-float64-cube]": misshapen,  # failed without raising: at its stage, not among the raised
         "test_projection[mine-float64-cube]": _failed("project", 12),
         "test_context[mine-float32-varlen_one]": raised,
         "test_context[mine-float32-varlen_two]": raised,
@@ -80,6 +82,6 @@ def test_tests_that_raised_are_said_beside_an_earlier_numeric_failure():
     }
     line = root_cause.line(results)
     assert line.startswith("root cause: project() output 'projection', case 'cube', float64"), line
-    assert "; 1 other failing test(s) come at this stage or after it" in line, line
+    assert "; 2 other failing test(s) come at this stage or after it" in line, line
     first = "test_context[mine-float32-varlen_one]: mine float32: raised ValueError;"
     assert f"; 2 test(s) raised instead of returning, the first {first}" in line, line

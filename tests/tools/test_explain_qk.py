@@ -137,7 +137,7 @@ def test_projection_weights_normed_per_head_are_named(tmp_path):
     [
         (dict(norm_weight_q=np.ones(5)), "norm_weight_q \\[5\\], norm_weight_k \\[16\\], eps 1e-06: QK-norm's weights"),
         (dict(eps=np.array(-1.0)), "eps -1.0: QK-norm's weights"),
-        (dict(norm_weight_q=np.array(["a"] * 16)), "QK-norm's weights: numbers"),
+        (dict(norm_weight_q=np.array(["a"] * 16)), "QK-norm's weights are numbers"),
     ],
     ids=["a weight's size", "eps", "strings"],
 )
@@ -242,7 +242,7 @@ def test_the_scaling_taken_for_another_is_named(tmp_path, stated, computed, name
     [
         (dict(rope_type=np.array("longrope")), "rope_type 'longrope': one of linear, llama3, ntk, dynamic, yarn"),
         (dict(rope_type=np.array("default")), "for 'default', no scaling, leave the scaling's keys out"),
-        (dict(factor=np.array(0.5)), "factor 0.5: rope_type 'yarn' needs a factor >= 1"),
+        (dict(factor=np.array(0.5)), "factor 0.5: rope_type 'yarn' needs a factor in \\[1, 1e6\\]"),
         (dict(original_max_positions=np.array(0)), "original_max_positions 0: yarn needs L0"),
         (dict(beta_fast=np.array(1.0)), "0 < beta_slow < beta_fast"),
         (dict(cos=np.ones((S, 8)), sin=np.zeros((S, 8))), "rope_type with cos and sin: the tables hold any scaling"),
@@ -285,3 +285,49 @@ def test_yarn_s_attention_factor_on_the_softmax_scale_is_named_on_the_rotated_qu
     code, text = explained(tmp_path, **given, q_rotated=qr, out=out)
     assert code == 1 and "first intermediate that diverges: q_rotated" in text, text
     assert "matches a known difference: YaRN without its attention factor" in text and "out: within" in text, text
+
+
+@pytest.mark.parametrize("grouping", ["repeat", "tile"])
+def test_grouped_heads_normed_over_the_projection(tmp_path, grouping):
+    """N 4 query heads over K 2: q normed over its 4 x H, k over its 2 x H before being shared; shared as torch's
+    enable_gqa (repeat) within, tiled named (a second read found the norm's weights tiled wrongly with them)."""
+    rng = np.random.default_rng(8)
+    heads, kv_heads = 4, 2
+    q = rng.standard_normal((1, heads, T, H)).astype(np.float32)
+    k, v = (rng.standard_normal((1, kv_heads, T, H)).astype(np.float32) for _ in range(2))
+    w_q, w_k = (rng.uniform(0.2, 1.8, n * H).astype(np.float32) for n in (heads, kv_heads))
+    qr, kr = (
+        _turned(_rms(t, np.reshape(w, (-1, 1, H)), 1e-6, over_heads=True), _frequencies(), np.arange(T))
+        for t, w in ((q, w_q), (k, w_k))
+    )
+    share = (lambda t: np.repeat(t, 2, axis=1)) if grouping == "repeat" else (lambda t: np.tile(t, (1, 2, 1, 1)))
+    out = float32_stages(qr, share(kr), share(v), CAUSAL)["out"]
+    given = dict(q=q, k=k, v=v, num_kv_heads=np.array(kv_heads), causal=np.array(True), pairing=np.array("rotate_half"))
+    code, text = explained(tmp_path, **given, norm_weight_q=w_q, norm_weight_k=w_k, out=out)
+    if grouping == "repeat":
+        assert code == 0 and "QK-norm over the projection" in text, text
+    else:
+        assert code == 1 and "matches a known difference: K/V heads tiled, not repeated" in text, text
+
+
+def test_dynamic_s_base_follows_the_positions_a_known_difference_turns_at(tmp_path):
+    """A packed row whose positions run on: dynamic's base at the row's length, not the longest document's."""
+    cuts, L = np.array([0, 50, 70, 90]), 24
+    rng = np.random.default_rng(4)
+    q, k, v = (rng.standard_normal((1, 90, H)).astype(np.float32) for _ in range(3))
+    s = 3.0 * 90 / L - 2.0  # transformers' dynamic at the row's last position + 1
+    qr, kr = (_turned(t, _frequencies(base=10000.0 * s ** (R / (R - 2))), np.arange(90)) for t in (q, k))
+    document = np.repeat(np.arange(3), np.diff(cuts))
+    hidden = np.triu(np.ones((90, 90), bool), 1) | (document[:, None] != document[None, :])
+    given = dict(q=q, k=k, v=v, cu_seqlens=cuts, causal=np.array(True), pairing=np.array("rotate_half"))
+    given |= dict(rope_type=np.array("dynamic"), factor=np.array(3.0), original_max_positions=np.array(L))
+    code, text = explained(tmp_path, **given, out=float32_stages(qr, kr, v, hidden)["out"])
+    assert code == 1 and "matches a known difference: RoPE positions running on across the packed row" in text, text
+
+
+def test_ntk_on_two_rotated_dims_is_refused(tmp_path):
+    given, out = _scaled_file("ntk")
+    with pytest.raises(
+        explain_forms.BadInput, match="rotary_dim 2 with ntk: NTK's exponent R / \\(R - 2\\) needs R >= 4"
+    ):
+        explained(tmp_path, **(given | dict(rotary_dim=np.array(2))), out=out)
