@@ -245,10 +245,17 @@ def explain(path, out=print, err=print):
         not named
         and p.dtype in ("float32", "float16")
         and "dtype" not in p.arrays
+        and np.any(got)  # zeros are every dtype's numbers
         and np.array_equal(got.astype(np_dtype("bfloat16")).astype(np.float64), got, equal_nan=True)
     ):
         out(
             f"every value of {name} is a bfloat16 number: if it was computed in bfloat16, save it with dtype='bfloat16'"
+        )
+    if not named and p.pairing and p.scaling is not None and p.scaling["rope_type"] == "dynamic":  # an outside trial's
+        out(
+            f"dynamic NTK's base is taken here at the last position + 1 ({p.scaling['length']}): a rotary module that "
+            "ran a longer sequence before keeps that one's larger base (transformers' dynamic_rope_update), and keys "
+            "cached at other lengths were turned with other bases"
         )
     if not named and p.form == "q/k/v" and not p.headed and np.ndim(p.arrays["q"]) == 3:  # the trial's first guess
         out("if q, k and v hold several heads packed as [..., T, N x H], give num_heads (explain --help)")

@@ -204,7 +204,8 @@ def before_the_scores(p):
         )
         for eps in (1e-6, 1e-5):  # rms_norm_eps of Qwen3's, OLMo 2's and Gemma 3's configs; Llama's
             if not np.isclose(eps, n["eps"], rtol=1e-9, atol=0):
-                why = f"the RMSNorm's eps {eps:g}, where this file says {n['eps']:g}: another model's rms_norm_eps?"
+                stated = f"this file says {n['eps']:g}" if "eps" in p.arrays else f"this file gives none ({n['eps']:g})"
+                why = f"the RMSNorm's eps {eps:g}, where {stated}: another model's rms_norm_eps?"
                 found.append((f"QK-norm's eps {eps:g}", why, dict(norm=n | dict(eps=eps))))
         if p.headed and p.heads > 1 and not n["over_heads"]:
             heads = (np.tile(w_q, p.heads), np.tile(w_k, p.kv_heads))

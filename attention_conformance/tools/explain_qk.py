@@ -157,10 +157,12 @@ class QK:
 
     def _scaling_wrong(self, rope_type, factor, original, given, arrays):
         """What is wrong with the scaling's keys, the first rule broken, or None."""
+        if rope_type == "default":
+            return f"rope_type 'default' is RoPE unscaled, so {', '.join(given[1:])} say nothing: leave them out"
         if rope_type not in ROPE_TYPES:
             return (
-                f"rope_type {rope_type!r}: one of {', '.join(ROPE_TYPES)} (transformers' rope_type; for 'default', "
-                "no scaling, leave the scaling's keys out)"
+                f"rope_type {rope_type!r}: one of {', '.join(ROPE_TYPES)} (transformers' rope_type), or 'default' "
+                "alone for RoPE unscaled"
             )
         if self.tables is not None:
             return "rope_type with cos and sin: the tables hold any scaling already; give theta, or the tables alone"

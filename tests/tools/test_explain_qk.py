@@ -241,7 +241,10 @@ def test_the_scaling_taken_for_another_is_named(tmp_path, stated, computed, name
     "change, message",
     [
         (dict(rope_type=np.array("longrope")), "rope_type 'longrope': one of linear, llama3, ntk, dynamic, yarn"),
-        (dict(rope_type=np.array("default")), "for 'default', no scaling, leave the scaling's keys out"),
+        (
+            dict(rope_type=np.array("default")),
+            "'default' is RoPE unscaled, so factor, original_max_positions say nothing: leave them out",
+        ),
         (dict(factor=np.array(0.5)), "factor 0.5: rope_type 'yarn' needs a factor in \\[1, 1e6\\]"),
         (dict(original_max_positions=np.array(0)), "original_max_positions 0: yarn needs L0"),
         (dict(beta_fast=np.array(1.0)), "0 < beta_slow < beta_fast"),
@@ -331,3 +334,13 @@ def test_ntk_on_two_rotated_dims_is_refused(tmp_path):
         explain_forms.BadInput, match="rotary_dim 2 with ntk: NTK's exponent R / \\(R - 2\\) needs R >= 4"
     ):
         explained(tmp_path, **(given | dict(rotary_dim=np.array(2))), out=out)
+
+
+def test_dynamic_s_base_from_a_longer_sequence_before_is_said(tmp_path):
+    """An outside trial's: transformers' dynamic rotary module ran 100 tokens, then these 64 at its larger base."""
+    given, _ = _scaled_file("dynamic")
+    s = FACTOR * 100 / L0 - (FACTOR - 1)
+    qr, kr = (_turned(given[t], _frequencies(base=10000.0 * s ** (R / (R - 2))), np.arange(S)) for t in ("q", "k"))
+    out = float32_stages(qr, kr, given["v"], np.triu(np.ones((S, S), bool), 1))["out"]
+    code, text = explained(tmp_path, **given, out=out)
+    assert code == 1 and "a rotary module that ran a longer sequence before keeps that one's larger base" in text, text
