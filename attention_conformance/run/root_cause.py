@@ -103,7 +103,7 @@ def line(results):
         + (f"; {others} other failing test(s) come at this stage or after it" if others else "")
         + (
             f"; {len(raised)} test(s) raised instead of returning, the first {raised[0]}: "
-            + ((results[raised[0]].get("message") or "raised").splitlines() or ["raised"])[0]
+            + (results[raised[0]].get("message") or "raised").splitlines()[0]
             if raised
             else ""
         )

@@ -12,9 +12,9 @@ from attention_conformance.dtypes import np_dtype
 from attention_conformance.tools.explain_forms import _per_row, refuse, scalar
 
 NORM_KEYS = ("norm_weight_q", "norm_weight_k", "eps")
-SCALING_KEYS = ("rope_type", "factor", "original_max_positions", "beta_fast", "beta_slow", "truncate")
+SCALING_KEYS = ("rope_type", "factor", "original_max_positions", "beta_fast", "beta_slow", "truncate")  # the spec's
 ROPE_TYPES = ("linear", "llama3", "ntk", "dynamic", "yarn")  # reference.rotary's two, reference.rope_scaling's three
-LLAMA3_ORIGINAL = 8192  # reference.rotary's llama3 rule is Llama 3.1's config, its L0 with it
+LLAMA3_ORIGINAL = int(reference.rotary._LLAMA3_ORIGINAL)  # its llama3 rule is Llama 3.1's config, this L0 with it
 
 
 class QK:
