@@ -18,10 +18,10 @@ import pytest
 
 from attention_conformance import cache, machine, modes, writing
 from attention_conformance.cases import divergences, golden, loader, plan
-from attention_conformance.contract import ids, ops, registry
+from attention_conformance.contract import ids, registry
 from attention_conformance.margin import Nonconformance
 from attention_conformance.paths import CONFORMANCE_TESTS, SPEC_DIR
-from attention_conformance.run import calls, launch, progress, reports, root_cause, verify
+from attention_conformance.run import calls, declarations, launch, progress, reports, root_cause, verify
 
 
 def pytest_addoption(parser):
@@ -69,14 +69,15 @@ class ConformanceTest:
 
     def __init__(self, test):
         self.test = test
-        self.margin = self.ulp = self.worst = None
+        self.margin = self.ulp = self.worst = self.declared = None
 
     def __call__(self):
         __tracebackhide__ = True
         t = self.test
         try:
-            self.margin, self.ulp, self.worst = verify.verify(
-                state.spec, t.adapter, state.loaded[t.adapter], t.case, t.output, t.dtype, state.goldens
+            declared = state.divergence_of.get(t.id)
+            self.margin, self.ulp, self.worst, self.declared = verify.judged(
+                state.spec, t.adapter, state.loaded[t.adapter], t.case, t.output, t.dtype, state.goldens, declared
             )
         except Nonconformance as exc:
             self.worst = {**(exc.worst or {}), "op": t.case.op, "convention": t.case.convention}  # for root_cause
@@ -242,9 +243,13 @@ def pytest_collection_modifyitems(items):
     # Before -k/-m deselect anything: was the spec-driven module part of this run at all?
     state.conformance_collected = any(item.path == CONFORMANCE_TESTS for item in items)
     for item in items:
-        reason = state.divergence_of[item.name] = divergences.reason_for(item.name, state.divergences)
-        if reason is not None:
-            item.add_marker(pytest.mark.xfail(reason=f"known divergence: {reason}", strict=True))
+        try:
+            reason = declarations.one_for(item.name, state.divergences) if _conformance_test(item) else None
+        except declarations.Contradiction as exc:
+            raise pytest.UsageError(str(exc)) from None
+        state.divergence_of[item.name] = reason
+        if reason is not None and reason.unbounded:  # a precision or a raise is checked, not expected to fail
+            item.add_marker(pytest.mark.xfail(reason=f"known divergence ({reason.kind}): {reason}", strict=True))
         test = _conformance_test(item)
         if test is not None:  # `-k` selects a family ("soft_capping") or an op, as a case
             item.extra_keyword_matches.update({ids.family_keyword(test.test.case.family), test.test.case.op})
@@ -285,6 +290,8 @@ def pytest_runtest_logreport(report):
     message, reason = getattr(report, "failure", None), getattr(report, "reason", None)
     if getattr(report, "stale_divergence", False):
         outcome, message = "stale divergence", str(report.longrepr)
+    elif getattr(report, "stale_raise", False):
+        outcome = "stale divergence"
     elif report.skipped:
         outcome = "diverged" if hasattr(report, "wasxfail") else "not applicable"
     else:
@@ -296,6 +303,7 @@ def pytest_runtest_logreport(report):
         "worst": getattr(report, "worst", None) if outcome in ("passed", "failed") else None,
         "message": message if outcome in ("failed", "error", "diverged", "stale divergence") else None,
         "reason": reason,
+        "declared": getattr(report, "declared", None),  # a precision's or a raise's check (verify.judged)
         "seconds": round(report.duration, 4),  # a family's cost (publish/costs.py): its first test computes the case
     }
 
@@ -307,7 +315,8 @@ def pytest_runtest_makereport(item, call):
     if test is None:
         return report
     if call.when == "call":
-        report.margin, report.ulp, report.worst = test.margin, test.ulp, test.worst
+        report.margin, report.ulp, report.worst, report.declared = test.margin, test.ulp, test.worst, test.declared
+        report.stale_raise = call.excinfo is not None and isinstance(call.excinfo.value, verify.StaleDeclaration)
         if call.excinfo is not None:  # the message: the suite's own read as they are, others with their type
             error = call.excinfo.value
             report.failure = str(error) if isinstance(error, Nonconformance) else f"{type(error).__name__}: {error}"
@@ -318,6 +327,7 @@ def pytest_runtest_makereport(item, call):
     divergence = state.divergence_of.get(item.name)
     if divergence is not None:
         report.reason = divergence
+        report.declared = getattr(report, "declared", None) or divergence.check({})  # an excuse's kind too
         if call.when == "call" and call.excinfo is None and report.failed:  # a strict xfail that passed
             report.stale_divergence = True
             report.longrepr = (
@@ -358,19 +368,8 @@ def pytest_sessionfinish(session, exitstatus):
             red=True,
         )
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
-    stale = sorted(
-        p
-        for p in state.divergences
-        if ids.adapter_of(p) in state.loaded
-        and not ids.names_an_op(p, ops.OPS)  # fuzz's alone: no spec test to match
-        and not any(divergences.reason_for(t, {p: p}) for t in state.expected)
-    )
-    if complete and stale:
-        reporter.write_line(
-            "FAILED: known divergences that match no test (renamed or fixed?): "
-            + ", ".join(f"{p} (in {state.divergences[p].source})" for p in stale),
-            red=True,
-        )
+    for line in declarations.stale(state.divergences, state.loaded, state.expected, state.results) if complete else ():
+        reporter.write_line(line, red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 

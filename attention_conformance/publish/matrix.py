@@ -13,7 +13,41 @@ from pathlib import Path
 from attention_conformance import writing
 from attention_conformance.contract import ids
 
-RANK = {"failed": 4, "error": 4, "stale divergence": 4, "diverged": 3, "passed": 2, "not applicable": 1}
+RANK = {
+    "failed": 4,
+    "error": 4,
+    "stale divergence": 4,
+    "known bug": 3,
+    "diverged": 3,
+    "other convention": 3,
+    "raised as declared": 2.5,
+    "passed": 2,
+    "not applicable": 1,
+}
+
+
+def standing(result, convention=False):
+    """How a test's result reads, by what its declared divergence is (cases/divergences.py: KINDS): a convention or a
+    bug excused (any result), a raise checked, or a pass; `precision` in the result's own "declared" says at which
+    accuracy a pass was judged. A report without "declared" (an older one): a divergence on a case that states a
+    convention is another convention."""
+    outcome, declared = result["outcome"], result.get("declared") or {}
+    kind = declared.get("kind")
+    if outcome == "diverged":
+        return {"bug": "known bug", "convention": "other convention"}.get(kind) or (
+            "other convention" if convention else "diverged"
+        )
+    if outcome == "passed" and kind == "raises":
+        return "raised as declared"
+    return outcome
+
+
+def precision_mark(result):
+    """'@float32 accuracy' where a pass needed its declared precision, else ''."""
+    declared = result.get("declared") or {}
+    if declared.get("kind") != "precision" or not declared.get("needed"):
+        return ""
+    return f"@{declared['judged_at']}" + ("" if declared.get("bounded", True) else " (no bound)")
 
 
 def build(found, outline, names):
@@ -21,6 +55,7 @@ def build(found, outline, names):
     (reports.merge: every report made from one spec); an adapter in `names` with no report is a MISSING
     column. The rows are the cases of `outline` (reports.outline: the spec the reports were made from), in order."""
     columns, cells = [], {}
+    conventions = {case_id for case_id, _, convention in outline["cases"] if convention}
     for key in sorted(found):
         report = found[key]
         columns += [
@@ -33,11 +68,15 @@ def build(found, outline, names):
                 continue
             _, _, dtype, case_id = parsed
             cell = cells.setdefault(
-                (case_id, f"{key} {dtype}"), {"status": "not applicable", "margin": None, "ulp": None, "tests": 0}
+                (case_id, f"{key} {dtype}"),
+                {"status": "not applicable", "margin": None, "ulp": None, "tests": 0},
             )
             cell["tests"] += 1
-            if RANK[result["outcome"]] > RANK[cell["status"]] or cell["tests"] == 1:
-                cell["status"] = "failed" if result["outcome"] == "error" else result["outcome"]
+            status = standing(result, case_id in conventions)
+            if RANK[status] > RANK[cell["status"]] or cell["tests"] == 1:
+                cell["status"] = "failed" if status == "error" else status
+            if precision_mark(result) and not cell.get("declared"):
+                cell["declared"] = precision_mark(result)
             for measure in ("margin", "ulp"):
                 if result.get(measure) is not None:
                     cell[measure] = max(cell[measure] or 0.0, result[measure])
@@ -47,27 +86,27 @@ def build(found, outline, names):
     ]
     rows = []
     for fam in outline["families"]:
-        for case_id, family, convention in outline["cases"]:
+        for case_id, family, _ in outline["cases"]:
             if family != fam:
                 continue
             row = {}
-            for col in columns:  # a divergence where the case states a convention is another convention, not an error
+            for col in columns:
                 if col["missing"]:
                     row[col["column"]] = {"status": "missing"}
                 else:
-                    cell = dict(cells.get((case_id, col["column"]), {"status": "not run in this dtype"}))
-                    if convention and cell["status"] == "diverged":
-                        cell["status"] = "other convention"
-                    row[col["column"]] = cell
+                    row[col["column"]] = dict(cells.get((case_id, col["column"]), {"status": "not run in this dtype"}))
             rows.append({"family": fam, "case": case_id, "cells": row})
     return {"columns": [c["column"] for c in columns], "rows": rows}
 
 
 # What a cell that did not pass means: matrix.md's legend and the page's cell details.
 MEANING = {
-    "diverged": "known divergence (spec/divergences/<adapter>.yaml or the adapter's KNOWN_DIVERGENCES)",
-    "other convention": "a declared difference on a case that states a convention where the math has no single "
-    "answer (the fully masked row, a causal flag over fewer queries than keys)",
+    "known bug": "a declared upstream defect, excused whatever the numbers (spec/divergences/<adapter>.yaml or the "
+    "adapter's KNOWN_DIVERGENCES, with its link)",
+    "diverged": "known divergence of an older report, excused whatever the numbers",
+    "other convention": "the other side of a split the spec names (the fully masked row, a causal flag over fewer "
+    "queries than keys, a layer's defaults), declared and excused",
+    "raised as declared": "the call raised the exception its declaration names, as it should",
     "not applicable": "the adapter says why it cannot run it",
     "not run in this dtype": "the case has no check in this dtype",
     "failed": None,
@@ -80,7 +119,9 @@ MEANING = {
 SHORT = {
     "failed": "FAIL",
     "stale divergence": "STALE",
+    "known bug": "bug",
     "diverged": "div",
+    "raised as declared": "raise",
     "other convention": "conv",
     "not applicable": "n/a",
     "missing": "MISSING",
@@ -90,6 +131,8 @@ SHORT = {
 
 LEGEND = (
     "ok M Uu: passed, worst |error| / tolerance M (0.03 = 3% of the budget), worst error U ULP at the tensor's scale; "
+    "@D: judged at D, the precision its framework declares it computes at inside (float64 with a float32 softmax), "
+    "M then of that allowance; "
     + "; ".join(SHORT[status] + (f": {meaning}" if meaning else "") for status, meaning in MEANING.items())
     + "."
 )
@@ -99,7 +142,8 @@ def _cell_text(cell):
     status = cell["status"]
     if status == "passed":
         ulp = f" {cell['ulp']:.1f}u" if (cell.get("ulp") or 0) >= 0.05 else ""
-        return f"ok {cell['margin']:.2f}{ulp}" if cell.get("margin") is not None else "ok"
+        mark = f" {cell['declared']}" if cell.get("declared") else ""
+        return (f"ok {cell['margin']:.2f}{ulp}" if cell.get("margin") is not None else "ok") + mark
     return SHORT[status]
 
 
@@ -128,8 +172,10 @@ WORST_FIRST = [
     "failed",
     "stale divergence",
     "missing",
+    "known bug",
     "diverged",
     "other convention",
+    "raised as declared",
     "passed",
     "not applicable",
     "not run in this dtype",
@@ -138,7 +184,8 @@ COMPACT_LEGEND = (
     "A cell sums up a family's cases over every dtype of one framework: the first of "
     + ", ".join("ok M" if s == "passed" else SHORT[s] + " n" * (s not in UNCOUNTED) for s in WORST_FIRST)
     + " that any of them has (n: how many of the family's cases have it; M: the worst |error| / tolerance of its "
-    "passed cells, 1 would use the whole budget; div: known divergence; conv: another convention; n/a: not applicable; "
+    "passed cells, 1 would use the whole budget, @ where some were judged at the precision their framework declares; "
+    "bug: a known upstream defect; conv: another convention; raise: raised as declared; n/a: not applicable; "
     "-: no check in any dtype)."
 )
 
@@ -158,9 +205,10 @@ def _compact_cell(rows, columns):
     cells = [[row["cells"][c] for c in columns] for row in rows]
     status = next(s for s in WORST_FIRST if any(c["status"] == s for case in cells for c in case))
     if status == "passed":
-        margins = [c.get("margin") for case in cells for c in case if c["status"] == "passed"]
-        margins = [m for m in margins if m is not None]
-        return f"ok {max(margins):.2f}" if margins else "ok"
+        passed = [c for case in cells for c in case if c["status"] == "passed"]
+        margins = [c["margin"] for c in passed if c.get("margin") is not None]
+        mark = "@" if any(c.get("declared") for c in passed) else ""
+        return (f"ok {max(margins):.2f}" if margins else "ok") + mark
     if status in UNCOUNTED:
         return SHORT[status]
     return f"{SHORT[status]} {sum(any(c['status'] == status for c in case) for case in cells)}"
@@ -208,6 +256,8 @@ PASSED_COLOURS = ((0.16, 0.55, 0.27), (0.89, 0.95, 0.6))
 COLOURS = {
     "failed": (0.82, 0.1, 0.1),
     "stale divergence": (0.96, 0.55, 0.1),
+    "known bug": (0.45, 0.2, 0.55),
+    "raised as declared": (0.75, 0.75, 0.55),
     "diverged": (0.55, 0.35, 0.75),
     "other convention": (0.55, 0.7, 0.95),
     "not applicable": (0.72, 0.72, 0.72),
@@ -243,8 +293,8 @@ def heatmap(matrix, path):
     # unreadable at this size; matrix.md and matrix.json hold the margins.
     ax.set_title(
         "Conformance margins of the passed cells: |error| / tolerance (green 0, pale yellow-green 1);\nred failure, "
-        "orange stale divergence, purple known divergence, light blue other convention, grey n/a, dark grey missing, "
-        "light grey no check in this dtype",
+        "orange stale divergence, purple known divergence (dark: a known bug), light blue other convention,\nkhaki "
+        "raised as declared, grey n/a, dark grey missing, light grey no check in this dtype",
         fontsize=8,
     )
     # Cropped to what was drawn rather than laid out first: tight_layout costs a second pass over the

@@ -25,7 +25,17 @@ from attention_conformance.run import reports
 
 PLACEHOLDER = "/*DATA*/null"
 # Outcomes in a cell's test list, by code, so the page holds a digit per test rather than a word.
-OUTCOMES = ["passed", "failed", "error", "diverged", "not applicable", "stale divergence"]
+OUTCOMES = [
+    "passed",
+    "failed",
+    "error",
+    "diverged",
+    "not applicable",
+    "stale divergence",
+    "known bug",
+    "other convention",
+    "raised as declared",
+]
 
 
 class _Strings:
@@ -47,15 +57,17 @@ class _Strings:
 def _short(value):
     """A margin, ULP or error as the page shows it: 4 significant digits hold every figure it prints.
     None for a value JSON cannot hold (an infinite ULP at an expected 0): the page shows '-'."""
-    return float(f"{value:.4g}") if value is not None and math.isfinite(value) else None
+    shown = float(f"{value:.4g}") if value is not None and math.isfinite(value) else None
+    return shown if shown is None or math.isfinite(shown) else None  # the largest float rounds up to inf
 
 
 def _finite(value):
     return value if math.isfinite(value) else str(value)
 
 
-def _test(function, result, text):
-    """[output, outcome code, margin, ULP, message, reason, worst] with texts as indexes into the string table."""
+def _test(function, result, text, convention=False):
+    """[output, outcome code (its standing: matrix.standing), margin, ULP, message, reason, worst] with texts as
+    indexes into the string table; a pass judged at a declared precision says so in its reason."""
     worst = result.get("worst") or {}
     if "element" not in worst:  # none, or a failure that raised: its op alone (run/root_cause.py), its message says it
         worst = None
@@ -71,13 +83,22 @@ def _test(function, result, text):
         ]
     return [
         function,
-        OUTCOMES.index(result["outcome"]),
+        OUTCOMES.index(matrix.standing(result, convention)),
         _short(result.get("margin")),
         _short(result.get("ulp")),
         text(result.get("message")),
-        text(result.get("reason")),
+        text(_reason(result)),
         worst or 0,
     ]
+
+
+def _reason(result):
+    declared, reason = result.get("declared") or {}, result.get("reason")
+    if declared.get("kind") == "precision" and declared.get("needed"):
+        return f"judged at {declared['judged_at']}, as {declared['fact']!r} declares: {reason}"
+    if declared.get("kind") == "raises":
+        return f"raised as {declared['fact']!r} declares ({declared.get('raised')}): {reason}"
+    return reason
 
 
 def tables_of(markdown):
@@ -129,12 +150,16 @@ def data(*, summary, verdict, measured_on, kill, built, found, directories):
             }
         )
     tests = {}  # (case, column) -> the cell's tests
+    outline = next(iter(found.values())).get("outline", {"cases": []}) if found else {"cases": []}  # one spec
+    conventions = {case_id for case_id, _, convention in outline["cases"] if convention}
     for key, report in found.items():
         for test_id, result in report["tests"].items():
             parsed = ids.parse(test_id)
             if parsed:
                 function, _, dtype, case_id = parsed
-                tests.setdefault((case_id, f"{key} {dtype}"), []).append(_test(function, result, text))
+                tests.setdefault((case_id, f"{key} {dtype}"), []).append(
+                    _test(function, result, text, case_id in conventions)
+                )
     rows = []
     for row in built["rows"]:
         cells = []

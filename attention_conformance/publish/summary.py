@@ -10,6 +10,7 @@ report, or whose run the folder shows as unfinished (it died, or its framework d
 is MISSING, never passing. The last line printed is the verdict and, on failure, why.
 """
 
+import collections
 import sys
 from pathlib import Path
 
@@ -34,9 +35,9 @@ def row(name, report, convention_cases=(), missing=None):
         outcome: sum(r["outcome"] == outcome for r in results.values())
         for outcome in ("passed", "diverged", "not applicable", "stale divergence")
     }
-    other_convention = sum(
-        r["outcome"] == "diverged" and ids.parse(t)[3] in convention_cases for t, r in results.items()
-    )
+    standing = collections.Counter(matrix.standing(r, ids.parse(t)[3] in convention_cases) for t, r in results.items())
+    at_precision = sum(bool(matrix.precision_mark(r)) for r in results.values() if r["outcome"] == "passed")
+    bugs = standing["known bug"] + standing["diverged"]
     failed = len(results) - count["passed"] - count["diverged"] - count["not applicable"]
     margins = [t["margin"] for t in results.values() if t["margin"] is not None]
     ulps = [t["ulp"] for t in results.values() if t.get("ulp") is not None]
@@ -62,10 +63,11 @@ def row(name, report, convention_cases=(), missing=None):
     elif not report["complete"] or ran < report["expected"]:
         status = problem = f"INCOMPLETE: {ran} of {report['expected']} ran"
     else:
-        diverged = count["diverged"]
         notes = (
-            [f"{diverged - other_convention} known divergences"] * bool(diverged - other_convention)
-            + [f"{other_convention} by another convention"] * bool(other_convention)
+            [f"{at_precision} at a declared precision"] * bool(at_precision)
+            + [f"{standing['raised as declared']} raised as declared"] * bool(standing["raised as declared"])
+            + [f"{standing['other convention']} by another convention"] * bool(standing["other convention"])
+            + [f"{bugs} known bugs"] * bool(bugs)
             + [f"{count['not applicable']} not applicable"] * bool(count["not applicable"])
         )
         status = "conforms" + (f" ({', '.join(notes)})" if notes else "")
@@ -84,6 +86,24 @@ def row(name, report, convention_cases=(), missing=None):
         status,
     ]
     return cells, problem
+
+
+def _excused(found, convention_cases):
+    """The verdict's account of what was declared: the tests excused whatever their numbers (conventions, known bugs)
+    apart from those a declaration still judged (a precision, a raise)."""
+    standing, judged, boundless = collections.Counter(), 0, 0
+    for report in found.values():
+        for test_id, result in report["tests"].items():
+            standing[matrix.standing(result, ids.parse(test_id)[3] in convention_cases)] += 1
+            mark = matrix.precision_mark(result) if result["outcome"] == "passed" else ""
+            judged, boundless = judged + bool(mark), boundless + mark.endswith("(no bound)")
+    bugs = standing["known bug"] + standing["diverged"]
+    unbounded = standing["other convention"] + bugs + boundless
+    return (
+        f"excused without a bound: {unbounded} tests ({standing['other convention']} by another convention, {bugs} "
+        f"known bugs, {boundless} at a declared precision with no bound there); judged by their declarations: "
+        f"{judged - boundless} at a declared precision, {standing['raised as declared']} raised as declared"
+    )
 
 
 def _short(test_id, mutant):
@@ -240,7 +260,7 @@ def main(directories=(reports.DEFAULT_DIR,), names=None, out=reports.DEFAULT_DIR
     conforms = (
         f"conforms: {', '.join(sorted(found))} ({len(found)} adapter(s)"
         + (f", merged from {len(directories)} folders" if len(directories) > 1 else "")
-        + ")"
+        + f"); {_excused(found, convention_cases)}"
     )
     content = page.data(
         summary={"header": HEADER, "rows": rows, "conforming": conforming, "notes": NOTES},

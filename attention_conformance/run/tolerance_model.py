@@ -193,8 +193,8 @@ class Derived:
     each output's bound E in `dtype`; None where the model has none (a step bounds.py has no rule for,
     dropout's; or a step beyond the dtype's range)."""
 
-    def __init__(self, dtype):
-        self.dtype = dtype
+    def __init__(self, dtype, sums_in_dtype=False):
+        self.dtype, self.sums_in_dtype = dtype, sums_in_dtype
         # What the cached answer depends on: the oracle's modules, the bounds' rules and this model.
         self.__file__ = (*oracle_cache.sources(reference), bounds.__file__, __file__)
         self.deciding_inputs, self.DTYPES = reference.deciding_inputs, reference.DTYPES
@@ -206,7 +206,7 @@ class Derived:
 
         def compute(**given):
             try:
-                return bound(self.dtype, getattr(reference, op), **given)
+                return bound(self.dtype, getattr(reference, op), sums_in_dtype=self.sums_in_dtype, **given)
             except (bounds.Unbounded, Overflow):
                 return {name: None for name in names} if len(names) > 1 else None
 

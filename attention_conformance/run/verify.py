@@ -16,14 +16,19 @@ from attention_conformance.run import calls, tolerance_model
 class Subject:
     """The output under test, as each field's verifier sees it, and how to fail it."""
 
-    def __init__(self, spec, adapter_name, adapter, case, output, dtype, goldens):
+    def __init__(self, spec, adapter_name, adapter, case, output, dtype, goldens, precision=None):
         self.spec, self.case, self.dtype, self.goldens = spec, case, dtype, goldens
+        # A declared precision (divergences.Divergence): judged at the accuracy it names, not the dtype's own.
+        self.judged_at = precision.judged_at(dtype) if precision else dtype
+        self.sums_in_dtype = bool(precision and precision.sums_in_dtype)
+        self.within = (precision and precision.within) or 1.0
+        self.declared = f", at {precision.said(dtype)} as {precision.fact!r} declares" if precision else ""
         self.exp = case.expect[output]
         self.label = f"{adapter_name} {dtype}, case {case.id!r}, output {output!r} of {case.op}()"
         self.results = calls.outputs(adapter_name, adapter, case, dtype, goldens)
         self.got = as_numbers(self.label, self.results[output])
         self.tol = spec.tolerances[self.exp.tolerance] if self.exp.tolerance else None
-        self.low = dtype in LOW_PRECISION
+        self.low = self.judged_at in LOW_PRECISION
         self.reference_out = self.plain_out = None
         self.model_allowed = None  # the tolerance model's allowance for the reference's values, where it has one
         self.compared = None  # the last comparison's worst element, for the report of a test that passes
@@ -67,31 +72,31 @@ class Subject:
         }
 
     def allowed(self, expected, plain=None):
-        return allowed_error(self.spec, self.tol, self.dtype, expected, plain)
+        return allowed_error(self.spec, self.tol, self.judged_at, expected, plain)
 
     def against(self, expected, allowed, tol_text, origin):
         """The one comparison every verifier of computed values goes through: (margin, worst ULP), or a
         failure that names the worst element, got against expected, the error against its budget and the origin."""
-        got = self.got
+        got, allowed, tol_text = self.got, np.asarray(allowed) * self.within, tol_text + self.declared
         if np.shape(got) != np.shape(expected):
             self.fail(f"shape {list(np.shape(got))} but should be {list(np.shape(expected))} ({origin})")
         m, index, err, limit = compare(got, expected, allowed)
         if np.size(got) == 0:  # nothing to compare, nothing to name
-            return m, max_ulps(got, expected, self.dtype)
+            return m, max_ulps(got, expected, self.judged_at)
         g, e = np.asarray(got)[index], np.asarray(expected, dtype=np.float64)[index]
         self.keep(index, g, e, err, limit, tol_text, origin)
         if m > 1:
             self.fail(
                 f"worst element {self.element(index)}: got {float(g)!r} but should be {float(e)!r} "
                 f"(|error| {err:.3g} > allowed {limit:.3g} from tolerance {tol_text}, "
-                f"{ulps(g, e, self.dtype):.3g} ULP); "
+                f"{ulps(g, e, self.judged_at):.3g} ULP of {self.judged_at}); "
                 f"expected value: {origin}",
                 self.compared,
             )
-        return m, max_ulps(got, expected, self.dtype)
+        return m, max_ulps(got, expected, self.judged_at)
 
 
-def verify(spec, adapter_name, adapter, case, output, dtype, goldens):
+def verify(spec, adapter_name, adapter, case, output, dtype, goldens, precision=None):
     """Verify one output of one case; return (margin, worst ULP, worst): margin 0 = exact, 1 = whole budget;
     worst = the element that set the margin ({"element", "got", "expected", "error", "allowed", "tolerance",
     "from"}), or None where a comparison that names no element set it (the kept values of a dropout).
@@ -103,7 +108,7 @@ def verify(spec, adapter_name, adapter, case, output, dtype, goldens):
     """
     __tracebackhide__ = True
     with np.errstate(all="ignore"):  # overflow or 0/0 in a wrong output is the adapter's failure, reported as such
-        c = Subject(spec, adapter_name, adapter, case, output, dtype, goldens)
+        c = Subject(spec, adapter_name, adapter, case, output, dtype, goldens, precision)
         given = [FIELDS[name] for name in c.exp.given]
         named = set(c.exp.given)
         if c.exp.row is not None:
@@ -115,7 +120,7 @@ def verify(spec, adapter_name, adapter, case, output, dtype, goldens):
         c.got = _select(c.got, c.exp.row)
         if c.got.size == 0 and any(field.elements for field in given):
             c.fail(f"shape {list(c.got.shape)} has no elements")
-        if asks_oracle(case, output, dtype):
+        if asks_oracle(case, output, c.judged_at):
             _reference_outputs(c)
         margin = worst_ulp = 0.0
         worst, largest = None, -1.0
@@ -128,6 +133,52 @@ def verify(spec, adapter_name, adapter, case, output, dtype, goldens):
                         largest, worst = measured[0], c.compared
                     margin, worst_ulp = max(margin, measured[0]), max(worst_ulp, measured[1])
         return margin, worst_ulp, worst
+
+
+class StaleDeclaration(Nonconformance):
+    """A declared raise that did not happen: the adapter returned numbers where its divergence says it refuses."""
+
+
+def judged(spec, adapter_name, adapter, case, output, dtype, goldens, divergence=None):
+    """verify() with what `divergence` declares checked, the one place that says what a declaration does to a test:
+    (margin, worst ULP, worst, what the declaration checked: a dict for the report, or None). A precision is judged at
+    its own dtype first, then, if that fails, at the accuracy it declares (the report says which it needed); a raise
+    passes when the call raises the declared exception (its class or a base of that name, its message matching) and
+    fails otherwise, StaleDeclaration when numbers come back. A convention or a bug is the caller's strict expected
+    failure: verified as it is."""
+    __tracebackhide__ = True
+    args = (spec, adapter_name, adapter, case, output, dtype, goldens)
+    if divergence is None or divergence.unbounded:
+        return (*verify(*args), None)
+    if divergence.kind == "raises":
+        try:
+            verify(*args)
+        except calls.AdapterRaised as exc:
+            cause = exc.__cause__
+            said = f"{type(cause).__name__}: {(str(cause).strip().splitlines() or [''])[0][:300]}"
+            if divergence.matches_raise(cause):
+                return None, None, None, divergence.check({"raised": said})
+            raise Nonconformance(
+                f"{exc}; {divergence.fact!r} ({divergence.source}) declares it raises {divergence.raises} matching "
+                f"{divergence.match!r}"
+            ) from None
+        except Nonconformance:
+            pass
+        raise StaleDeclaration(
+            f"{adapter_name} {dtype}, case {case.id!r}: {case.op}() returned numbers where {divergence.fact!r} "
+            f"({divergence.source}) declares it raises {divergence.raises}: the raise is gone (remove the test from "
+            "the entry, or narrow its pattern)"
+        )
+    try:
+        return (*verify(*args), divergence.check({"judged_at": dtype, "needed": False}))
+    except calls.AdapterRaised:
+        raise
+    except Nonconformance:
+        found = verify(*args, precision=divergence)
+        # Where the declared precision's bound is infinite (a bfloat16 sum of 1024 terms, n u >= 1) it judged nothing:
+        # said apart, with the excuses that have no bound.
+        bounded = bool(found[2] is None or found[2]["allowed"] < np.finfo(np.float64).max)
+        return (*found, divergence.check({"judged_at": divergence.said(dtype), "needed": True, "bounded": bounded}))
 
 
 def asks_oracle(case, output, dtype):
@@ -150,23 +201,23 @@ def _reference_outputs(c):
         c.reference_out = _select(exact[output], row)
         derived = calls.outputs(
             "reference",
-            tolerance_model.Derived(c.dtype),
+            tolerance_model.Derived(c.judged_at, c.sums_in_dtype),
             c.case,
             "float64",
             c.goldens,
             input_dtype=c.dtype,
-            rounding=f"bound {c.dtype}",
+            rounding=f"bound {c.judged_at}" + " summing in it" * c.sums_in_dtype,
             oracle=True,
         )[output]
-    plain_dtype = tolerance_model.plain_dtype(c.dtype)
+    plain_dtype = tolerance_model.plain_dtype(c.judged_at)
     with reference.rounding_to(np_dtype(plain_dtype)):
         plain = calls.outputs(
             "reference", reference, c.case, "float64", c.goldens, input_dtype=c.dtype, rounding=plain_dtype, oracle=True
         )[output]
     c.plain_out = _select(np.asarray(plain).astype(np_dtype(plain_dtype)), row)  # the result is stored in it too
     if derived is not None and np.asarray(derived).dtype != object:
-        k = _model()[c.dtype]
-        c.model_allowed = tolerance_model.allowed(c.dtype, c.reference_out, c.plain_out, _select(derived, row), k)
+        k = _model()[c.judged_at]
+        c.model_allowed = tolerance_model.allowed(c.judged_at, c.reference_out, c.plain_out, _select(derived, row), k)
 
 
 @functools.cache
@@ -178,20 +229,24 @@ def _select(value, row):
     return value if row is None else np.asarray(value)[row]
 
 
-def verify_all(spec, adapter_name, adapter, goldens, dtypes=None):
+def verify_all(spec, adapter_name, adapter, goldens, dtypes=None, declared=None):
     """{test id: (outcome, message)} for the whole spec on one adapter, outside pytest.
 
     For testing the suite: a deliberately wrong adapter must produce "failed" somewhere.
     An exception from the adapter fails its tests, as under pytest; any other exception counts as "error".
-    `dtypes` narrows the run (default: every dtype the spec runs this adapter in).
+    `dtypes` narrows the run (default: every dtype the spec runs this adapter in). `declared(test id)` gives a test's
+    Divergence (or None): a convention or a bug leaves it out, a precision or a raise is judged by it (judged()).
     """
     results = {}
     for test in plan.tests(spec, {adapter_name: adapter}, dtypes):
         if test.not_applicable:
             results[test.id] = ("not applicable", "")
             continue
+        divergence = declared(test.id) if declared else None
+        if divergence is not None and divergence.unbounded:
+            continue
         try:
-            verify(spec, adapter_name, adapter, test.case, test.output, test.dtype, goldens)
+            judged(spec, adapter_name, adapter, test.case, test.output, test.dtype, goldens, divergence)
             results[test.id] = ("passed", "")
         except Nonconformance as exc:
             results[test.id] = ("failed", str(exc))

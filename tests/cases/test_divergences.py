@@ -55,7 +55,9 @@ def test_within_excuses_up_to_its_margin_and_no_further(tmp_path):
 
 
 def test_without_within_it_excuses_any_result():
-    fuzzer = _fuzzer({ids.test_id("weights", "nudged", "float32", "fuzz_softmax"): "any result"})
+    fuzzer = _fuzzer(
+        {ids.test_id("weights", "nudged", "float32", "fuzz_softmax"): divergences.Divergence("any result")}
+    )
     assert fuzzer.evaluate("softmax", SCORES) is None and fuzzer.judged == 0  # fuzz then says it judged nothing
 
 
@@ -71,13 +73,12 @@ def test_a_run_that_judged_nothing_says_so(tmp_path, monkeypatch, capsys):
 @pytest.mark.parametrize(
     "entry",
     [
-        '"test_weights[torch-float32-sat]":\n  reason: a spec case\n  within: 2\n',
         '"test_weights[torch-float32-fuzz_softmax]":\n  reason: no widening\n  within: 1\n',
         '"test_weights[torch-float32-fuzz_softmax]":\n  reason: not a number\n  within: "2x"\n',
         '"test_weights[torch-float32-fuzz_softmax]":\n  reason: YAML 1.1 text\n  within: 2.7e8\n',
     ],
 )
-def test_within_is_a_number_above_one_on_a_generated_entry_only(tmp_path, entry):
+def test_within_is_a_number_above_one(tmp_path, entry):
     with pytest.raises(loader.SpecError, match=r"known_divergences.yaml: entry .*: field 'within'") as raised:
         _declared(tmp_path, entry)
     assert ("write 2.7e+8" in str(raised.value)) == ("2.7e8" in entry)

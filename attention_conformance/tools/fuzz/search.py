@@ -11,7 +11,7 @@ import warnings
 import numpy as np
 
 from attention_conformance.cases import divergences, generated, loader, plan
-from attention_conformance.contract import ids, ops
+from attention_conformance.contract import ops
 from attention_conformance.dtypes import np_dtype
 from attention_conformance.run import tolerance_model
 from attention_conformance.tools.fuzz import cases
@@ -97,15 +97,14 @@ class Fuzzer:
         reason = generated.not_applicable(self.adapter, stands_with, op, inputs, self.dtype, output)
         if reason:
             return f"not applicable: {reason}"
-        covered = generated.divergence(self.report_name, self.divergences, stands_with, op, self.dtype, output)
-        return None if covered is None else f"known divergence: {covered[1]}"
+        covered = self.covered(op, inputs, output)
+        return f"known divergence: {covered}" if covered is not None and covered.unbounded else None
 
-    def declared(self, op, output):
-        """The generated-case divergence that still bounds this output's results (divergences.Reason), or None."""
-        reason = divergences.reason_for(
-            ids.test_id(output, self.report_name, self.dtype, ids.generated_case(op)), self.divergences
-        )
-        return reason if getattr(reason, "bounded", False) else None
+    def covered(self, op, inputs, output):
+        """The Divergence declared for this output of a generated case (generated.divergence), or None."""
+        stands_with = generated.twins(self.spec, op, inputs)
+        found = generated.divergence(self.report_name, self.divergences, stands_with, op, self.dtype, output)
+        return None if found is None else found[1]
 
     def arrays(self, inputs):
         from attention_conformance.cases.inputs import resolve_named
@@ -135,15 +134,30 @@ class Fuzzer:
             }
         return exact, plain, self.derived(op, kwargs)
 
-    def derived(self, op, kwargs, sums_in_dtype=False):
-        """{output: the derived bound} on the inputs as the adapter received them."""
+    def derived(self, op, kwargs, dtype=None, sums_in_dtype=False):
+        """{output: the derived bound} in `dtype` (default the run's) on the inputs as the adapter received them."""
         from attention_conformance.adapters import reference
 
         as64 = _float64(kwargs)
         names = ops.OPS[op][1]
         with np.errstate(all="ignore"):
-            found = tolerance_model.bound(self.dtype, getattr(reference, op), sums_in_dtype=sums_in_dtype, **as64)
+            found = tolerance_model.bound(
+                dtype or self.dtype, getattr(reference, op), sums_in_dtype=sums_in_dtype, **as64
+            )
         return found if len(names) > 1 else {names[0]: found}
+
+    def at_declared(self, op, kwargs, output, value, want, declared):
+        """The Verdict of an output at the precision `declared` states (verify.judged's, for a generated case)."""
+        from attention_conformance.adapters import reference
+
+        dtype = declared.judged_at(self.dtype)
+        derived = self.derived(op, kwargs, dtype, declared.sums_in_dtype)[output]
+        plain_dtype = np_dtype(tolerance_model.plain_dtype(dtype))
+        names = ops.OPS[op][1]
+        with np.errstate(all="ignore"), reference.rounding_to(plain_dtype):
+            plain = getattr(reference, op)(**_float64(kwargs))
+        plain = np.asarray(plain[output] if len(names) > 1 else plain).astype(plain_dtype).astype(np.float64)
+        return tolerance_model.judge(output, dtype, value, want, plain, derived, self.model[dtype])
 
     @property
     def calls(self):
@@ -175,6 +189,7 @@ class Fuzzer:
                 self._excuse(op, reason)
             else:
                 judged.append(o)
+        bounded = {o: self.covered(op, inputs, o) for o in judged}  # a precision or a raise: still judged
         if not judged:
             return None
         kwargs = self.arrays(inputs)
@@ -194,6 +209,11 @@ class Fuzzer:
                 result = getattr(self.adapter, op)(**kwargs)
         except Exception as exc:  # noqa: BLE001 - an adapter that raises on valid inputs is a finding
             text = (str(exc).strip().splitlines() or [""])[0][:300]
+            if all(
+                bounded[o] is not None and bounded[o].kind == "raises" and bounded[o].matches_raise(exc) for o in judged
+            ):
+                self._excuse(op, f"raised as declared: {bounded[judged[0]]}", len(judged))
+                return None
             return Finding(
                 op,
                 inputs,
@@ -210,7 +230,7 @@ class Fuzzer:
             self._excuse(op, reason, len(judged))
             return None
         k = self.model[self.dtype]
-        verdicts, messages, summing = {}, {}, None
+        verdicts, messages = {}, {}
         for output in list(judged):
             stand_in = np.asarray(plain.get(output, 0.0))
             if stand_in.dtype.kind == "f" and not np.isfinite(stand_in).all() and np.isfinite(exact[output]).all():
@@ -240,19 +260,12 @@ class Fuzzer:
             verdict = tolerance_model.judge(output, self.dtype, value, want, plain[output], derived[output], k)
             verdicts[output] = verdict
             self.by_op.setdefault(op, Share()).judged += 1
-            declared = self.declared(op, output)
+            declared = bounded[output] if bounded[output] is not None and bounded[output].kind == "precision" else None
             if declared and not verdict.within:
-                if declared.sums_in_dtype:
-                    summing = summing or self.derived(op, kwargs, sums_in_dtype=True)
-                    verdict = tolerance_model.judge(output, self.dtype, value, want, plain[output], summing[output], k)
-                limit = declared.within or 1.0
-                said = " of ".join(
-                    [f"margin {limit:g}"] * (declared.within is not None)
-                    + [f"the model summing in {self.dtype}"] * declared.sums_in_dtype
-                )
+                verdict = self.at_declared(op, kwargs, output, value, want, declared)
+                limit, said = declared.within or 1.0, declared.said(self.dtype)
                 if verdict.margin <= limit:
-                    reason = f"known divergence within {said}: {declared}"
-                    self._excuse(op, reason)
+                    self._excuse(op, f"known divergence within {said}: {declared}")
                     largest, count, where = self.declared_worst
                     if verdict.margin > largest:
                         largest, where = verdict.margin, f"{op}/{output}, declared {said}"

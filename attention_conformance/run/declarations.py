@@ -1,0 +1,48 @@
+"""A run's account of its declared divergences (cases/divergences.py): the one each test takes, and at the end of a
+complete run, those that no longer hold. What a declaration does to a test's verdict is verify.judged's."""
+
+from attention_conformance.cases import divergences
+from attention_conformance.contract import ids, ops
+
+
+class Contradiction(ValueError):
+    """A test two facts cover: they would say two things of its numbers."""
+
+
+def one_for(test_id, declared):
+    """The Divergence a test takes, or None; Contradiction where two facts cover it."""
+    found = divergences.covering(test_id, declared)
+    if len(found) > 1:
+        raise Contradiction(
+            f"{test_id} is covered by two declared divergences, {found[0].fact!r} ({found[0].source}) and "
+            f"{found[1].fact!r} ({found[1].source}): they say two things of its numbers; leave it to one (an "
+            "except: in the other)"
+        )
+    return found[0] if found else None
+
+
+def stale(declared, columns, expected, results):
+    """The lines that fail a complete run: patterns of the `columns` run that match no test of `expected` (a
+    generated case's aside: no spec test to match), and precisions that no test needed (every test they judged
+    conforms at its own dtype: the fact no longer holds). `results`: {column: {test id: result}}."""
+    unmatched = sorted(
+        p
+        for p in declared
+        if ids.adapter_of(p) in columns
+        and not ids.names_an_op(p, ops.OPS)
+        and not any(divergences.matches(p, t) for t in expected)
+    )
+    needed = {}
+    for result in (r for found in results.values() for r in found.values()):
+        said = result.get("declared") or {}
+        if said.get("kind") == "precision":
+            key = (said["fact"], said["source"])
+            needed[key] = needed.get(key, False) or said["needed"] or result["outcome"] != "passed"
+    unneeded = sorted(key for key, was in needed.items() if not was)
+    return [
+        "FAILED: known divergences that match no test (renamed or fixed?): "
+        + ", ".join(f"{p} (in {declared[p].source})" for p in unmatched)
+    ] * bool(unmatched) + [
+        "FAILED: declared precisions that no test needed (every test they cover conforms at its own dtype): "
+        + ", ".join(f"{fact} (in {source})" for fact, source in unneeded)
+    ] * bool(unneeded)
