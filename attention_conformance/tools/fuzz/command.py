@@ -106,6 +106,7 @@ def main(adapter_name, examples=cases.EXAMPLES_PER_OP, seed=0, dtype=None, out=D
     for op, share in judged.by_op.items():
         print(
             f"  {op}: {share.cases} distinct cases of {share.drawn} drawn, {share.judged} outputs judged"
+            + (f" ({share.at_declared} at a declared precision)" if share.at_declared else "")
             + "".join(f"; {n} excused, {reason[:120]}" for reason, n in share.excused.most_common())
         )
     excused = sum(judged.excused.values())
@@ -119,7 +120,7 @@ def main(adapter_name, examples=cases.EXAMPLES_PER_OP, seed=0, dtype=None, out=D
             else ""
         )
         + (
-            f", {judged.declared_worst[1]} of them within a declared divergence's margin (the largest "
+            f", {judged.declared_worst[1]} outputs judged at a declared precision (the largest margin "
             f"{judged.declared_worst[0]:.3g}, {judged.declared_worst[2]})"
             if judged.declared_worst[1]
             else ""
