@@ -342,6 +342,7 @@ def test_the_wheel_carries_the_data_and_no_generic_top_level_name(tmp_path):
         "plugin.py",
         "publish/page.html",
         "spec/divergences/README.md",
+        "docs/divergences.md",  # `attention-conformance docs divergences`: the known divergences' format and kinds
         "docs/contract.md",  # `attention-conformance docs contract`: a pip user has no checkout to read it in
     ):
         assert f"attention_conformance/{needed}" in names, needed
@@ -516,3 +517,51 @@ def test_the_self_check_calls_each_op_in_every_declared_dtype(tmp_path):
     assert "blend(weights, v) raises TypeError: no float16 kernel (in float16, on tiny inputs)" in done.stderr, (
         done.stderr
     )
+
+
+FLOAT32_INSIDE = """
+import numpy as np
+
+DTYPES = ("float64",)
+NOT_APPLICABLE = {"*": "not written yet"}
+SCALE = 1.0
+KNOWN_DIVERGENCES = {
+    "float64_in_float32": {
+        "kind": "precision",
+        "computed_in": "float32",
+        "reason": "computed in float32 inside, as our kernel does",
+        "tests": ["*/*/float64"],
+    },
+}
+
+
+def version():
+    return "float32 inside 0.1"
+
+
+def attention(x, w_query, w_key, w_value):
+    x, w_query, w_key, w_value = (np.asarray(a, dtype=np.float32) for a in (x, w_query, w_key, w_value))
+    q, k, v = x @ w_query, x @ w_key, x @ w_value
+    scores = q @ k.swapaxes(-1, -2)
+    scaled = scores / np.float32(k.shape[-1] ** 0.5)
+    e = np.exp(scaled - scaled.max(-1, keepdims=True))
+    weights = e / e.sum(-1, keepdims=True)
+    out = {"query": q, "key": k, "value": v, "scores": scores, "weights": weights, "context": weights @ v * SCALE}
+    return {**{n: a.astype(np.float64) for n, a in out.items()}, "d_k": k.shape[-1]}
+"""
+
+
+def test_an_adapters_own_precision_is_judged_at_float32_and_catches_a_one_percent_error(tmp_path):
+    """An outside trial: a dict in KNOWN_DIVERGENCES was refused by the contract check, and a precision that a failing
+    test carried crashed the run's end (KeyError 'needed'), hiding every failure's message."""
+    (tmp_path / "inside.py").write_text(FLOAT32_INSIDE)
+    assert _run(["check", "inside"], tmp_path).returncode == 0
+    done = _run(["run", "--adapter", "inside", "-q"], tmp_path)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    tests = json.loads((tmp_path / "reports" / "inside.json").read_text())["tests"]
+    judged = [r["declared"] for r in tests.values() if (r.get("declared") or {}).get("needed")]
+    assert judged and all(d["judged_at"] == "float32 accuracy" for d in judged), tests
+    (tmp_path / "inside.py").write_text(FLOAT32_INSIDE.replace("SCALE = 1.0", "SCALE = 1.01"))
+    wrong = _run(["run", "--adapter", "inside"], tmp_path)
+    assert wrong.returncode == 1 and "Traceback" not in wrong.stderr, wrong.stderr[-2000:]
+    assert "at float32 accuracy as 'float64_in_float32' declares" in wrong.stdout, wrong.stdout[-3000:]

@@ -1,6 +1,7 @@
-"""Known divergences: what an adapter is expected to do differently, keyed by test-id pattern, each with its
-reason; spec/divergences/<adapter>.yaml holds a built-in adapter's, an adapter's KNOWN_DIVERGENCES its own,
-and `declared` is the one merge of the two that every command reads.
+"""Known divergences: what an adapter is expected to do differently, each entry one fact of one of the KINDS, with
+its reason and the test-id patterns it covers; spec/divergences/<adapter>.yaml holds a built-in adapter's, an
+adapter's KNOWN_DIVERGENCES its own, and `declared` is the one merge of the two that every command reads. What a
+fact does to a test's verdict is run/verify.py's `judged`.
 A pattern whose case is fuzz_<op> names fuzz's generated cases of that op alone (ids.generated_case)."""
 
 import fnmatch
@@ -50,7 +51,9 @@ def load(path, adapter=None):
                 "'test_scores[torch-float32-sat]'"
             )
         if not isinstance(entry, dict):
-            raise loader.SpecError(f"{at}: a mapping with kind, reason and tests (spec/divergences/README.md)")
+            raise loader.SpecError(
+                f"{at}: a mapping with kind, reason and tests (`attention-conformance docs divergences`)"
+            )
         keyed_by_id = name.startswith("test_")
         if keyed_by_id and "tests" in entry:
             raise loader.SpecError(f"{at}: field 'tests': an entry keyed by a test id covers that id alone")

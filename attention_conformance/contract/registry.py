@@ -125,14 +125,19 @@ def contract_problems(module):
     if not (
         isinstance(declared, dict)
         and all(isinstance(v, dict) for k, v in declared.items() if k in modes.MODES)
-        and all(
-            isinstance(k, str) and ids.DECLARED.fullmatch(k) and isinstance(v, str) and v.strip() for k, v in entries
+        and all(  # a dict's fields are checked where it is read (cases/divergences.py), each named there
+            isinstance(k, str)
+            and ids.DECLARED.fullmatch(k)
+            and (isinstance(v, dict) or (isinstance(v, str) and v.strip()))
+            for k, v in entries
         )
     ):
         problems.append(
             "KNOWN_DIVERGENCES must map 'case[/output[/dtype]]' (\"*\" for any text) to the reason, with a link where "
             "one exists, e.g. {'padding_fully_masked': 'the -inf mask gives NaN on a fully masked row (https://...)'}, "
-            "and a mode to such a map for that mode alone, e.g. {'compiled': {'sat': 'why'}}"
+            "or a fact's name or key to a dict with its kind, e.g. {'float64_inside': {'kind': 'precision', "
+            "'computed_in': 'float32', 'reason': 'why', 'tests': ['*/*/float64']}} (`attention-conformance docs "
+            "divergences`), and a mode to such a map for that mode alone, e.g. {'compiled': {'sat': 'why'}}"
         )
     hook = getattr(module, "pin_numerics", None)
     if hook is not None and not (callable(hook) and not inspect.signature(hook).parameters):

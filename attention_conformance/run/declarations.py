@@ -37,7 +37,7 @@ def stale(declared, columns, expected, results):
         said = result.get("declared") or {}
         if said.get("kind") == "precision":
             key = (said["fact"], said["source"])
-            needed[key] = needed.get(key, False) or said["needed"] or result["outcome"] != "passed"
+            needed[key] = needed.get(key, False) or said.get("needed", True) or result["outcome"] != "passed"
     unneeded = sorted(key for key, was in needed.items() if not was)
     return [
         "FAILED: known divergences that match no test (renamed or fixed?): "
