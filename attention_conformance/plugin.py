@@ -173,7 +173,10 @@ def _load(config, names):
             )
     state.numerics = {k: v for module in state.loaded.values() for k, v in registry.pin(module).items()}
     for name, module in state.loaded.items():  # its own divergences held to the same strict rules as the file's
-        state.divergences |= divergences.declared(name, module, config.getoption("known_divergences"))
+        try:
+            state.divergences |= divergences.declared(name, module, config.getoption("known_divergences"))
+        except loader.SpecError as exc:  # a KNOWN_DIVERGENCES entry's field, named: a usage error, the reports kept
+            raise pytest.UsageError(str(exc)) from None
         try:
             state.versions[name] = registry.ask(name, module, "version", str)
             state.devices[name] = registry.ask(name, module, "devices", (list, tuple), ["cpu"])
@@ -326,7 +329,7 @@ def pytest_runtest_makereport(item, call):
         if report.skipped and isinstance(report.longrepr, tuple):  # -rs names the test, not the generating file
             report.longrepr = (str(item.config.invocation_params.dir / item.nodeid), None, report.longrepr[2])
     divergence = state.divergence_of.get(item.name)
-    if divergence is not None:
+    if divergence is not None and not test.test.not_applicable:  # a test not run keeps its own reason
         report.reason = divergence
         report.declared = getattr(report, "declared", None) or divergence.check({})  # an excuse's kind too
         if call.when == "call" and call.excinfo is None and report.failed:  # a strict xfail that passed

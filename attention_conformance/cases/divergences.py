@@ -191,26 +191,23 @@ class Divergence(str):
 
 
 def reason_for(test_id, declared):
-    """The Divergence declared for a test, or None: the first pattern that matches it, unless its fact's `except`
-    does. A "*" in an entry matches any text but the adapter's column: an entry for torch never covers
-    torch-compiled's tests by its "*" (`declared` writes its own)."""
-    column = ids.adapter_of(test_id)
-    for pattern, divergence in declared.items():
-        of, match = _matcher(pattern)
-        if of == column and match(test_id) and not any(_matcher(e)[1](test_id) for e in divergence.excepted):
-            return divergence
-    return None
+    """The Divergence declared for a test, or None: the first fact whose pattern matches it and whose `except` does
+    not, a precision only where no other kind covers it (covering). A "*" in an entry matches any text but the
+    adapter's column: an entry for torch never covers torch-compiled's tests by its "*" (`declared` writes its own)."""
+    found = covering(test_id, declared)
+    return found[0] if found else None
 
 
 def covering(test_id, declared):
-    """Every Divergence declared for a test, one per fact: more than one is a contradiction its files must settle
-    (a precision and a convention on one test say two things of its numbers)."""
+    """Every Divergence declared for a test, one per fact, a precision last: a raise, a convention or a bug says
+    what its call or its numbers are, and takes the test from a precision that also covers it (a broad "float64
+    computed in float32" beside a fully masked row's NaN); two of those, or two precisions, contradict each other."""
     found = []
     for pattern, divergence in declared.items():
         if not any(divergence is f for f in found) and matches(pattern, test_id):
             if not any(_matcher(e)[1](test_id) for e in divergence.excepted):
                 found.append(divergence)
-    return found
+    return sorted(found, key=lambda d: d.kind == "precision")
 
 
 def matches(pattern, test_id):

@@ -12,6 +12,7 @@ class Contradiction(ValueError):
 def one_for(test_id, declared):
     """The Divergence a test takes, or None; Contradiction where two facts cover it."""
     found = divergences.covering(test_id, declared)
+    found = [d for d in found if d.kind != "precision"] or found  # another kind says what the test is
     if len(found) > 1:
         raise Contradiction(
             f"{test_id} is covered by two declared divergences, {found[0].fact!r} ({found[0].source}) and "
@@ -25,13 +26,13 @@ def stale(declared, columns, expected, results):
     """The lines that fail a complete run: patterns of the `columns` run that match no test of `expected` (a
     generated case's aside: no spec test to match), and precisions that no test needed (every test they judged
     conforms at its own dtype: the fact no longer holds). `results`: {column: {test id: result}}."""
-    unmatched = sorted(
-        p
-        for p in declared
-        if ids.adapter_of(p) in columns
-        and not ids.names_an_op(p, ops.OPS)
-        and not any(divergences.matches(p, t) for t in expected)
-    )
+
+    def matched(pattern):
+        return ids.names_an_op(pattern, ops.OPS) or any(divergences.matches(pattern, t) for t in expected)
+
+    ours = {p: d for p, d in declared.items() if ids.adapter_of(p) in columns}
+    unmatched = sorted({(p, d.source) for p, d in ours.items() if not matched(p)})
+    unmatched += sorted({(e, d.source) for d in ours.values() for e in d.excepted if not matched(e)})
     needed = {}
     for result in (r for found in results.values() for r in found.values()):
         said = result.get("declared") or {}
@@ -41,7 +42,7 @@ def stale(declared, columns, expected, results):
     unneeded = sorted(key for key, was in needed.items() if not was)
     return [
         "FAILED: known divergences that match no test (renamed or fixed?): "
-        + ", ".join(f"{p} (in {declared[p].source})" for p in unmatched)
+        + ", ".join(f"{p} (in {source})" for p, source in unmatched)
     ] * bool(unmatched) + [
         "FAILED: declared precisions that no test needed (every test they cover conforms at its own dtype): "
         + ", ".join(f"{fact} (in {source})" for fact, source in unneeded)

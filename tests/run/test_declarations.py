@@ -183,23 +183,30 @@ def test_an_adapters_own_entry_with_a_bad_field_names_it():
         divergences.declared("mine", own)
 
 
-def test_a_test_two_facts_cover_is_refused_with_both_named(tmp_path):
+def test_a_convention_beside_a_broad_precision_takes_its_tests_and_two_conventions_are_refused(tmp_path):
+    """An outside trial's contract example, a float64 precision over every case beside the fully masked row's NaN,
+    stopped the run as a contradiction: the convention says what that test's numbers are, the precision the rest."""
     path = tmp_path / "mine.yaml"
     path.write_text(
         'nan_row:\n  kind: convention\n  reason: r\n  tests: ["test_*[mine-*-padding_fully_masked]"]\n'
         'inside:\n  kind: precision\n  computed_in: float32\n  reason: r\n  tests: ["test_*[mine-float64-*]"]\n'
+        'nan_again:\n  kind: bug\n  reason: r\n  tests: ["test_context[mine-float32-padding_fully_masked]"]\n'
     )
     found = divergences.load(path, "mine")
     assert declarations.one_for("test_weights[mine-float64-sat]", found).fact == "inside"
-    with pytest.raises(declarations.Contradiction, match="covered by two declared divergences, 'nan_row' .* 'inside'"):
-        declarations.one_for("test_weights[mine-float64-padding_fully_masked]", found)
+    assert declarations.one_for("test_weights[mine-float64-padding_fully_masked]", found).fact == "nan_row"
+    assert divergences.reason_for("test_weights[mine-float64-padding_fully_masked]", found).fact == "nan_row"
+    with pytest.raises(
+        declarations.Contradiction, match="covered by two declared divergences, 'nan_row' .* 'nan_again'"
+    ):
+        declarations.one_for("test_context[mine-float32-padding_fully_masked]", found)
 
 
 def test_a_pattern_matching_nothing_and_a_precision_no_test_needed_are_stale(tmp_path):
     path = tmp_path / "mine.yaml"
     path.write_text(
         'inside:\n  kind: precision\n  computed_in: float32\n  reason: r\n  tests: ["test_*[mine-float64-sat]"]\n'
-        'typo:\n  kind: bug\n  reason: r\n  tests: ["test_*[mine-float64-sta]"]\n'
+        'typo:\n  kind: bug\n  reason: r\n  tests: ["test_*[mine-float64-sta]"]\n  except: ["test_*[mine-*-cta]"]\n'
     )
     found = divergences.load(path, "mine")
     expected = {"test_context[mine-float64-sat]"}
@@ -210,7 +217,8 @@ def test_a_pattern_matching_nothing_and_a_precision_no_test_needed_are_stale(tmp
 
     lines = declarations.stale(found, {"mine"}, expected, result(needed=False))
     assert lines == [
-        f"FAILED: known divergences that match no test (renamed or fixed?): test_*[mine-float64-sta] (in {path})",
+        "FAILED: known divergences that match no test (renamed or fixed?): "
+        f"test_*[mine-float64-sta] (in {path}), test_*[mine-*-cta] (in {path})",
         f"FAILED: declared precisions that no test needed (every test they cover conforms at its own dtype): "
         f"inside (in {path})",
     ]
