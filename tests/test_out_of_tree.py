@@ -565,3 +565,13 @@ def test_an_adapters_own_precision_is_judged_at_float32_and_catches_a_one_percen
     wrong = _run(["run", "--adapter", "inside"], tmp_path)
     assert wrong.returncode == 1 and "Traceback" not in wrong.stderr, wrong.stderr[-2000:]
     assert "at float32 accuracy as 'float64_in_float32' declares" in wrong.stdout, wrong.stdout[-3000:]
+    # Computed in float64 after all: the declaration no longer holds (the trial's rerun saw it pass, its 410 tests not
+    # applicable counted as needing it).
+    exact = FLOAT32_INSIDE.replace("dtype=np.float32", "dtype=np.float64").replace("np.float32(", "np.float64(")
+    (tmp_path / "inside.py").write_text(exact)
+    stale = _run(["run", "--adapter", "inside", "-q"], tmp_path)
+    assert stale.returncode == 1 and "declared precisions that no test needed" in stale.stdout, stale.stdout[-2000:]
+    (tmp_path / "inside.py").write_text(FLOAT32_INSIDE.replace('"computed_in": "float32"', '"computed_inn": "float32"'))
+    bad = _run(["run", "--adapter", "inside", "-q"], tmp_path)
+    assert bad.returncode == 4 and "INTERNALERROR" not in bad.stdout + bad.stderr, bad.stdout[-2000:] + bad.stderr
+    assert "entry 'float64_in_float32': field 'computed_inn': not a field of a precision entry" in bad.stderr
