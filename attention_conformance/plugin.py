@@ -140,9 +140,9 @@ def pytest_configure(config):
         reports.release(state.reports, [exc.name])
         reports.forget(state.reports, exc.name)
         raise pytest.UsageError(str(exc)) from None
-    except pytest.UsageError:
+    except (pytest.UsageError, loader.SpecError) as exc:  # a KNOWN_DIVERGENCES entry's field: one line, reports kept
         reports.restore(state.reports, state.held)
-        raise
+        raise pytest.UsageError(str(exc)) from None
 
 
 class _Refused(Exception):
@@ -173,10 +173,7 @@ def _load(config, names):
             )
     state.numerics = {k: v for module in state.loaded.values() for k, v in registry.pin(module).items()}
     for name, module in state.loaded.items():  # its own divergences held to the same strict rules as the file's
-        try:
-            state.divergences |= divergences.declared(name, module, config.getoption("known_divergences"))
-        except loader.SpecError as exc:  # a KNOWN_DIVERGENCES entry's field, named: a usage error, the reports kept
-            raise pytest.UsageError(str(exc)) from None
+        state.divergences |= divergences.declared(name, module, config.getoption("known_divergences"))
         try:
             state.versions[name] = registry.ask(name, module, "version", str)
             state.devices[name] = registry.ask(name, module, "devices", (list, tuple), ["cpu"])

@@ -145,3 +145,13 @@ def divergence(name, declared, stands_with, op, dtype, output):
         if found is not None:
             return case_id, found
     return None
+
+
+def precision(name, declared, stands_with, op, dtype, output):
+    """The precision declared for this output of a generated case (a twin's or fuzz_<op>'s), or None: it judges the
+    numbers where a raise declared beside it excuses only that raise."""
+    for case_id in [twin.id for twin in stands_with] + [ids.generated_case(op)]:
+        for found in divergences.covering(ids.test_id(output, name, dtype, case_id), declared):
+            if found.kind == "precision":
+                return found
+    return None

@@ -261,7 +261,9 @@ class Fuzzer:
             verdict = tolerance_model.judge(output, self.dtype, value, want, plain[output], derived[output], k)
             verdicts[output] = verdict
             self.by_op.setdefault(op, Share()).judged += 1
-            declared = bounded[output] if bounded[output] is not None and bounded[output].kind == "precision" else None
+            declared = generated.precision(
+                self.report_name, self.divergences, generated.twins(self.spec, op, inputs), op, self.dtype, output
+            )
             if declared and not verdict.within:
                 verdict = self.at_declared(op, kwargs, output, value, want, declared)
                 limit, said = declared.within or 1.0, declared.said(self.dtype)
