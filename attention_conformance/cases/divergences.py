@@ -66,6 +66,9 @@ def load(path, adapter=None):
                 )
         divergence = parse(entry, at, name, str(path), first_format=keyed_by_id)
         divergence.excepted = tuple(excepted)
+        twice = [p for p in patterns if p in out]
+        if twice:  # one would hide the other: a mode's own fact names its column ("[tensorflow-compiled-")
+            raise loader.SpecError(f"{at}: field 'tests': {twice[0]!r} is also entry {out[twice[0]].fact!r}'s")
         out.update(dict.fromkeys(patterns, divergence))
     return out
 
