@@ -19,12 +19,11 @@ FOLDER = SPEC_DIR / "divergences"  # <adapter>.yaml for each built-in adapter
 BY_ADAPTER = " (declared by the adapter)"  # after the reason of an adapter's own KNOWN_DIVERGENCES entry
 
 
-KINDS = {  # what each kind of declared divergence asks of the tests it covers, and how they read in the summary
-    "precision": "judged by the tolerance model at the precision it names (computed_in, sums_in_dtype, within): "
-    "passes within it, fails beyond",
-    "raises": "the call must raise the exception it names, its message matching `match`: numbers returned fail",
-    "convention": "the other side of a split the spec names: excused, counted with the unbounded",
-    "bug": "an upstream defect whose numbers have no bound: a strict expected failure, with its link or reproducer",
+KINDS = {  # what each kind of declared divergence states; what it asks of its tests is run/verify.py's `judged`
+    "precision": "computed at another dtype's accuracy inside",
+    "raises": "the framework refuses the call",
+    "convention": "the other side of a split the spec names",
+    "bug": "an upstream defect, with its link",
 }
 _FIELDS = {
     "precision": {"computed_in", "sums_in_dtype", "within"},
@@ -91,7 +90,8 @@ def parse(entry, at, fact, source, first_format=False, suffix=""):
     bounding = _FIELDS["precision"] & set(entry)
     kind = entry.get("kind", ("precision" if bounding else "bug") if first_format else None)
     if kind not in KINDS:
-        raise loader.SpecError(f"{at}: field 'kind': one of {', '.join(KINDS)} ({_KIND_HELP})")
+        said = "; ".join(f"{kind}: {meaning}" for kind, meaning in KINDS.items())
+        raise loader.SpecError(f"{at}: field 'kind': one of {', '.join(KINDS)} ({said})")
     unknown = set(entry) - _COMMON - _FIELDS[kind]
     if unknown:
         allowed = ", ".join(sorted(_COMMON | _FIELDS[kind]))
@@ -112,10 +112,6 @@ def parse(entry, at, fact, source, first_format=False, suffix=""):
     elif kind == "raises":
         _raises(divergence, entry, at)
     return divergence
-
-
-_KIND_HELP = "precision: computed at another dtype's accuracy; raises: the call refuses; convention: the other side "
-_KIND_HELP += "of a split the spec names; bug: an upstream defect, with its link"
 
 
 def _precision(divergence, entry, at):

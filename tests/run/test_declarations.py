@@ -20,12 +20,7 @@ GOLDENS = golden.Goldens()
 CASE = SPEC.cases["causal_cat_sat_mat"]  # causal attention on the document's six tokens, judged by the oracle
 
 
-@pytest.fixture(autouse=True)
-def fresh(tmp_path, monkeypatch):
-    monkeypatch.setenv("ATTENTION_CONFORMANCE_CACHE", str(tmp_path / "cache"))
-    calls.forget()
-    yield
-    calls.forget()
+pytestmark = pytest.mark.usefixtures("fresh_oracle")
 
 
 def _adapter(change=lambda out: out, inside="float32"):

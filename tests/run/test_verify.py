@@ -10,19 +10,14 @@ import pytest
 from attention_conformance.adapters import reference
 from attention_conformance.cases import golden, loader
 from attention_conformance.margin import Nonconformance
-from attention_conformance.run import calls, verify
+from attention_conformance.run import verify
 
 SPEC = loader.load()
 GOLDENS = golden.Goldens()
 THERMOSTAT = SPEC.cases["thermostat"]  # softmax of five scores: printed, golden and row-sum expectations
 
 
-@pytest.fixture(autouse=True)
-def fresh(tmp_path, monkeypatch):
-    monkeypatch.setenv("ATTENTION_CONFORMANCE_CACHE", str(tmp_path / "cache"))
-    calls.forget()
-    yield
-    calls.forget()
+pytestmark = pytest.mark.usefixtures("fresh_oracle")
 
 
 def _softmax_adapter(change=lambda w: w, dtype="float64"):

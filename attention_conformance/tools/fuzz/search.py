@@ -190,7 +190,6 @@ class Fuzzer:
                 self._excuse(op, reason)
             else:
                 judged.append(o)
-        bounded = {o: self.covered(op, inputs, o) for o in judged}  # a precision or a raise: still judged
         if not judged:
             return None
         kwargs = self.arrays(inputs)
@@ -210,10 +209,9 @@ class Fuzzer:
                 result = getattr(self.adapter, op)(**kwargs)
         except Exception as exc:  # noqa: BLE001 - an adapter that raises on valid inputs is a finding
             text = (str(exc).strip().splitlines() or [""])[0][:300]
-            if all(
-                bounded[o] is not None and bounded[o].kind == "raises" and bounded[o].matches_raise(exc) for o in judged
-            ):
-                self._excuse(op, f"raised as declared: {bounded[judged[0]]}", len(judged))
+            declared = [self.covered(op, inputs, o) for o in judged]  # asked only of a call that raised
+            if all(d is not None and d.kind == "raises" and d.matches_raise(exc) for d in declared):
+                self._excuse(op, f"raised as declared: {declared[0]}", len(judged))
                 return None
             return Finding(
                 op,
