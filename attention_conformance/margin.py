@@ -17,18 +17,22 @@ class Nonconformance(AssertionError):
         self.worst = worst
 
 
-def compare(got, expected, allowed):
-    """(margin, worst index, error, allowed): margin is worst |error| / allowed, > 1 fails."""
+def compare(got, expected, allowed, nan_expected=False):
+    """(margin, worst index, error, allowed): margin is worst |error| / allowed, > 1 fails. `nan_expected`: a NaN the
+    expected values hold is the answer (the textbook's 0/0, declared as its side of a split: sides.py), met by NaN."""
     got = np.asarray(got, dtype=np.float64)
     expected = np.asarray(expected, dtype=np.float64)
     with np.errstate(invalid="ignore"):  # the same infinity on both sides is no error: inf - inf is NaN
         err = np.where(got == expected, 0.0, np.abs(got - expected))
+    if nan_expected:
+        err = np.where(np.isnan(expected), np.where(np.isnan(got), 0.0, np.inf), err)
     if err.size == 0:
         return 0.0, (0,) * err.ndim, 0.0, 0.0
     allowed = np.broadcast_to(np.asarray(allowed, dtype=np.float64), err.shape)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(err == 0, 0.0, err / allowed)
-    ratio = np.where(np.isnan(got), np.inf, ratio)  # NaN never conforms
+    nan_answer = np.isnan(expected) if nan_expected else False
+    ratio = np.where(np.isnan(got) != nan_answer, np.inf, ratio)  # NaN never conforms, but where it is the answer
     worst = np.unravel_index(np.argmax(ratio), ratio.shape) if ratio.ndim else ()
     return float(ratio[worst]), worst, float(err[worst]), float(allowed[worst])
 
@@ -46,7 +50,8 @@ def allowed_error(spec, tol, dtype, expected, plain=None):
     if dtype in LOW_PRECISION and tol.name != "exact":
         k, n_ulps = spec.tolerances["low_precision"].bounds(dtype)
         unit = np.spacing(np.abs(expected).astype(np_dtype(dtype))).astype(np.float64)
-        baseline = np.abs(np.asarray(plain, dtype=np.float64) - expected).max(initial=0.0)
+        with np.errstate(invalid="ignore"):  # NaN in both where the side computed is the textbook's 0/0: no error
+            baseline = np.nan_to_num(np.abs(np.asarray(plain, dtype=np.float64) - expected)).max(initial=0.0)
         return k * baseline + n_ulps * unit
     atol, rtol = tol.bounds(dtype)
     return atol + rtol * np.abs(expected)

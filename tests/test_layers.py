@@ -23,6 +23,7 @@ ORACLE_ONLY = {
     "attention_conformance.deterministic",
     "attention_conformance.bounds",
     "attention_conformance.remembered",
+    "attention_conformance.sides",
 }
 ADAPTER_MOST_LINES = 450
 

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from attention_conformance import bounds
+from attention_conformance import bounds, sides
 from attention_conformance.remembered import remembered
 
 from .documents import blend, project, scale, softmax, transposed_matmul
@@ -11,6 +11,26 @@ from .shared import _bounded, _f64, _remembering, _zeros, exp, fsum, mm
 
 def _masked_softmax(scaled, hidden, keys=None):
     """`keys`: the row's length where `scaled` holds only its first keys, the rest hidden."""
+    return _on_side(_softmax_of_visible(scaled, hidden, keys), hidden)
+
+
+def _on_side(weights, hidden):
+    """A row with every key hidden as the side taken computes it (sides.py): the spec's zeros, the textbook's 0/0, or
+    one weight for every key where a finite fill left every score equal (the fill's 1, summed and divided: rounded)."""
+    choice = sides.of("fully_masked_rows")
+    if choice == "zeros":
+        return weights
+    empty = np.broadcast_to(hidden, weights.shape).all(axis=-1, keepdims=True)
+    n = weights.shape[-1]
+    fill = np.nan if choice == "nan" else 1.0 / n
+    if not _bounded(weights):
+        return np.where(empty, fill, weights)
+    store, accumulate, _ = bounds.units()
+    err = 0.0 if choice == "nan" else fill * (2 * store + n * accumulate)
+    return bounds.Bounded(np.where(empty, fill, weights.value), np.where(empty, err, weights.err))
+
+
+def _softmax_of_visible(scaled, hidden, keys=None):
     if _bounded(scaled):
         return bounds.softmax(scaled, hidden, keys)
     filled = np.where(hidden, -np.inf, scaled)  # the -inf before softmax trick
@@ -38,9 +58,10 @@ def _masked_head(q, k, v, hidden):
     for start in range(0, T, _ROWS):
         rows = slice(start, start + _ROWS)
         seen = np.flatnonzero(~hidden[..., rows, :].all(axis=tuple(range(hidden.ndim - 1))))
-        if seen.size == 0:
+        whole = sides.of("fully_masked_rows") != "zeros"  # a row with no key seen has a weight for every key there
+        if seen.size == 0 and not whole:
             continue  # every key hidden from these queries: zero weights, zero context
-        last = seen[-1] + 1
+        last = S if whole else seen[-1] + 1
         scaled = scale(transposed_matmul(q[..., rows, :], k[..., :last, :]), q.shape[-1])
         weights[..., rows, :last] = _masked_softmax(scaled, hidden[..., rows, :last], S)
         context[..., rows, :] = blend(weights[..., rows, :], v)
@@ -86,11 +107,24 @@ def window_attention(x, w_query, w_key, w_value, window, start):
 
 
 def window_flag(x, w_query, w_key, w_value, window, start):  # what a sliding-window switch must compute on the block
+    if sides.of("sliding_window") == "top_left":
+        return _top_left(x, w_query, w_key, w_value, start, window)
     return window_attention(x, w_query, w_key, w_value, window, start)["context"]
 
 
 def causal_flag(x, w_query, w_key, w_value, start):  # what a causal flag must compute on the block: decoding's
+    if sides.of("causal_alignment") == "top_left":
+        return _top_left(x, w_query, w_key, w_value, start)
     return decode_attention(x, w_query, w_key, w_value, start)["context"]
+
+
+def _top_left(x, w_query, w_key, w_value, start, window=None):
+    """A flag aligned top left (sides.py): query i of the block over all T keys sees them as query i of the whole
+    sequence would, keys 0..i (the first T - start rows of the whole sequence's mask)."""
+    T = np.shape(x)[-2]
+    keys, values = project(x, w_key), project(x, w_value)
+    scores = transposed_matmul(project(np.asarray(x)[..., start:, :], w_query), keys)
+    return blend(_masked_softmax(scale(scores, keys.shape[-1]), _future(T, window)[: T - start]), values)
 
 
 def cache_flag(x, w_query, w_key, w_value, start):

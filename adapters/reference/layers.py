@@ -2,9 +2,9 @@
 
 import numpy as np
 
-from attention_conformance import ports
+from attention_conformance import ports, sides
 
-from .documents import attention, initial_weights, project
+from .documents import attention, blend, initial_weights, project, softmax, transposed_matmul
 from .heads import _future, _masked_head, grouped_attention
 from .shared import _f64, _zeros, fsum, mm
 
@@ -68,5 +68,9 @@ def grouped_attention_layer(x, w_query, w_key, w_value, num_heads, num_kv_heads,
 
 
 def attention_layer(x, w_query, w_key, w_value):
-    """A library's attention layer fed the projections: it should compute scaled attention."""
+    """A library's attention layer fed the projections: it should compute scaled attention (the other side of
+    sides.attention_layer_scale, keras.layers.Attention's default, leaves the scores unscaled)."""
+    if sides.of("attention_layer_scale") == "unscaled":
+        values = project(x, w_value)
+        return blend(softmax(transposed_matmul(project(x, w_query), project(x, w_key))), values)
     return attention(x, w_query, w_key, w_value)["context"]

@@ -6,7 +6,7 @@ import contextvars
 
 import numpy as np
 
-from attention_conformance import bounds, deterministic
+from attention_conformance import bounds, deterministic, sides
 from attention_conformance.remembered import product
 
 _round_to = contextvars.ContextVar("round_to", default=None)
@@ -23,8 +23,9 @@ def rounding_to(dtype):
 
 
 def _remembering():
-    """What an answer depends on beside its arguments: the rounding of every step and, for a bound, its units."""
-    return _round_to.get(), bounds.units()
+    """What an answer depends on beside its arguments: the rounding of every step, for a bound its units, and the
+    side of the spec's splits it is computed on."""
+    return _round_to.get(), bounds.units(), sides.taken()
 
 
 def _f64(*arrays):

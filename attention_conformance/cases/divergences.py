@@ -9,7 +9,7 @@ import functools
 import re
 from pathlib import Path
 
-from attention_conformance import modes
+from attention_conformance import modes, sides
 from attention_conformance.cases import loader, yaml_values
 from attention_conformance.contract import ids
 from attention_conformance.dtypes import DTYPES
@@ -28,7 +28,7 @@ KINDS = {  # what each kind of declared divergence states; what it asks of its t
 _FIELDS = {
     "precision": {"computed_in", "sums_in_dtype", "within"},
     "raises": {"raises", "match"},
-    "convention": set(),
+    "convention": {"side", "expect"},
     "bug": set(),
 }
 _COMMON = {"kind", "reason", "link", "modes", "tests", "except"}
@@ -111,6 +111,8 @@ def parse(entry, at, fact, source, first_format=False, suffix=""):
         _precision(divergence, entry, at)
     elif kind == "raises":
         _raises(divergence, entry, at)
+    elif kind == "convention":
+        _convention(divergence, entry, at)
     return divergence
 
 
@@ -145,6 +147,29 @@ def _raises(divergence, entry, at):
     divergence.raises, divergence.match = raised, match
 
 
+# What a convention's own expectations may state: facts about the output as a whole (a layer's defaults, an
+# initialiser's range), never a comparison with the oracle, whose other side is named by `side` instead.
+STATEMENTS = ("equals", "in_range", "min_below", "mean", "zero_fraction", "note")
+
+
+def _convention(divergence, entry, at):
+    side, expect = entry.get("side"), entry.get("expect")
+    if side is not None and sides.problem(side):
+        raise loader.SpecError(f"{at}: field 'side': {sides.problem(side)}")
+    if expect is not None:
+        if not isinstance(expect, dict) or not expect:
+            raise loader.SpecError(f"{at}: field 'expect': a mapping of an output to what it holds on this side")
+        for output, raw in expect.items():
+            unknown = set(raw) - set(STATEMENTS) if isinstance(raw, dict) else None
+            if unknown:
+                raise loader.SpecError(
+                    f"{at}: field 'expect.{output}.{sorted(unknown)[0]}': a convention states {', '.join(STATEMENTS)} "
+                    "(a computed side is `side`)"
+                )
+        expect = {output: loader.expectation(at, output, raw) for output, raw in expect.items()}
+    divergence.side, divergence.expect = side, expect
+
+
 class Divergence(str):
     """A declared divergence: its reason (the text), its `kind` (KINDS; `stated` False where the entry gave none and a
     bug is assumed), the `fact` it states (an entry's name) and the `source` that declares it. A precision's
@@ -156,13 +181,28 @@ class Divergence(str):
         divergence.kind, divergence.fact, divergence.source = kind, fact, source
         divergence.modes, divergence.excepted, divergence.stated = None, (), True
         divergence.computed_in, divergence.sums_in_dtype, divergence.within = None, False, None
-        divergence.raises = divergence.match = None
+        divergence.raises = divergence.match = divergence.side = divergence.expect = None
+        divergence.precision = None  # a convention's: the precision covering its test too (beside)
         return divergence
+
+    def beside(self, precision):
+        """This convention with the precision that also covers a test: its side judged at that accuracy."""
+        both = Divergence(self, self.kind, self.fact, self.source)
+        both.__dict__.update(self.__dict__)
+        both.precision = precision
+        return both
 
     @property
     def bounded(self):
-        """Whether its tests are still judged (a precision, a raise): otherwise it excuses any result."""
-        return self.kind in ("precision", "raises")
+        """Whether its tests are still judged (a precision, a raise, a convention with its side or expectations):
+        otherwise it excuses any result."""
+        return self.kind in ("precision", "raises") or bool(self.kind == "convention" and (self.side or self.expect))
+
+    @property
+    def side_text(self):
+        """A convention's side as a message says it: 'fully_masked_rows=nan', or its outputs' own expectations."""
+        stated = [f"{output} as its entry states" for output in self.expect or {}]
+        return "; ".join(filter(None, [sides.label(self.side), *stated]))
 
     @property
     def unbounded(self):

@@ -145,6 +145,12 @@ def _expectation(at, output, raw, ctx):
     return Expectation(output, tuple(given), **given)
 
 
+def expectation(at, output, raw):
+    """An expectation stated outside a case (a convention's own, cases/divergences.py), of any op's output."""
+    outputs = {name for _, names in OPS.values() for name in names}
+    return _expectation(at, output, raw, types.SimpleNamespace(outputs=sorted(outputs), documents={}, tolerances={}))
+
+
 def _generated(at, name, value):
     kind = next((k for k in GENERATED if k in value), None)
     shape = value.get("shape")

@@ -21,6 +21,7 @@ RANK = {
     "diverged": 3,
     "other convention": 3,
     "raised as declared": 2.5,
+    "on its side": 2.25,
     "passed": 2,
     "not applicable": 1,
 }
@@ -39,6 +40,8 @@ def standing(result, convention=False):
         )
     if outcome == "passed" and kind == "raises":
         return "raised as declared"
+    if outcome == "passed" and kind == "convention":
+        return "on its side"
     return outcome
 
 
@@ -104,8 +107,10 @@ MEANING = {
     "known bug": "a declared upstream defect, excused whatever the numbers (spec/divergences/<adapter>.yaml or the "
     "adapter's KNOWN_DIVERGENCES, with its link)",
     "diverged": "known divergence of an older report, excused whatever the numbers",
-    "other convention": "the other side of a split the spec names (the fully masked row, a causal flag over fewer "
-    "queries than keys, a layer's defaults), declared and excused",
+    "other convention": "the other side of a split the spec names, declared without saying which (no `side`), "
+    "excused whatever the numbers",
+    "on its side": "the other side of a split the spec names (the fully masked row's NaN, a causal flag aligned top "
+    "left, a layer's defaults), declared with its side and judged against the oracle computed on it",
     "raised as declared": "the call raised the exception its declaration names, as it should",
     "not applicable": "the adapter says why it cannot run it",
     "not run in this dtype": "the case has no check in this dtype",
@@ -123,6 +128,7 @@ SHORT = {
     "diverged": "div",
     "raised as declared": "raise",
     "other convention": "conv",
+    "on its side": "side",
     "not applicable": "n/a",
     "missing": "MISSING",
     "not run in this dtype": "-",
@@ -176,6 +182,7 @@ WORST_FIRST = [
     "diverged",
     "other convention",
     "raised as declared",
+    "on its side",
     "passed",
     "not applicable",
     "not run in this dtype",
@@ -185,7 +192,8 @@ COMPACT_LEGEND = (
     + ", ".join("ok M" if s == "passed" else SHORT[s] + " n" * (s not in UNCOUNTED) for s in WORST_FIRST)
     + " that any of them has (n: how many of the family's cases have it; M: the worst |error| / tolerance of its "
     "passed cells, 1 would use the whole budget, @ where some were judged at the precision their framework declares; "
-    "bug: a known upstream defect; conv: another convention; raise: raised as declared; n/a: not applicable; "
+    "bug: a known upstream defect; conv: another convention, excused; side: another convention, judged on its side; "
+    "raise: raised as declared; n/a: not applicable; "
     "-: no check in any dtype)."
 )
 
@@ -260,6 +268,7 @@ COLOURS = {
     "raised as declared": (0.75, 0.75, 0.55),
     "diverged": (0.55, 0.35, 0.75),
     "other convention": (0.55, 0.7, 0.95),
+    "on its side": (0.45, 0.78, 0.75),
     "not applicable": (0.72, 0.72, 0.72),
     "missing": (0.3, 0.3, 0.32),
     "not run in this dtype": (0.94, 0.94, 0.94),
@@ -293,8 +302,8 @@ def heatmap(matrix, path):
     # unreadable at this size; matrix.md and matrix.json hold the margins.
     ax.set_title(
         "Conformance margins of the passed cells: |error| / tolerance (green 0, pale yellow-green 1);\nred failure, "
-        "orange stale divergence, purple known divergence (dark: a known bug), light blue other convention,\nkhaki "
-        "raised as declared, grey n/a, dark grey missing, light grey no check in this dtype",
+        "orange stale divergence, purple known divergence (dark: a known bug), light blue other convention,\n"
+        "teal on its side, khaki raised as declared, grey n/a, dark grey missing, light grey no check in this dtype",
         fontsize=8,
     )
     # Cropped to what was drawn rather than laid out first: tight_layout costs a second pass over the

@@ -35,6 +35,7 @@ OUTCOMES = [
     "known bug",
     "other convention",
     "raised as declared",
+    "on its side",
 ]
 
 

@@ -66,6 +66,7 @@ def row(name, report, convention_cases=(), missing=None):
         notes = (
             [f"{at_precision} at a declared precision"] * bool(at_precision)
             + [f"{standing['raised as declared']} raised as declared"] * bool(standing["raised as declared"])
+            + [f"{standing['on its side']} on a declared side"] * bool(standing["on its side"])
             + [f"{standing['other convention']} by another convention"] * bool(standing["other convention"])
             + [f"{bugs} known bugs"] * bool(bugs)
             + [f"{count['not applicable']} not applicable"] * bool(count["not applicable"])
@@ -102,7 +103,8 @@ def _excused(found, convention_cases):
     return (
         f"excused without a bound: {unbounded} tests ({standing['other convention']} by another convention, {bugs} "
         f"known bugs, {boundless} at a declared precision with no bound there); judged by their declarations: "
-        f"{judged - boundless} at a declared precision, {standing['raised as declared']} raised as declared"
+        f"{judged - boundless} at a declared precision, {standing['raised as declared']} raised as declared, "
+        f"{standing['on its side']} on a declared side"
     )
 
 

@@ -10,8 +10,10 @@ class Contradiction(ValueError):
 
 
 def one_for(test_id, declared):
-    """The Divergence a test takes, or None; Contradiction where two facts cover it."""
+    """The Divergence a test takes, or None; Contradiction where two facts cover it. A convention judged on its side
+    takes a precision covering the test too: its side is computed at that accuracy (JAX's float64 fused attention)."""
     found = divergences.covering(test_id, declared)
+    precisions = [d for d in found if d.kind == "precision"]
     found = [d for d in found if d.kind != "precision"] or found  # another kind says what the test is
     if len(found) > 1:
         raise Contradiction(
@@ -19,6 +21,8 @@ def one_for(test_id, declared):
             f"{found[1].fact!r} ({found[1].source}): they say two things of its numbers; leave it to one (an "
             "except: in the other)"
         )
+    if found and found[0].kind == "convention" and found[0].bounded and precisions:
+        return found[0].beside(precisions[0])
     return found[0] if found else None
 
 
@@ -36,6 +40,7 @@ def stale(declared, columns, expected, results):
     needed = {}
     for result in (r for found in results.values() for r in found.values()):
         said = result.get("declared") or {}
+        said = said.get("precision") or said  # a convention's side judged at a precision covering it too
         if said.get("kind") == "precision":
             key = (said["fact"], said["source"])
             needed[key] = needed.get(key, False) or said.get("needed", True) or result["outcome"] != "passed"

@@ -5,7 +5,7 @@ import functools
 
 import numpy as np
 
-from attention_conformance import remembered
+from attention_conformance import remembered, sides
 from attention_conformance.cases import plan
 from attention_conformance.cases.fields import FIELDS
 from attention_conformance.dtypes import LOW_PRECISION, np_dtype
@@ -16,14 +16,20 @@ from attention_conformance.run import calls, tolerance_model
 class Subject:
     """The output under test, as each field's verifier sees it, and how to fail it."""
 
-    def __init__(self, spec, adapter_name, adapter, case, output, dtype, goldens, precision=None):
+    def __init__(self, spec, adapter_name, adapter, case, output, dtype, goldens, precision=None, convention=None):
         self.spec, self.case, self.dtype, self.goldens = spec, case, dtype, goldens
         # A declared precision (divergences.Divergence): judged at the accuracy it names, not the dtype's own.
         self.judged_at = precision.judged_at(dtype) if precision else dtype
         self.sums_in_dtype = bool(precision and precision.sums_in_dtype)
         self.within = (precision and precision.within) or 1.0
         self.declared = f", at {precision.said(dtype)} as {precision.fact!r} declares" if precision else ""
-        self.exp = case.expect[output]
+        # A declared convention: the oracle computes the side it names, or the entry states what its outputs hold.
+        self.side = convention.side if convention else None
+        self.on_side = (
+            f"; judged on the side {convention.side_text} that {convention.fact!r} declares" if convention else ""
+        )
+        self.exp = (convention and convention.expect or {}).get(output) or case.expect[output]
+        self.nan_expected = (self.side or {}).get("fully_masked_rows") == "nan"
         self.label = f"{adapter_name} {dtype}, case {case.id!r}, output {output!r} of {case.op}()"
         self.results = calls.outputs(adapter_name, adapter, case, dtype, goldens)
         self.got = as_numbers(self.label, self.results[output])
@@ -36,6 +42,8 @@ class Subject:
     def fail(self, message, worst=None):
         __tracebackhide__ = True
         convention = self.case.convention  # where the math has no single answer, the spec chose one: say which
+        if self.on_side:  # not the spec's convention: the side the declaration names
+            raise Nonconformance(f"{self.label}: {message}{self.on_side}", worst)
         raise Nonconformance(
             f"{self.label}: {message}"
             + (
@@ -80,7 +88,7 @@ class Subject:
         got, allowed, tol_text = self.got, np.asarray(allowed) * self.within, tol_text + self.declared
         if np.shape(got) != np.shape(expected):
             self.fail(f"shape {list(np.shape(got))} but should be {list(np.shape(expected))} ({origin})")
-        m, index, err, limit = compare(got, expected, allowed)
+        m, index, err, limit = compare(got, expected, allowed, nan_expected=self.nan_expected)
         if np.size(got) == 0:  # nothing to compare, nothing to name
             return m, max_ulps(got, expected, self.judged_at)
         g, e = np.asarray(got)[index], np.asarray(expected, dtype=np.float64)[index]
@@ -96,7 +104,7 @@ class Subject:
         return m, max_ulps(got, expected, self.judged_at)
 
 
-def verify(spec, adapter_name, adapter, case, output, dtype, goldens, precision=None):
+def verify(spec, adapter_name, adapter, case, output, dtype, goldens, precision=None, convention=None):
     """Verify one output of one case; return (margin, worst ULP, worst): margin 0 = exact, 1 = whole budget;
     worst = the element that set the margin ({"element", "got", "expected", "error", "allowed", "tolerance",
     "from"}), or None where a comparison that names no element set it (the kept values of a dropout).
@@ -108,7 +116,7 @@ def verify(spec, adapter_name, adapter, case, output, dtype, goldens, precision=
     """
     __tracebackhide__ = True
     with np.errstate(all="ignore"):  # overflow or 0/0 in a wrong output is the adapter's failure, reported as such
-        c = Subject(spec, adapter_name, adapter, case, output, dtype, goldens, precision)
+        c = Subject(spec, adapter_name, adapter, case, output, dtype, goldens, precision, convention)
         given = [FIELDS[name] for name in c.exp.given]
         named = set(c.exp.given)
         if c.exp.row is not None:
@@ -120,7 +128,7 @@ def verify(spec, adapter_name, adapter, case, output, dtype, goldens, precision=
         c.got = _select(c.got, c.exp.row)
         if c.got.size == 0 and any(field.elements for field in given):
             c.fail(f"shape {list(c.got.shape)} has no elements")
-        if asks_oracle(case, output, c.judged_at):
+        if asks_oracle(case, output, c.judged_at, c.exp):
             _reference_outputs(c)
         margin = worst_ulp = 0.0
         worst, largest = None, -1.0
@@ -144,12 +152,25 @@ def judged(spec, adapter_name, adapter, case, output, dtype, goldens, divergence
     (margin, worst ULP, worst, what the declaration checked: a dict for the report, or None). A precision is judged at
     its own dtype first, then, if that fails, at the accuracy it declares (the report says which it needed); a raise
     passes when the call raises the declared exception (its class or a base of that name, its message matching) and
-    fails otherwise, StaleDeclaration when numbers come back. A convention or a bug is the caller's strict expected
-    failure: verified as it is."""
+    fails otherwise, StaleDeclaration when numbers come back. A convention with its side (or its own expectations) is
+    judged on that side, and stale where the spec's own holds. A bug, or a convention that states no side, is the
+    caller's strict expected failure: verified as it is."""
     __tracebackhide__ = True
     args = (spec, adapter_name, adapter, case, output, dtype, goldens)
     if divergence is None or divergence.unbounded:
         return (*verify(*args), None)
+    if divergence.kind == "convention":
+        try:
+            verify(*args)
+        except calls.AdapterRaised:
+            raise
+        except Nonconformance:
+            return _on_side(args, divergence)
+        raise StaleDeclaration(
+            f"{adapter_name} {dtype}, case {case.id!r}: output {output!r} of {case.op}() follows the spec's convention "
+            f"where {divergence.fact!r} ({divergence.source}) declares {divergence.side_text}: remove the test from "
+            "the entry, or narrow its pattern"
+        )
     if divergence.kind == "raises":
         try:
             verify(*args)
@@ -181,9 +202,27 @@ def judged(spec, adapter_name, adapter, case, output, dtype, goldens, divergence
         return (*found, divergence.check({"judged_at": divergence.said(dtype), "needed": True, "bounded": bounded}))
 
 
-def asks_oracle(case, output, dtype):
-    """Whether verifying this output asks the oracle: a reference expectation, or any tolerance in half precision."""
-    exp = case.expect[output]
+def _on_side(args, convention):
+    """A convention judged on its side; where a precision covers the test too and the side fails at the dtype's own
+    accuracy, at the precision's (the report keeps both)."""
+    checked = {"side": convention.side_text}
+    precision = convention.precision
+    try:
+        return (*verify(*args, convention=convention), convention.check(checked))
+    except calls.AdapterRaised:
+        raise
+    except Nonconformance:
+        if precision is None:
+            raise
+    found = verify(*args, precision=precision, convention=convention)
+    said = precision.check({"judged_at": precision.said(args[5]), "needed": True, "bounded": True})
+    return (*found, convention.check(checked | {"precision": said}))
+
+
+def asks_oracle(case, output, dtype, exp=None):
+    """Whether verifying this output asks the oracle: a reference expectation, or any tolerance in half precision
+    (`exp`: the expectation judged, where a convention's entry states its own)."""
+    exp = exp or case.expect[output]
     return bool(exp.reference) or (dtype in LOW_PRECISION and bool(exp.tolerance))
 
 
@@ -195,9 +234,12 @@ def _reference_outputs(c):
     from attention_conformance.adapters import reference
 
     output, row = c.exp.output, c.exp.row
+    on = f" on {sides.label(c.side)}" if c.side else ""  # the answers of a side declared are keyed apart
     # The bound right after the exact answer, the products it computed remembered: the bound's values are them.
-    with remembered.remembering_products():
-        exact = calls.outputs("reference", reference, c.case, "float64", c.goldens, input_dtype=c.dtype, oracle=True)
+    with remembered.remembering_products(), sides.taking(c.side):
+        exact = calls.outputs(
+            "reference", reference, c.case, "float64", c.goldens, input_dtype=c.dtype, rounding=on or None, oracle=True
+        )
         c.reference_out = _select(exact[output], row)
         derived = calls.outputs(
             "reference",
@@ -206,13 +248,20 @@ def _reference_outputs(c):
             "float64",
             c.goldens,
             input_dtype=c.dtype,
-            rounding=f"bound {c.judged_at}" + " summing in it" * c.sums_in_dtype,
+            rounding=f"bound {c.judged_at}" + " summing in it" * c.sums_in_dtype + on,
             oracle=True,
         )[output]
     plain_dtype = tolerance_model.plain_dtype(c.judged_at)
-    with reference.rounding_to(np_dtype(plain_dtype)):
+    with reference.rounding_to(np_dtype(plain_dtype)), sides.taking(c.side):
         plain = calls.outputs(
-            "reference", reference, c.case, "float64", c.goldens, input_dtype=c.dtype, rounding=plain_dtype, oracle=True
+            "reference",
+            reference,
+            c.case,
+            "float64",
+            c.goldens,
+            input_dtype=c.dtype,
+            rounding=plain_dtype + on,
+            oracle=True,
         )[output]
     c.plain_out = _select(np.asarray(plain).astype(np_dtype(plain_dtype)), row)  # the result is stored in it too
     if derived is not None and np.asarray(derived).dtype != object:

@@ -61,6 +61,13 @@ def test_a_divergence_on_a_case_that_states_a_convention_is_another_convention()
     assert cells["masked"]["torch float32"]["status"] == "diverged"
 
 
+def test_a_convention_judged_on_its_side_reads_side_and_one_without_a_side_conv():
+    judged = {"kind": "convention", "fact": "nan_row", "side": "fully_masked_rows=nan"}
+    assert matrix.standing({**_result("passed", 0.1), "declared": judged}) == "on its side"
+    assert matrix.standing({**_result("diverged"), "declared": {"kind": "convention"}}) == "other convention"
+    assert matrix.SHORT["on its side"] == "side" and matrix.RANK["on its side"] < matrix.RANK["other convention"]
+
+
 def test_an_adapter_without_a_report_is_a_missing_column_in_every_row():
     built = _built(names=["torch", "jax"])
     assert built["columns"] == ["torch float32", "torch float16", "jax"], "a reported adapter is not missing"

@@ -12,6 +12,7 @@ import pytest
 from attention_conformance import plugin
 from attention_conformance.cases import divergences, loader
 from attention_conformance.contract import ops, registry
+from attention_conformance.run import declarations
 from attention_conformance.run.verify import verify_all
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -148,7 +149,8 @@ def test_wrong_adapter_is_caught(mutant, goldens, record_mutant, known_divergenc
     spec = dataclasses.replace(spec, cases={k: c for k, c in spec.cases.items() if c.op in replaced})
 
     def run(column, module, known):
-        # A convention or a bug declared for the base adapter leaves the test out; a precision or a raise judges it.
+        # A bug (or a convention with no side) declared for the base adapter leaves the test out; a precision, a raise
+        # or a convention's side judges it, as in a run.
         prefix = column.replace(name, base, 1)
         return verify_all(
             spec,
@@ -156,7 +158,7 @@ def test_wrong_adapter_is_caught(mutant, goldens, record_mutant, known_divergenc
             module,
             goldens,
             dtypes,
-            lambda t: divergences.reason_for(t.replace(f"[{column}-", f"[{prefix}-"), known),
+            lambda t: declarations.one_for(t.replace(f"[{column}-", f"[{prefix}-"), known),
         )
 
     results = run(column, module, known)
