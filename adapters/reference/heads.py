@@ -123,7 +123,7 @@ def _top_left(x, w_query, w_key, w_value, start, window=None):
     sequence would, keys 0..i (the first T - start rows of the whole sequence's mask)."""
     T = np.shape(x)[-2]
     keys, values = project(x, w_key), project(x, w_value)
-    scores = transposed_matmul(project(np.asarray(x)[..., start:, :], w_query), keys)
+    scores = transposed_matmul(project(x[..., start:, :], w_query), keys)
     return blend(_masked_softmax(scale(scores, keys.shape[-1]), _future(T, window)[: T - start]), values)
 
 

@@ -293,14 +293,14 @@ class Verdict:
         )
 
 
-def judge(name, dtype, got, exact, plain, derived, k):
+def judge(name, dtype, got, exact, plain, derived, k, nan_expected=False):
     """The Verdict of `got` (an output in `dtype`) against the exact and plain computations and the
-    derived bound."""
+    derived bound; `nan_expected`: a NaN of the exact answer is the answer (a declared side, sides.py)."""
     got, exact, plain = (np.asarray(a, dtype=np.float64) for a in (got, exact, plain))
     derived = np.broadcast_to(np.asarray(derived, dtype=np.float64), exact.shape)
     with np.errstate(all="ignore"):
         limit = allowed(dtype, exact, plain, derived, k)
-        margin, index, error, limit_at = compare(got, exact, limit)
+        margin, index, error, limit_at = compare(got, exact, limit, nan_expected)
         index = tuple(int(i) for i in index)
         expected = float(exact[index]) if exact.ndim else float(exact)
         value = float(got[index]) if got.ndim else float(got)

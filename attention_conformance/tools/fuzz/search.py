@@ -10,6 +10,7 @@ import warnings
 
 import numpy as np
 
+from attention_conformance import sides
 from attention_conformance.cases import divergences, generated, loader, plan
 from attention_conformance.contract import ops
 from attention_conformance.dtypes import np_dtype
@@ -99,9 +100,15 @@ class Fuzzer:
         if reason:
             return f"not applicable: {reason}"
         covered = self.covered(op, inputs, output)
-        # A convention's side is judged by `run` (verify.judged); fuzz's oracle computes the spec's side alone.
-        excused = covered is not None and (covered.unbounded or covered.kind == "convention")
+        # A convention judged by its own expectations states facts of a spec case's outputs, never a drawn one's.
+        excused = covered is not None and (covered.unbounded or covered.kind == "convention" and not covered.side)
         return f"known divergence: {covered}" if excused else None
+
+    def side(self, op, inputs, output):
+        """The side of a split a convention covering this output declares (verify.judged's), or None: the oracle's
+        answers for it are computed there."""
+        covered = self.covered(op, inputs, output)
+        return covered.side if covered is not None and covered.kind == "convention" else None
 
     def covered(self, op, inputs, output):
         """The Divergence declared for this output of a generated case (generated.divergence), or None."""
@@ -115,9 +122,9 @@ class Fuzzer:
         with np.errstate(over="ignore"):  # a value beyond the dtype's range: evaluate() says so
             return {n: resolve_named(n, v, self.dtype, None) for n, v in inputs.items()}
 
-    def expected(self, op, kwargs):
+    def expected(self, op, kwargs, side=None):
         """(exact, plain, derived) outputs of the reference on the inputs as the adapter received them:
-        the exact answer, the plain computation's and the derived bound on a correct one's error."""
+        the exact answer, the plain computation's and the derived bound on a correct one's error, on `side`."""
         from attention_conformance.adapters import reference
 
         as64 = _float64(kwargs)
@@ -126,7 +133,7 @@ class Fuzzer:
         def outputs(result):
             return result if len(names) > 1 else {names[0]: result}
 
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"), sides.taking(side):
             exact = outputs(getattr(reference, op)(**as64))
             plain_dtype = np_dtype(tolerance_model.plain_dtype(self.dtype))
             with reference.rounding_to(plain_dtype):
@@ -135,7 +142,7 @@ class Fuzzer:
                 k: np.asarray(v).astype(plain_dtype).astype(np.float64) if np.asarray(v).dtype.kind == "f" else v
                 for k, v in plain.items()
             }
-        return exact, plain, self.derived(op, kwargs)
+            return exact, plain, self.derived(op, kwargs)
 
     def derived(self, op, kwargs, dtype=None, sums_in_dtype=False):
         """{output: the derived bound} in `dtype` (default the run's) on the inputs as the adapter received them."""
@@ -149,18 +156,21 @@ class Fuzzer:
             )
         return found if len(names) > 1 else {names[0]: found}
 
-    def at_declared(self, op, kwargs, output, value, want, declared):
-        """The Verdict of an output at the precision `declared` states (verify.judged's, for a generated case)."""
+    def at_declared(self, op, kwargs, output, value, want, declared, side=None):
+        """The Verdict of an output at the precision `declared` states (verify.judged's, for a generated case), on
+        the `side` a convention covering it declares."""
         from attention_conformance.adapters import reference
 
         dtype = declared.judged_at(self.dtype)
-        derived = self.derived(op, kwargs, dtype, declared.sums_in_dtype)[output]
         plain_dtype = np_dtype(tolerance_model.plain_dtype(dtype))
         names = ops.OPS[op][1]
-        with np.errstate(all="ignore"), reference.rounding_to(plain_dtype):
-            plain = getattr(reference, op)(**_float64(kwargs))
+        with sides.taking(side):
+            derived = self.derived(op, kwargs, dtype, declared.sums_in_dtype)[output]
+            with np.errstate(all="ignore"), reference.rounding_to(plain_dtype):
+                plain = getattr(reference, op)(**_float64(kwargs))
         plain = np.asarray(plain[output] if len(names) > 1 else plain).astype(plain_dtype).astype(np.float64)
-        return tolerance_model.judge(output, dtype, value, want, plain, derived, self.model[dtype])
+        nan = bool(side and side.get("fully_masked_rows") == "nan")
+        return tolerance_model.judge(output, dtype, value, want, plain, derived, self.model[dtype], nan)
 
     @property
     def calls(self):
@@ -224,12 +234,15 @@ class Fuzzer:
                 f"{type(exc).__name__}: {text}",
             )
         got = result if len(names) > 1 else {names[0]: result}
+        # The outputs a convention covers are judged on its side (one side per call: the draw's twins decide).
+        side = next((s for s in (self.side(op, inputs, o) for o in judged) if s), None)
         try:
-            exact, plain, derived = self.expected(op, kwargs)
+            exact, plain, derived = self.expected(op, kwargs, side)
         except tolerance_model.Overflow:  # the plain computation overflows: outside the model
             reason = f"a step beyond {self.dtype}'s range"
             self._excuse(op, reason, len(judged))
             return None
+        nan = bool(side and side.get("fully_masked_rows") == "nan")
         k = self.model[self.dtype]
         verdicts, messages = {}, {}
         for output in list(judged):
@@ -258,14 +271,14 @@ class Fuzzer:
             if value.shape != np.shape(want):
                 messages[output] = f"shape {list(value.shape)} but should be {list(np.shape(want))}"
                 continue
-            verdict = tolerance_model.judge(output, self.dtype, value, want, plain[output], derived[output], k)
+            verdict = tolerance_model.judge(output, self.dtype, value, want, plain[output], derived[output], k, nan)
             verdicts[output] = verdict
             self.by_op.setdefault(op, Share()).judged += 1
             declared = generated.precision(
                 self.report_name, self.divergences, generated.twins(self.spec, op, inputs), op, self.dtype, output
             )
             if declared and not verdict.within:
-                verdict = self.at_declared(op, kwargs, output, value, want, declared)
+                verdict = self.at_declared(op, kwargs, output, value, want, declared, side)
                 limit, said = declared.within or 1.0, declared.said(self.dtype)
                 if verdict.margin <= limit:
                     self.by_op[op].at_declared += 1
