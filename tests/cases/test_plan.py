@@ -22,6 +22,8 @@ def test_the_adapters_first_dtype_comes_first_then_the_spec_sweep():
     assert plan.dtypes_for(SPEC, _adapter()) == ["float32", "float64", "float16", "bfloat16"]
     assert plan.dtypes_for(SPEC, reference) == ["float64", "float16", "bfloat16"]
     assert plan.declared_dtypes(SPEC, _adapter(("float32", "bfloat16"))) == ["float32", "bfloat16"]
+    # A first dtype other than float32 still sweeps the float32 it declares: it was never planned.
+    assert plan.declared_dtypes(SPEC, _adapter(("float64", "float32"))) == ["float64", "float32"]
 
 
 def test_every_expectation_is_one_test_in_the_first_dtype_and_undeclared_dtypes_are_planned_not_applicable():
