@@ -48,7 +48,7 @@ def test_the_quick_start_adapter_fails_as_the_readme_says_and_either_fix_makes_i
     assert "The run passes 40 tests and fails the two" in README
     quoted = re.search(r"^(root cause: .*) \.\.\.$", README, re.M).group(1)
     assert done.stdout.splitlines()[-1].startswith(quoted), done.stdout.splitlines()[-1]
-    declared = re.search(r"`(KNOWN_DIVERGENCES = \{.*?\})`", README, re.S).group(1).replace("\n", " ")
+    declared = re.search(r"`(KNOWN_DIVERGENCES = \{.*?\}\})`", README, re.S).group(1).replace("\n", " ")
     zeros = re.search(r"`(weights = np\.nan_to_num\(weights\))` after the softmax", README).group(1)
     for fix in (f"\n{declared}\n", ""):
         where = tmp_path / ("declared" if fix else "zeros")
@@ -59,7 +59,7 @@ def test_the_quick_start_adapter_fails_as_the_readme_says_and_either_fix_makes_i
             at = text.index("\n", text.index("weights = softmax(np.where"))
             (where / "my_attention.py").write_text(text[:at] + f"\n    {zeros}" + text[at:])
         again = _run(["run", "--adapter", "my_attention", "-q"], where)
-        assert again.returncode == 0, again.stdout[-1500:]
+        assert again.returncode == 0 and "xfailed" not in again.stdout, again.stdout[-1500:]  # judged on its side
 
 
 def test_the_explain_example_prints_the_lines_the_readme_shows(tmp_path, capsys):

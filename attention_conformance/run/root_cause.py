@@ -84,6 +84,10 @@ def line(results):
     # Where the math has no single answer the case states the spec's choice: a port that made another is not broken
     # there (an outside trial read "root cause ... the softmax stage" of a NaN on a fully masked row as a bug)
     convention = worst.get("convention")
+    declared = result.get("declared") or {}
+    if declared.get("kind") == "convention":  # its other side is declared, and the numbers miss that side too
+        convention = None
+        said += f", judged on the side its declaration {declared.get('fact')!r} names (it differs there too)"
     # A numeric failure at an early stage is read first, but tests that raised are another bug to fix, not its
     # consequence (an outside trial's root-cause line named a float64 rounding failure while 66 tests had crashed)
     raised = []

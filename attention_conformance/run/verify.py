@@ -207,6 +207,15 @@ def _on_side(args, convention):
     accuracy, at the precision's (the report keeps both)."""
     checked = {"side": convention.side_text}
     precision = convention.precision
+    _, adapter_name, _, case, output, dtype, _ = args
+    idle = _changing_nothing(args, convention)
+    if idle:
+        split = idle[0]
+        raise Nonconformance(
+            f"{adapter_name} {dtype}, case {case.id!r}, output {output!r}: {split}={convention.side[split]}, which "
+            f"{convention.fact!r} ({convention.source}) declares, changes nothing here (the oracle's answer on it is "
+            "the spec's own): the test has no such split; remove it from the side, or the test from the entry"
+        )
     try:
         return (*verify(*args, convention=convention), convention.check(checked))
     except calls.AdapterRaised:
@@ -217,6 +226,30 @@ def _on_side(args, convention):
     found = verify(*args, precision=precision, convention=convention)
     said = precision.check({"judged_at": precision.said(args[5]), "needed": True, "bounded": True})
     return (*found, convention.check(checked | {"precision": said}))
+
+
+def _changing_nothing(args, convention):
+    """The splits of a convention's side whose oracle answer for this test is the spec's own: a side declared where the
+    case has no such split (a top-left alignment named on a fully masked row: an outside trial saw it pass)."""
+    from attention_conformance.adapters import reference
+
+    _, _, _, case, output, dtype, goldens = args
+    if not (convention.side and case.expect[output].reference):
+        return []
+
+    def answer(side):
+        on = f" on {sides.label(side)}" if side else None  # the keys _reference_outputs gives the same answers
+        with sides.taking(side):
+            return calls.outputs(
+                "reference", reference, case, "float64", goldens, input_dtype=dtype, rounding=on, oracle=True
+            )[output]
+
+    own = np.asarray(answer(None), dtype=np.float64)
+    return [
+        split
+        for split, choice in convention.side.items()
+        if np.array_equal(np.asarray(answer({split: choice}), dtype=np.float64), own, equal_nan=True)
+    ]
 
 
 def asks_oracle(case, output, dtype, exp=None):

@@ -152,3 +152,12 @@ def test_a_conventions_side_and_expectations_are_checked_and_named(text, field):
 def test_every_built_in_convention_states_its_side_or_its_expectations():
     unjudged = sorted({d.fact for d in divergences.read().values() if d.kind == "convention" and d.unbounded})
     assert unjudged == []
+
+
+def test_a_split_the_test_does_not_have_is_refused_not_judged_on_the_spec_side():
+    """An outside trial: {causal_alignment: top_left} on a fully masked row passed as the spec's zeros, its side
+    named in the message; and an extra split beside the right one went unremarked."""
+    for side in ("{causal_alignment: top_left}", "{fully_masked_rows: nan, causal_alignment: top_left}"):
+        other = _fact(f"kind: convention\nside: {side}\nreason: r\n")
+        with pytest.raises(Nonconformance, match="causal_alignment=top_left, which 'the_fact' .* changes nothing here"):
+            _judged(lambda **a: _masked(**a), other)

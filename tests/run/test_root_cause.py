@@ -59,6 +59,15 @@ def test_a_case_that_states_a_convention_says_it_can_be_declared():
     assert "conventions.fully_masked_rows: if yours is another, declare it in KNOWN_DIVERGENCES" in line
 
 
+def test_a_convention_already_declared_is_not_advised_again_its_side_is_named():
+    """An outside trial: a NaN row judged on its declared uniform side was told to declare what it had declared."""
+    failed = _failed("masked_attention", 4, got=float("nan"), expected=1 / 6)
+    failed["worst"]["convention"] = "fully_masked_rows"
+    failed["declared"] = {"kind": "convention", "fact": "uniform_row"}
+    line = root_cause.line({"test_weights[mine-float32-padding_fully_masked]": failed})
+    assert "declare it" not in line and "judged on the side its declaration 'uniform_row' names" in line
+
+
 def test_the_numbers_get_the_digits_that_tell_them_apart():
     assert root_cause.shown(-0.18810418, -0.18810437) == ("-0.1881042", "-0.1881044")
     assert root_cause.shown(1.85329, 3.70658) == ("1.85329", "3.70658")
