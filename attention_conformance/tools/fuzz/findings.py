@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attention_conformance import modes, writing
+from attention_conformance import modes, sides, writing
 from attention_conformance.cases import generated
 from attention_conformance.run import tolerance_model
 
@@ -195,7 +195,7 @@ class _Inliner:
 def _repro_data(fuzzer, finding):
     """The arrays the adapter received and the failing outputs' expectation and allowed error, as npz bytes."""
     kwargs = fuzzer.arrays(finding.inputs)
-    exact, plain, derived = fuzzer.expected(finding.op, kwargs)
+    exact, plain, derived = fuzzer.expected(finding.op, kwargs, finding.side)
     k = fuzzer.model[finding.dtype]
     arrays, scalars = {}, {}
     for name, value in kwargs.items():
@@ -256,7 +256,8 @@ def main():
             continue
         allowed = DATA["allowed_" + name]
         error = np.abs(got - expected)
-        ratio = np.where(np.isnan(got), np.inf, np.where(error == 0, 0.0, error / allowed))
+        both_nan = np.isnan(got) & np.isnan(expected)  # a fully masked row's NaN, where its side says NaN
+        ratio = np.where(both_nan, 0.0, np.where(np.isnan(error), np.inf, np.where(error == 0, 0.0, error / allowed)))
         i = np.unravel_index(np.argmax(ratio), ratio.shape) if ratio.ndim else ()
         print(f"{{OP}} {{name}} in {{DTYPE}}: worst element {{[int(n) for n in i]}}: got {{float(got[i])!r}}, \
 float64 expects "
@@ -280,8 +281,10 @@ def reproducer(fuzzer, finding, module_name):
     encoded = base64.b64encode(blob).decode()
     blob_text = "\n".join(f'    "{encoded[i : i + 100]}"' for i in range(0, len(encoded), 100))
     header = (
-        f'"""Reproducer: {module_name}\'s {finding.op}() in {finding.dtype} against float64 attention.\n\n'
-        f"Written by `attention-conformance fuzz`; it needs only the framework and NumPy.\n"
+        f'"""Reproducer: {module_name}\'s {finding.op}() in {finding.dtype} against float64 attention'
+        + (f" on the side its declared convention takes ({sides.label(finding.side)})" if finding.side else "")
+        + ".\n\n"
+        "Written by `attention-conformance fuzz`; it needs only the framework and NumPy.\n"
         + "".join(f"  {o}: {textwrap.shorten(m, 400)}\n" for o, m in sorted(finding.messages.items()))
         + 'Exit 1 when the error is beyond the allowance (the tolerance model of attention-conformance).\n"""\n\n'
     )

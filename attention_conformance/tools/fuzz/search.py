@@ -60,6 +60,7 @@ class Finding:
     outputs: dict  # output -> Verdict (or None when the output is a shape or type mismatch)
     messages: dict  # output -> one line
     raised: str = None
+    side: dict = None  # the side of a split its expectation was computed on (a declared convention's), or None
 
     @property
     def failing(self):
@@ -294,7 +295,7 @@ class Fuzzer:
                 self.worst = (verdict.margin, f"{op}/{output}", verdict.describe())
             if not verdict.within:
                 messages[output] = f"margin {verdict.margin:.3g}: {verdict.describe()}"
-        return Finding(op, inputs, self.dtype, verdicts, messages) if messages else None
+        return Finding(op, inputs, self.dtype, verdicts, messages, side=side) if messages else None
 
     def run(self, examples, seed, shrink=SHRINK_CALLS):
         """The shrunk Finding of a run of `examples` generated cases per op, or None. Each op is searched on its own,
