@@ -1,8 +1,9 @@
 """A generated case (fuzz's, the model sweep's) against the spec: the spec cases it stands with, and the
 NOT_APPLICABLE key or known divergence that covers it. One rule for every tool that generates cases:
 a key or divergence naming a spec case covers the generated cases that case stands for (same op, same
-deciding features: words and switches, a decoding offset or not, a fully masked row or not, ...); a
-divergence naming fuzz_<op> covers every generated case of the op."""
+deciding features: words and switches, a decoding offset or not, a fully masked row or not, ...) and, among
+those, shares the most other words with (`declaring`); a divergence naming fuzz_<op> covers every generated case
+of the op."""
 
 import math
 
@@ -103,10 +104,25 @@ def twins(spec, op, inputs):
     spec case has them all, the last are let go one by one (a generated averaged-weights cube stands
     with the averaged-weights cases, the spec having no such cube). A one-query (one-token) case also stands with the
     spec's one-query cases of the op, found the same way among them: jax's one-query bfloat16 failure, declared on a
-    boolean mask's case, holds for an additive mask's draw too."""
+    boolean mask's case, holds for an additive mask's draw too. Whether the spec checks an output in a dtype is read
+    from these; what a declaration covers, from `declaring`."""
+    return _stands_with(spec, op, inputs, alike=False)
+
+
+def declaring(spec, op, inputs):
+    """The spec cases whose NOT_APPLICABLE keys and known divergences cover a generated case: of its twins, those
+    sharing the most of its own words and switches beside the deciding ones (`causal`, `per_head`, ...). A declaration
+    on the spec's non-causal ALiBi cases covers the non-causal draws, not the causal ones the spec has cases of too
+    (issue 74: two declared non-causal cases excused all 75 ALiBi draws). The one-query cases a one-query draw also
+    stands with keep covering it whatever its words: what they declare is that trait's."""
+    return _stands_with(spec, op, inputs, alike=True)
+
+
+def _stands_with(spec, op, inputs, alike):
     deciding = DECIDING.get(op, ())
     mine = features(op, inputs)
     cases = [(c, features(op, c.inputs)) for c in spec.cases.values() if c.op == op]
+    words = [f for f in mine if f in inputs and f not in deciding] if alike else []
 
     # A feature a case cannot show (scores given as a golden reference: no shape to read) is read as absent, so
     # false: the spec's short softmax rows are golden, and must not leave a generated short row to stand with
@@ -114,14 +130,15 @@ def twins(spec, op, inputs):
     def same(theirs, f):
         return theirs.get(f, False) == mine.get(f, False) or (f in _NARROWING and not theirs.get(f))
 
-    def closest(among):
+    def closest(among, words=()):
         for n in range(len(deciding), -1, -1):
-            found = [c for c, theirs in among if all(same(theirs, f) for f in deciding[:n])]
+            found = [(c, theirs) for c, theirs in among if all(same(theirs, f) for f in deciding[:n])]
             if found:
-                return found
+                most = max(sum(same(theirs, f) for f in words) for _, theirs in found)
+                return [c for c, theirs in found if sum(same(theirs, f) for f in words) == most]
         return []
 
-    found = closest(cases)
+    found = closest(cases, words)
     narrow = [f for f in deciding if f in _NARROWING and mine.get(f)]
     if narrow:
         found += [c for c in closest([(c, t) for c, t in cases if all(t.get(f) for f in narrow)]) if c not in found]

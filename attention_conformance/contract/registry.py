@@ -209,12 +209,14 @@ def not_applicable_key_problem(key):
 
 def import_hint(name, exc):
     """What to try when the adapter `name` did not import because no such module exists; else ""."""
-    if not (isinstance(exc, ModuleNotFoundError) and exc.name in (name, name.removesuffix(".py"))):
-        return ""
-    if name.endswith(".py"):  # a file name where a module name belongs
-        return f" (give the module's name, {name.removesuffix('.py')!r}, from the directory that holds it)"
-    import difflib
     from pathlib import Path
+
+    # A file name or path where a module name belongs: "./mine.py" fails as a relative import, not a missing module.
+    if name.endswith(".py") or "/" in name or "\\" in name:
+        return f" (give the module's name, {Path(name).stem!r}, from the directory that holds it)"
+    if not (isinstance(exc, ModuleNotFoundError) and exc.name == name):
+        return ""
+    import difflib
 
     beside = [path.stem for path in Path.cwd().glob("*.py")]  # the user's own adapter, misspelled
     near = difflib.get_close_matches(name, [*NAMES, *beside], n=1)

@@ -212,7 +212,7 @@ def _switched_off(inputs, off):
 
 def _combinations(module, spec, op, form, dtype, choose, said):
     """The parameters to switch off for each call of `op`: () alone, unless the adapter declares the tiny inputs'
-    combination not applicable through a spec case it stands with (generated.twins, as fuzz reads a declaration);
+    combination not applicable through a spec case it stands with (generated.declaring, as fuzz reads a declaration);
     then each one switched off whose call it does not declare, and a line in `said` for the user."""
     try:
         inputs = tiny_inputs(op, form, dtype, choose)
@@ -221,7 +221,7 @@ def _combinations(module, spec, op, form, dtype, choose, said):
 
     def declared(off):
         changed = _switched_off(inputs, off)
-        twins = generated.twins(spec, op, changed)
+        twins = generated.declaring(spec, op, changed)
         reasons = {generated.not_applicable(module, twins, op, changed, dtype, o) for o in ops.OPS[op][1]}
         return None if None in reasons else [t.id for t in twins]
 

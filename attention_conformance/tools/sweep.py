@@ -115,7 +115,7 @@ def run(name, adapter, examples, seed, model, dtypes=None, ops=None, log=None):
         op = case["op"]
         if ops and op not in ops:
             continue
-        stands_with = generated.twins(spec, op, case["inputs"])
+        stands_with = generated.declaring(spec, op, case["inputs"])  # what its declarations cover
         exacts, plains, derived = {}, {}, {}
         for dtype in dtypes or DTYPES:
             base = {"index": index, "op": op, "dtype": dtype, **case["shape"]}

@@ -113,3 +113,49 @@ def test_a_rotary_draw_stands_with_the_spec_cases_of_its_pairing_only():
     half, interleaved = (_twins("rotary_embedding", drawn | {"pairing": p}) for p in ("rotate_half", "interleaved"))
     assert half and interleaved and not set(half) & set(interleaved)
     assert "rope_interleaved" in interleaved and "rope_rotate_half" in half
+
+
+def _own_words(case):
+    mine = generated.features(case.op, case.inputs)
+    return {f: v for f, v in mine.items() if f in case.inputs and f not in generated.DECIDING.get(case.op, ())}
+
+
+@pytest.mark.parametrize("op", sorted({case.op for case in SPEC.cases.values() if _own_words(case)}))
+def test_a_spec_case_declares_for_the_draws_with_its_own_words_only(op):
+    """A draw equal to a spec case's inputs is covered by what that case declares, and by no case whose words or
+    switches differ from it (a causal draw by no non-causal case's declaration), one-query cases standing in for a
+    one-query draw aside."""
+    for case in (c for c in SPEC.cases.values() if c.op == op):
+        declaring = generated.declaring(SPEC, op, case.inputs)
+        assert case in declaring
+        one_query = generated.features(op, case.inputs).get("one_query")
+        for other in declaring:
+            if one_query and generated.features(op, other.inputs).get("one_query"):
+                continue
+            theirs = generated.features(op, other.inputs)
+            assert {f: theirs.get(f, False) for f in _own_words(case)} == _own_words(case), (case.id, other.id)
+
+
+@pytest.mark.parametrize(
+    ("op", "declared"), [("alibi_attention", "alibi_three_heads"), ("alibi_flag", "alibi_flag_three_heads")]
+)
+def test_declaring_the_non_causal_alibi_cases_leaves_the_causal_draws_judged(op, declared):
+    """Issue 74: flash-attention's ALiBi (symmetric without a causal mask) declared on the two non-causal cases
+    excused all 75 drawn ALiBi outputs, the causal ones too: a causal-ALiBi bug passed fuzz."""
+    symmetric = divergences.Divergence("symmetric ALiBi without a causal mask", "convention")
+    drawn = dict(SPEC.cases[declared].inputs)
+
+    def covered(causal):
+        given = drawn | {"causal": causal}
+        return generated.divergence(
+            "flash",
+            {f"test_*[flash-*-{declared}]": symmetric},
+            generated.declaring(SPEC, op, given),
+            op,
+            "float16",
+            "context",
+        )
+
+    assert covered(False) == (declared, symmetric)
+    assert covered(True) is None
+    assert declared in _twins(op, drawn | {"causal": True})  # the spec still checks the draw: it is judged

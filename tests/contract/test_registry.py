@@ -114,6 +114,8 @@ def test_a_misspelled_adapter_gets_the_nearest_name_and_a_file_name_its_module_n
     assert "give the module's name, 'my_adapter'" in registry.import_hint(
         "my_adapter.py", ModuleNotFoundError(name="my_adapter")
     )
+    relative = TypeError("the 'package' argument is required to perform a relative import for './my_adapter.py'")
+    assert "give the module's name, 'my_adapter'" in registry.import_hint("./my_adapter.py", relative)
     assert "built-in adapters: " in registry.import_hint("zzzz", ModuleNotFoundError(name="zzzz"))
     # A framework missing inside an adapter that exists is not a misspelled adapter name.
     assert registry.import_hint("torch", ModuleNotFoundError(name="torch._C")) == ""

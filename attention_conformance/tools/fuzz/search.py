@@ -97,7 +97,8 @@ class Fuzzer:
         stands_with = generated.twins(self.spec, op, inputs)
         if not any((case.id, output) in self.planned for case in stands_with):  # the cases it stands with decide
             return f"the spec does not check {op}/{output} in {self.dtype} on cases like this one"
-        reason = generated.not_applicable(self.adapter, stands_with, op, inputs, self.dtype, output)
+        declaring = generated.declaring(self.spec, op, inputs)
+        reason = generated.not_applicable(self.adapter, declaring, op, inputs, self.dtype, output)
         if reason:
             return f"not applicable: {reason}"
         covered = self.covered(op, inputs, output)
@@ -113,8 +114,8 @@ class Fuzzer:
 
     def covered(self, op, inputs, output):
         """The Divergence declared for this output of a generated case (generated.divergence), or None."""
-        stands_with = generated.twins(self.spec, op, inputs)
-        found = generated.divergence(self.report_name, self.divergences, stands_with, op, self.dtype, output)
+        declaring = generated.declaring(self.spec, op, inputs)
+        found = generated.divergence(self.report_name, self.divergences, declaring, op, self.dtype, output)
         return None if found is None else found[1]
 
     def arrays(self, inputs):
@@ -276,7 +277,7 @@ class Fuzzer:
             verdicts[output] = verdict
             self.by_op.setdefault(op, Share()).judged += 1
             declared = generated.precision(
-                self.report_name, self.divergences, generated.twins(self.spec, op, inputs), op, self.dtype, output
+                self.report_name, self.divergences, generated.declaring(self.spec, op, inputs), op, self.dtype, output
             )
             if declared and not verdict.within:
                 verdict = self.at_declared(op, kwargs, output, value, want, declared, side)
