@@ -6,6 +6,7 @@ usually one of the later ones (issue 59: a newcomer's 1/d_k bug headlined a GPT-
 import math
 
 from attention_conformance.contract import ids
+from attention_conformance.dtypes import DTYPES
 
 # The computation's stages, first to last: a failure at one explains those after it. An op's outputs sit at the op's
 # stage unless _BY_OUTPUT names them (attention() returns its queries, scores and weights beside its context).
@@ -32,16 +33,35 @@ def stage(op, output):
     return _BY_OUTPUT.get(output) or ("layer" if "layer" in op or op.endswith("_module") else "blend")
 
 
+def dtypes_failing(results, test_id):
+    """(the dtypes this test's case and output failed in, the dtypes it ran in), widest first."""
+    output, name, _, case_id = ids.parse(test_id)
+    ran = {}
+    for dtype in DTYPES:
+        result = results.get(ids.test_id(output, name, dtype, case_id))
+        if result is not None and result["outcome"] in ("passed", *_FAILED):
+            ran[dtype] = result["outcome"] in _FAILED
+    return [d for d, failed in ran.items() if failed], list(ran)
+
+
 def pick(results):
-    """(test id, its result) of the failure to read first, or None where none failed: the earliest stage, then the
-    fewest elements compared, then the id. A result without its op (a report from before issue 59) sorts last."""
+    """(test id, its result) of the failure to read first, or None where none failed: the one failing in the largest
+    share of the dtypes its case ran in (a convention missed fails in every dtype; a float64 result off by a rounding
+    in one: an outside trial's line named the second while two of the first failed), then the earliest stage, the
+    fewest elements compared, the widest dtype, the id. A result without its op (a report from before issue 59) sorts
+    last at its share."""
     failing = [(t, r) for t, r in results.items() if r["outcome"] in _FAILED]
 
     def order(item):
         test_id, result = item
         worst = result.get("worst") or {}
-        at = STAGES.index(stage(worst["op"], ids.parse(test_id)[0])) if "op" in worst else len(STAGES)
-        return at, worst.get("elements", math.inf), test_id
+        parsed = ids.parse(test_id)
+        if parsed is None:
+            return 0.0, len(STAGES), math.inf, len(DTYPES), test_id
+        failed, ran = dtypes_failing(results, test_id)
+        at = STAGES.index(stage(worst["op"], parsed[0])) if "op" in worst else len(STAGES)
+        dtype = DTYPES.index(parsed[2]) if parsed[2] in DTYPES else len(DTYPES)
+        return -len(failed) / max(len(ran), 1), at, worst.get("elements", math.inf), dtype, test_id
 
     return min(failing, key=order, default=None)
 
@@ -73,6 +93,9 @@ def line(results):
     worst = result.get("worst") or {}
     others = sum(r["outcome"] in _FAILED for r in results.values()) - 1
     where = f"{worst['op']}() output {output!r}, case {case_id!r}, {dtype}" if "op" in worst else test_id
+    failed, ran = dtypes_failing(results, test_id)
+    if len(ran) > 1:
+        where += f" (failing in {len(failed)} of the {len(ran)} dtypes it ran in: {', '.join(failed)})"
     if "got" in worst:
         got, expected = shown(worst["got"], worst["expected"])
         said = (

@@ -94,3 +94,19 @@ def test_tests_that_raised_are_said_beside_an_earlier_numeric_failure():
     assert "; 2 other failing test(s) come at this stage or after it" in line, line
     first = "test_context[mine-float32-varlen_one]: mine float32: raised ValueError;"
     assert f"; 2 test(s) raised instead of returning, the first {first}" in line, line
+
+
+def test_the_failure_shared_by_most_dtypes_is_read_first_quoting_its_first_dtype():
+    """Issue 74: two convention mismatches failed in every dtype, yet the line named a float64 rounding failure."""
+    passed = {"outcome": "passed", "worst": None, "message": None}
+    results = {f"test_scaled[mine-{d}-row_scale_binary]": passed for d in ("float32", "float16", "bfloat16")}
+    results["test_scaled[mine-float64-row_scale_binary]"] = _failed("scale", 8, got=1.0000001, expected=1.0)
+    for dtype in ("float64", "float32", "float16", "bfloat16"):
+        results[f"test_weights[mine-{dtype}-alibi_three_heads]"] = _failed("alibi_attention", 150)
+    assert root_cause.pick(results)[0] == "test_weights[mine-float64-alibi_three_heads]"
+    line = root_cause.line(results)
+    assert "case 'alibi_three_heads', float64 (failing in 4 of the 4 dtypes it ran in: float64, float32," in line
+    # Shared alike, the earliest stage still comes first (a wrong scale fails every dtype, and everything after it).
+    for dtype in ("float32", "float16", "bfloat16"):
+        results[f"test_scaled[mine-{dtype}-row_scale_binary]"] = _failed("scale", 8)
+    assert root_cause.pick(results)[0] == "test_scaled[mine-float64-row_scale_binary]"
