@@ -4,6 +4,7 @@ generated case stands with (its twins), and the search and shrinking of a findin
 
 import collections
 import dataclasses
+import math
 import random
 import tempfile
 import warnings
@@ -313,6 +314,7 @@ class Fuzzer:
 
     def _run_op(self, op, words, examples, seed, shrink):
         from hypothesis import HealthCheck, Phase, configuration, errors, find, settings, target
+        from hypothesis.internal.conjecture import engine
 
         self.by_op.setdefault(op, Share()).drawn += examples
         seen = {}  # repr(case) -> found?, so a replayed case gets the same answer
@@ -349,12 +351,17 @@ class Fuzzer:
                 previous = configuration.storage_directory(intent_to_write=False).home_directory
                 configuration.set_hypothesis_home_dir(scratch)
                 warnings.simplefilter("ignore", errors.HypothesisWarning)  # a drawn mask's repr is large: noise here
+                # Hypothesis stops shrinking after five minutes of wall time (engine.MAX_SHRINKING_SECONDS): on a
+                # loaded machine the same seed gave another finding (issue 74). The shrink budget is counted
+                # instead (SHRINK_CALLS), so a finding depends on the seed alone.
+                wall_limit, engine.MAX_SHRINKING_SECONDS = engine.MAX_SHRINKING_SECONDS, math.inf
                 try:
                     op, inputs = find(
                         cases.strategy([op], words), condition, settings=config, random=random.Random(seed)
                     )
                 finally:
                     configuration.set_hypothesis_home_dir(previous)
+                    engine.MAX_SHRINKING_SECONDS = wall_limit
         except errors.NoSuchExample:
             return None
         return self.evaluate(op, inputs)

@@ -160,3 +160,28 @@ def test_the_reference_passes_rope_scaling_draws_and_yarn_without_its_attention_
 
     wrong = types.SimpleNamespace(DTYPES=("float64",), scaled_rotary=unlengthened)
     assert search.Fuzzer("wrong", wrong, "float64", ["scaled_rotary"]).run(12, seed=0, shrink=0) is not None
+
+
+def test_a_finding_does_not_depend_on_the_clock(monkeypatch):
+    """Issue 74: the same seed gave another finding under load. Hypothesis stops shrinking after five minutes of wall
+    time; fuzz bounds its shrinking by a count of calls instead, so a clock that races (a loaded machine) changes
+    nothing."""
+    import time
+
+    from hypothesis.internal.conjecture import engine
+
+    adapter = types.SimpleNamespace(DTYPES=("float32",), softmax=_wrong_softmax)
+
+    def found():
+        finding = search.Fuzzer("wrong_axis", adapter, "float32", ["softmax"]).run(40, seed=3)
+        return finding.failing, repr(finding.inputs)
+
+    calm = found()
+    now = [time.perf_counter()]
+
+    def racing():  # every reading a minute after the last
+        now[0] += 60.0
+        return now[0]
+
+    monkeypatch.setattr(engine, "time", types.SimpleNamespace(perf_counter=racing, monotonic=racing))
+    assert found() == calm
