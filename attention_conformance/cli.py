@@ -269,6 +269,17 @@ def _command(argv):
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     explain_parser.add_argument("file", metavar="FILE.npz")
+    explain_parser.add_argument(
+        "--json",
+        metavar="PATH",
+        help="also write the verdict for a program: each stage's worst element, its error, the allowance there",
+    )
+    explain_parser.add_argument(
+        "--allowance",
+        metavar="PATH.npz",
+        help="also write the allowance itself: allowed_<stage> (the |error| the model allows, elementwise) and "
+        "expected_<stage> (the float64 answer)",
+    )
     fuzz_parser = commands.add_parser(
         "fuzz",
         help="generated cases over the forward ops, judged by the tolerance model; "
@@ -355,7 +366,7 @@ def _command(argv):
     if args.command == "explain":
         from attention_conformance.tools import explain
 
-        return explain.main(args.file)
+        return explain.main(args.file, args.json, args.allowance)
     if args.command == "portability":
         from attention_conformance.tools import emulation
 

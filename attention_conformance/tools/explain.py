@@ -8,7 +8,7 @@ frameworks are known to differ on. NumPy only: no framework needs to be installe
 
 import numpy as np
 
-from attention_conformance import safe_io
+from attention_conformance import safe_io, writing
 from attention_conformance.dtypes import np_dtype
 from attention_conformance.run import tolerance_model
 from attention_conformance.tools import explain_conventions, explain_file, explain_stages
@@ -170,9 +170,19 @@ def _known(p, name, got, exact, k):
     return named
 
 
-def explain(path, out=print, err=print):
-    """Print the verdict on FILE.npz; return the exit code (0 within, 1 beyond)."""
+def explain(path, out=print, err=print, record=None):
+    """Print the verdict on FILE.npz; return the exit code (0 within, 1 beyond). `record`, a dict, is filled with
+    what a program reads (`explain --json`): each stage's worst element, its error and its allowance, and the
+    elementwise allowances (`explain --allowance`)."""
+    record = {} if record is None else record
+    code = _explain(path, out, err, record)
+    record["verdict"] = "within" if code == 0 else "beyond"
+    return code
+
+
+def _explain(path, out, err, record):
     p = explain_file.Problem(path, explain_file.load(path))
+    record |= {"file": str(path), "dtype": p.dtype, "problem": p.describe(), "stages": [], "known_differences": []}
     k = tolerance_model.model()[p.dtype]
     out(f"explain {path}: {p.describe()}")  # before the float64 computation: a large file takes a while
     with np.errstate(all="ignore"):  # an overflow is said below, in one line, not as NumPy's warnings
@@ -198,6 +208,11 @@ def explain(path, out=print, err=print):
     ]
     for v in verdicts:
         out(f"  {v.name}: {'within' if v.within else 'BEYOND'} (margin {v.margin:.3g}); worst {v.describe()}")
+        record["stages"].append(_worst(v))
+        record.setdefault("allowed", {})[v.name] = tolerance_model.allowed(
+            p.dtype, exact[v.name], plain[v.name], derived[v.name], k
+        )
+        record.setdefault("expected", {})[v.name] = np.asarray(exact[v.name], dtype=np.float64)
     final = verdicts[-1]
     diverged = next((v for v in verdicts if not v.within), None)
     if diverged is None:
@@ -214,6 +229,7 @@ def explain(path, out=print, err=print):
             named = _known(p, diverged.name, np.asarray(p.arrays[diverged.name], dtype=np.float64), exact, k)
         for convention in named:
             out(f"matches a known difference: {convention}")
+        record["known_differences"] = named
         hidden_key = diverged.limit == 0 and diverged.expected == 0 and diverged.name == "weights"
         err(
             f"verdict: {final.name} is within (margin {final.margin:.3g}), but {diverged.name} is beyond: "
@@ -241,6 +257,7 @@ def explain(path, out=print, err=print):
         named = _known(p, name, got, exact, k)
     for convention in named:
         out(f"matches a known difference: {convention}")
+    record["known_differences"] = named
     if (
         not named
         and p.dtype in ("float32", "float16")
@@ -266,11 +283,46 @@ def explain(path, out=print, err=print):
     return 1
 
 
-def main(path):
+def _worst(v):
+    """A stage's verdict as a program reads it: its worst element, the error there and what the model allows."""
+    worst = {"index": [int(i) for i in v.index], "got": v.got, "expected": v.expected, "error": v.error}
+    worst |= {"allowed": v.limit, "derived_bound": v.derived, "plain_error": v.plain_error, "ulps": v.ulps}
+    return {"name": v.name, "within": bool(v.within), "margin": v.margin, "worst": worst}
+
+
+def _finite(value):
+    """JSON has no inf or NaN: they are written as the strings 'inf', '-inf' and 'nan'."""
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    if isinstance(value, (float, np.floating)):
+        return float(value) if np.isfinite(value) else str(float(value))
+    return value
+
+
+def main(path, json_path=None, allowance_path=None):
+    import io
+    import json
     import sys
 
+    record = {}
     try:
-        return explain(path, out=print, err=lambda line: print(line, file=sys.stderr))
+        code = explain(path, out=print, err=lambda line: print(line, file=sys.stderr), record=record)
     except tolerance_model.BadInput as exc:
         print(f"error: {safe_io.one_line(str(exc))}", file=sys.stderr)
         return 2
+    try:
+        if json_path is not None:
+            shown = {k: v for k, v in record.items() if k not in ("allowed", "expected")}
+            writing.whole(json_path, (json.dumps(_finite(shown), indent=1) + "\n").encode(), "--json")
+        if allowance_path is not None:
+            arrays = {f"allowed_{n}": a for n, a in record["allowed"].items()}
+            arrays |= {f"expected_{n}": a for n, a in record["expected"].items()}
+            buffer = io.BytesIO()
+            np.savez(buffer, **arrays)
+            writing.whole(allowance_path, buffer.getvalue(), "--allowance")
+    except writing.Refused as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return writing.EXIT
+    return code

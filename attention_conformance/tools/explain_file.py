@@ -182,11 +182,16 @@ def _judged_dtype(path, arrays, judged):
         elif out.dtype.kind != "f" and out.dtype.name != "bfloat16":
             refuse(path, f"{judged!r} is {out.dtype}, not floating point")
         stored = np.asarray(arrays[judged], dtype=np.float64)
-        if not np.array_equal(stored.astype(np_dtype(named)).astype(np.float64), stored, equal_nan=True):
+        held = stored.astype(np_dtype(named)).astype(np.float64)
+        off = ~((held == stored) | (np.isnan(held) & np.isnan(stored)))
+        if off.any():
+            at = tuple(int(i) for i in np.argwhere(off)[0])
             refuse(
                 path,
-                f"{judged!r} holds values that are not {named} numbers: is dtype {named!r} the dtype it was "
-                "computed in?",
+                f"{judged!r} holds values that are not {named} numbers ({int(off.sum())} of {off.size}, the first "
+                f"{float(stored[at])!r} at {list(at)}): give the {named} result itself, widened exactly (torch: "
+                f"{judged}.float(); NumPy and JAX: {judged}.astype(np.float32)), not one computed after the cast; "
+                f"or leave dtype out to judge it as the {arrays[judged].dtype} it is stored in",
             )
         return named
     if out.dtype.name not in dtypes.DTYPES:
