@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 import pytest
-from explained import qkv_arrays
+from explained import float32_stages, qkv_arrays
 
 from attention_conformance import cli
 from attention_conformance.tools import explain_file
@@ -56,3 +56,18 @@ def test_a_result_the_declared_dtype_cannot_hold_is_refused_with_how_to_pass_it(
     said = str(refused.value)
     assert "not bfloat16 numbers" in said and "out.float()" in said and "leave dtype out" in said, said
     assert "the first" in said and "\n" not in said
+
+
+def test_the_allowance_of_masked_scores_holds_their_hidden_keys_without_a_warning(tmp_path):
+    """-inf where a key is hidden: the stage is judged there by its exact -inf, and its allowance is written whole
+    (ONNX's cases give the masked scores; a stray inf - inf warning failed them under pytest's warnings-as-errors)."""
+    q, k, v = qkv_arrays()
+    hidden = np.zeros((6, 9), dtype=bool)
+    hidden[:, -2:] = True
+    stages = float32_stages(q, k, v, hidden)
+    np.savez(tmp_path / "mine.npz", q=q, k=k, v=v, mask=hidden, masked=stages["masked"], out=stages["out"])
+    code = cli.main(["explain", str(tmp_path / "mine.npz"), "--allowance", str(tmp_path / "a.npz")])
+    assert code == 0
+    allowance = np.load(tmp_path / "a.npz")
+    assert np.isneginf(allowance["expected_masked"][..., -2:]).all()
+    assert allowance["allowed_masked"].shape == stages["masked"].shape
