@@ -159,3 +159,10 @@ def test_declaring_the_non_causal_alibi_cases_leaves_the_causal_draws_judged(op,
     assert covered(False) == (declared, symmetric)
     assert covered(True) is None
     assert declared in _twins(op, drawn | {"causal": True})  # the spec still checks the draw: it is judged
+
+
+def test_a_one_query_case_declares_for_every_one_query_draw_of_its_op_whatever_its_words():
+    """XLA's one-query bfloat16 dot, declared on qk_norm_flag_one_query (per-head norms), raised on a whole-projection
+    one-query draw too: the first fresh-clone CI of the word rule found it (jax's fuzz budget, seed 0)."""
+    drawn = dict(SPEC.cases["qk_norm_flag_one_query"].inputs) | {"per_head": False}
+    assert "qk_norm_flag_one_query" in [c.id for c in generated.declaring(SPEC, "qk_norm_flag", drawn)]
