@@ -22,6 +22,7 @@ _WHAT_TO_DO = {
     errno.EDQUOT: "free space within your quota or choose a folder elsewhere",
     errno.EACCES: "choose a folder you may write to",
     errno.EPERM: "choose a folder you may write to",
+    errno.ENOTDIR: "a file stands where a folder of that path should be: choose another path",
 }
 
 
@@ -31,6 +32,8 @@ class Refused(Exception):
 
 def refusal(path, exc, option=None):
     """`Refused` for `exc`, an OSError met writing `path`; `option` is the argument that chose the place."""
+    if exc.errno == errno.EEXIST and not Path(exc.filename or path).is_dir():  # mkdir met a file: the path's fault
+        exc = NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), exc.filename)
     said = exc.strerror or str(exc)
     do = _WHAT_TO_DO.get(exc.errno, "check that folder")
     return Refused(f"{path}: cannot write ({said}): {do}" + (f" ({option})" if option else ""))

@@ -43,3 +43,16 @@ def test_a_refusal_is_one_line_and_the_last_file_stays(tmp_path, monkeypatch, co
     assert str(refused.value) == f"{target}: cannot write ({said}): {to_do} (--out)"
     assert "\n" not in str(refused.value)
     assert target.read_bytes() == b"last complete" and os.listdir(tmp_path) == ["matrix.md"]
+
+
+@pytest.mark.parametrize("under", ["taken", "taken/deeper"])
+def test_a_file_where_a_folder_of_the_path_should_be_is_named_as_such(tmp_path, under):
+    """An outside trial read "(File exists)" for --json taken/v.json, taken a file: mkdir's words, not the cause."""
+    (tmp_path / "taken").write_text("a file")
+    target = tmp_path / under / "v.json"
+    with pytest.raises(writing.Refused) as refused:
+        writing.whole(target, b"{}", option="--json")
+    assert str(refused.value) == (
+        f"{target}: cannot write (Not a directory): a file stands where a folder of that path should be: choose "
+        "another path (--json)"
+    )

@@ -190,8 +190,8 @@ def _judged_dtype(path, arrays, judged):
                 path,
                 f"{judged!r} holds values that are not {named} numbers ({int(off.sum())} of {off.size}, the first "
                 f"{float(stored[at])!r} at {list(at)}): give the {named} result itself, widened exactly (torch: "
-                f"{judged}.float(); NumPy and JAX: {judged}.astype(np.float32)), not one computed after the cast; "
-                f"or leave dtype out to judge it as the {arrays[judged].dtype} it is stored in",
+                f"{judged}.float(); JAX or ml_dtypes: {judged}.astype(np.float32)), or leave dtype out to judge it "
+                f"as the {arrays[judged].dtype} it is stored in",
             )
         return named
     if out.dtype.name not in dtypes.DTYPES:
