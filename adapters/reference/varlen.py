@@ -24,9 +24,14 @@ def _hidden(cu_seqlens, causal):
 
 
 def varlen_attention(x, w_query, w_key, w_value, num_heads, cu_seqlens, causal):
+    return _documents_attended(x, w_query, w_key, w_value, num_heads, cu_seqlens, causal, rotate=True)
+
+
+def _documents_attended(x, w_query, w_key, w_value, num_heads, cu_seqlens, causal, rotate):
     """Head n's queries and keys rotated (rotate_half over the head, theta 10000) at each token's position in its
     document, scaled by 1/sqrt(H), softmaxed over its own document's keys (up to the query if `causal`); a key of
-    another document gets weight 0. queries [1, N, T, H]; weights [1, N, T, T]; context the heads concatenated."""
+    another document gets weight 0 (unrotated where `rotate` is false). queries [1, N, T, H]; weights [1, N, T, T];
+    context the heads concatenated."""
     x, w_query, w_key, w_value = _f64(x, w_query, w_key, w_value)
     H = np.shape(w_query)[-1] // num_heads
     _, positions = _documents(cu_seqlens)
@@ -36,8 +41,9 @@ def varlen_attention(x, w_query, w_key, w_value, num_heads, cu_seqlens, causal):
     turned, weights, contexts = [], [], []
     for n in range(num_heads):
         columns = slice(n * H, (n + 1) * H)
-        turned.append(_rotated(queries[..., columns], cos, sin, "rotate_half", H))
-        k = _rotated(keys[..., columns], cos, sin, "rotate_half", H)
+        q, k = queries[..., columns], keys[..., columns]
+        turned.append(_rotated(q, cos, sin, "rotate_half", H) if rotate else q)
+        k = _rotated(k, cos, sin, "rotate_half", H) if rotate else k
         w, c = _masked_head(turned[-1], k, values[..., columns], hidden)
         weights.append(w)
         contexts.append(c)
@@ -50,4 +56,9 @@ def varlen_attention(x, w_query, w_key, w_value, num_heads, cu_seqlens, causal):
 
 def varlen_flag(x, w_query, w_key, w_value, num_heads, cu_seqlens, causal):
     context = varlen_attention(x, w_query, w_key, w_value, num_heads, cu_seqlens, causal)["context"]
+    return {"packed": context, "padded": context}
+
+
+def varlen_unrotated_flag(x, w_query, w_key, w_value, num_heads, cu_seqlens, causal):
+    context = _documents_attended(x, w_query, w_key, w_value, num_heads, cu_seqlens, causal, rotate=False)["context"]
     return {"packed": context, "padded": context}

@@ -2,6 +2,7 @@
 
 import torch
 
+from .bands import *
 from .cross import *
 from .documents import *
 from .heads import *
@@ -34,6 +35,10 @@ NOT_APPLICABLE = {
     "window_flag": (
         "torch has no sliding-window switch: F.scaled_dot_product_attention takes none, and flex_attention's "
         "mask_mod is the user's own band (eager flex_attention is a debugging path, its own warning says)"
+    ),
+    "band_flag": (
+        "torch has no window switch: F.scaled_dot_product_attention takes none, and flex_attention's mask_mod is "
+        "the user's own band (band_attention's, built from torch's ops)"
     ),
     "attention_layer": "keras.layers.Attention's case; nn.MultiheadAttention owns its projections",
     "attention_stages": "F.scaled_dot_product_attention returns its output alone, none of its scores",

@@ -31,6 +31,14 @@ SCALARS = {
         functools.partial(yaml_values.is_int, low=1, high=1_000_000),
         "an integer in 1..1000000 (keys a query sees)",
     ),
+    "left": (
+        functools.partial(yaml_values.is_int, low=-1, high=1_000_000),
+        "an integer in -1..1000000 (keys a query sees before its own; -1: all of them)",
+    ),
+    "right": (
+        functools.partial(yaml_values.is_int, low=-1, high=1_000_000),
+        "an integer in -1..1000000 (keys a query sees after its own; -1: all of them)",
+    ),
     "rotary_dim": (
         lambda v: yaml_values.is_int(v, low=2, high=4096) and v % 2 == 0,
         "an even integer in 2..4096, at most a head's width",

@@ -138,6 +138,26 @@ MEANINGS = {
         "context of the same query block through the framework's own sliding-window switch",
         "records how the switch aligns the band when T_q < T_k",
     ),
+    "band_attention": (
+        '`{"weights", "context"}`: one head, query i seeing only keys i-left..i+right (-1: no limit on that side), '
+        "the band built from the framework's own ops",
+        "flash-attention's two-sided window, `window_size=(left, right)`, not causal",
+    ),
+    "band_flag": (
+        "context of the same band through the framework's own window switch",
+        "`jax.nn.dot_product_attention(local_window_size=(left, right))`, flash_attn_func's window_size",
+    ),
+    "query_padding_attention": (
+        '`{"weights", "context"}`: one head over a padded batch, the padding hidden as keys (causal if `causal`) and '
+        "the padding's own rows 0, from the framework's own ops",
+        "flash-attention's query_padding_mask and key_padding_mask (attention_ref)",
+    ),
+    "query_padding_flag": (
+        "context of the same through the framework's fused attention (or its own query-length argument), the "
+        "padding's rows then 0",
+        "flash_attn_varlen_func on the unpadded batch and pad_input, SDPA with the key mask, "
+        "`jax.nn.dot_product_attention(query_seq_lengths=)`",
+    ),
     "rotary_embedding": (
         "x [B, T, H], row t being the token at integer position `position` + t, each pair of its first rotary_dim "
         "dims turned by position x theta^(-2i/rotary_dim) (scaled: `scaling` none, linear or llama3, each with "
@@ -250,6 +270,10 @@ MEANINGS = {
         "SDPA with a document mask or nested tensors, `jax.nn.dot_product_attention(query_seq_lengths=, "
         "key_value_seq_lengths=)`, keras' and MLX's fused attention with the mask built from the lengths, ONNX "
         "Attention's attn_mask",
+    ),
+    "varlen_unrotated_flag": (
+        '`{"packed", "padded"}`: as varlen_flag, with no RoPE: the queries and keys as projected',
+        "`flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, ..)` on whatever q and k it is given",
     ),
     "decoder_attention": (
         "context [B, T, N*H]: grouped heads (w_key, w_value num_kv_heads * H wide; query head n over K/V head n // (N "

@@ -67,6 +67,17 @@ OPS = {
     # The framework's own sliding-window switch on that query block (jax.nn.dot_product_attention's
     # local_window_size), however it aligns the band.
     "window_flag": (_X_W + ("window", "start"), ("context",)),
+    # A two-sided window (flash-attention's window_size=(left, right), not causal): query i sees keys i-left..i+right,
+    # -1 on a side for no limit there (conventions.two_sided_window). band_attention: the band from the framework's
+    # ops; band_flag: its own window switch (jax's local_window_size).
+    "band_attention": (_X_W + ("left", "right"), ("weights", "context")),
+    "band_flag": (_X_W + ("left", "right"), ("context",)),
+    # Padded queries (flash-attention's query_padding_mask; conventions.padded_queries): `padding` [B, T], True = a
+    # padding token, hidden as a key from every query (and causal if `causal`); a padding token's own row is ignored,
+    # returned as 0. query_padding_attention: from the framework's ops; query_padding_flag: its fused attention (or its
+    # own query-length argument), the padding rows then zeroed.
+    "query_padding_attention": (_X_W + ("padding", "causal"), ("weights", "context")),
+    "query_padding_flag": (_X_W + ("padding", "causal"), ("context",)),
     # Grouped-query attention: w_key and w_value have num_kv_heads heads; query head n uses K/V head
     # n // (num_heads / num_kv_heads) (repeat-interleave). The textbook path, then the fused kernel.
     "grouped_attention": (_X_W + ("num_heads", "num_kv_heads", "causal"), ("heads",)),
@@ -141,6 +152,8 @@ OPS = {
     # the documents as a padded batch, their rows put back end to end.
     "varlen_attention": (_VARLEN, ("queries", "weights", "context")),
     "varlen_flag": (_VARLEN, ("packed", "padded")),
+    # The same documents unrotated (flash_attn_varlen_func's own arithmetic, whatever rotated q and k before it).
+    "varlen_unrotated_flag": (_VARLEN, ("packed", "padded")),
     # A decoder's attention as Mistral, Gemma 2 and gpt-oss put the families together: grouped heads, every query and
     # key head rotated whole (`pairing`, theta 10000), the scaled scores capped (`cap`, 0 = none), a causal window of
     # `window` keys and head n's sink sinks[n] (-inf = none); context is the heads concatenated.
@@ -188,7 +201,7 @@ CHOICES = {
 # True = hidden; "padding" bool [B, S], True = a padded key; "weight" [D, D] (x @ W layout); "bias" [D]; "sink" [N], one
 # logit a head; "gain" a norm's weight, [H] (per head) or [N*H]; "table" a bias per bucket and head [num_buckets, N].
 # Scalars: "width" (a size), "heads", "seed", "probability", "count", "rate", "offset" (a token index), "window" (keys a
-# query sees), "rotary" (dims RoPE turns, even), "base" (RoPE's theta), "factor" (a frequency scaling's), "position" (a
+# query sees), "reach" (keys a query sees on one side beyond its own, -1 = all), "rotary" (dims RoPE turns, even), "base" (RoPE's theta), "factor" (a frequency scaling's), "position" (a
 # token's position), "cap" (a soft cap, 0 = none), "multiplier" (what the scores are multiplied by in place of
 # 1/sqrt(H)), "epsilon" (what a norm adds under its root), "buckets" (relative-position buckets), "distance" (where
 # T5's last bucket starts), "offsets" (cumulative lengths, int64 [n + 1]), "switch" (true/false), "choice" (one of
@@ -225,6 +238,8 @@ PARAMETERS = {
     "lr": "rate",
     "start": "offset",
     "window": "window",
+    "left": "reach",
+    "right": "reach",
     "rotary_dim": "rotary",
     "theta": "base",
     "factor": "factor",
@@ -256,6 +271,8 @@ PARAMETERS = {
 # "batched" ([B, T, D], masks [B, T, S]). An op with two forms must take both. Ops without token
 # tensors are not listed.
 _BOTH = ("unbatched", "batched")
+_PAST_THE_DOCUMENTS = list(OPS)[list(OPS).index("sgd_step") + 1 :]
+_TOKENLESS = ("layer_defaults", "rope_frequencies", "alibi_slopes", "t5_relative_bias")
 FORMS = {
     "project": ("row", "unbatched"),
     "transposed_matmul": _BOTH,
@@ -276,95 +293,12 @@ FORMS = {
     "knobs_removed": ("unbatched",),
     "gradients": _BOTH,
     "sgd_step": _BOTH,
-    **{
-        op: ("batched",)
-        for op in (
-            "attention_module",
-            "decode_attention",
-            "causal_flag",
-            "cache_flag",
-            "window_attention",
-            "window_flag",
-            "rotary_embedding",
-            "fused_rotary",
-            "scaled_rotary",
-            "rotary_attention",
-            "rotary_port",
-            "softcap_attention",
-            "softcap_flag",
-            "sink_attention",
-            "fused_sink_attention",
-            "alibi_attention",
-            "alibi_flag",
-            "qk_norm_attention",
-            "qk_norm_flag",
-            "cross_attention",
-            "cross_attention_flag",
-            "t5_attention",
-            "varlen_attention",
-            "varlen_flag",
-            "decoder_attention",
-            "attention_stages",
-            "scale_flag",
-            "packed_fused_attention",
-            "key_padding_flag",
-            "grouped_attention",
-            "grouped_fused_attention",
-            "mask_conventions",
-            "layer_mask",
-            "layer_key_padding",
-            "grouped_attention_layer",
-            "decode_paths",
-            "sink_decode_paths",
-        )
-    },
+    # Every op past the documents' takes batched tokens, but those with no tokens at all.
+    **{op: ("batched",) for op in _PAST_THE_DOCUMENTS if op not in _TOKENLESS},
 }
 # Ops an adapter may leave out: its cases are then not applicable, said so in the summary. A new op
-# is a contract change for every adapter outside this repository; optional ones do not break them.
-OPTIONAL = frozenset(
-    {
-        "attention_module",
-        "layer_defaults",
-        "decode_attention",
-        "causal_flag",
-        "cache_flag",
-        "window_attention",
-        "window_flag",
-        "rotary_embedding",
-        "fused_rotary",
-        "scaled_rotary",
-        "rope_frequencies",
-        "rotary_attention",
-        "rotary_port",
-        "softcap_attention",
-        "softcap_flag",
-        "sink_attention",
-        "fused_sink_attention",
-        "alibi_slopes",
-        "alibi_attention",
-        "alibi_flag",
-        "qk_norm_attention",
-        "qk_norm_flag",
-        "cross_attention",
-        "cross_attention_flag",
-        "t5_relative_bias",
-        "t5_attention",
-        "varlen_attention",
-        "varlen_flag",
-        "decoder_attention",
-        "attention_stages",
-        "scale_flag",
-        "packed_fused_attention",
-        "key_padding_flag",
-        "grouped_attention",
-        "grouped_fused_attention",
-        "mask_conventions",
-        "layer_mask",
-        "layer_key_padding",
-        "grouped_attention_layer",
-        "decode_paths",
-        "sink_decode_paths",
-    }
-)
+# is a contract change for every adapter outside this repository; optional ones do not break them:
+# every op past the documents' (the first group above, up to sgd_step) is optional.
+OPTIONAL = frozenset(_PAST_THE_DOCUMENTS)
 CONTRACT = {"version": ()} | {op: params for op, (params, _) in OPS.items()}  # every function an adapter defines
 OUTPUTS = tuple(sorted({out for _, outs in OPS.values() for out in outs}))

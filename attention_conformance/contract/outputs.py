@@ -156,6 +156,16 @@ OUTPUTS = {
         "after the bias), (B, N, T, S)",
         "context": "the heads' `weights @ value` concatenated, (B, T, N*H)",
     },
+    "band_attention": {
+        "weights": "one head's softmax of the scaled scores, key j hidden from query i when j < i - left or j > i + "
+        "right (a side of -1 hides nothing), (B, T, T)",
+        "context": "`weights @ value`, (B, T, H)",
+    },
+    "query_padding_attention": {
+        "weights": "one head's softmax of the scaled scores, the padding's keys hidden (and the future if `causal`); "
+        "a padding token's row 0, (B, T, T)",
+        "context": "`weights @ value`, a padding token's row 0, (B, T, H)",
+    },
     "varlen_attention": {
         "queries": "each head's queries rotated at their positions in their own document (0 at each document's "
         "start), (1, N, T, H)",
@@ -168,6 +178,10 @@ OUTPUTS = {
         "route, or a document mask built from cu_seqlens), (1, T, N*H)",
         "padded": "the same through the fused attention on the documents as a padded batch [n, longest, ..], its rows "
         "put back end to end: must equal `packed`",
+    },
+    "varlen_unrotated_flag": {
+        "packed": "varlen_flag's packed with no RoPE, (1, T, N*H)",
+        "padded": "varlen_flag's padded with no RoPE: must equal `packed`",
     },
     "attention_stages": {
         "scaled": "one head's q k^T / sqrt(H), (B, T, S), unmasked",

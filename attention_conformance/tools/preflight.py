@@ -26,6 +26,7 @@ _SCALARS = {
     "rate": 0.1,
     "offset": T - 2,
     "window": 2,  # shorter than the tiny sequence: the band hides a key
+    "reach": 1,  # a key on each side of the tiny sequence's middle queries, the rest hidden
     "rotary": HEADS,  # a head's width (D / HEADS) in attention, a part of the tiny row's in rotary_embedding
     "base": 10000.0,
     "factor": 2.0,

@@ -12,6 +12,7 @@ KINDS |= {
     "rate",
     "offset",
     "window",
+    "reach",
     "rotary",
     "base",
     "factor",
