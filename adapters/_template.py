@@ -156,6 +156,23 @@ def sgd_step(x, w_query, w_key, w_value, g, lr):
 # def cache_flag(x, w_query, w_key, w_value, start):  # your attention op with keys 0..start-1 as its own KV cache
 #     return ...  # the context of the queries start..T-1, its causal flag on
 #
+# Optional: flash-attention's masks. A two-sided window (conventions.two_sided_window), not causal: query i sees keys
+# i-left..i+right, -1 no limit on a side. Padded queries (conventions.padded_queries): padding [B, T], True = a padding
+# token, hidden as a key from every query, its own row returned as 0 (zero it with a where: a left-padded causal row
+# sees no key, and its softmax is 0/0).
+#
+# def band_attention(x, w_query, w_key, w_value, left, right):
+#     return {"weights": ..., "context": ...}
+#
+# def band_flag(x, w_query, w_key, w_value, left, right):  # your attention op's own window_size / local_window_size
+#     return ...  # the context
+#
+# def query_padding_attention(x, w_query, w_key, w_value, padding, causal):
+#     return {"weights": ..., "context": ...}
+#
+# def query_padding_flag(x, w_query, w_key, w_value, padding, causal):  # your fused attention, the padding's rows 0
+#     return ...  # the context
+#
 # Optional: rotary position embeddings (spec conventions.rotary). x's rows are one head's tokens at positions
 # position, position+1, ..; pairs (2i, 2i+1) for pairing "interleaved", (i, i + rotary_dim/2) for "rotate_half"; dims
 # rotary_dim.. unchanged; frequency theta ** (-2i / rotary_dim), scaled per `scaling` ("none", "linear", "llama3").
@@ -262,6 +279,9 @@ def sgd_step(x, w_query, w_key, w_value, g, lr):
 #
 # def varlen_flag(x, w_query, w_key, w_value, num_heads, cu_seqlens, causal):
 #     return {"packed": ..., "padded": ...}  # the context through your fused attention: the row, and a padded batch
+#
+# def varlen_unrotated_flag(x, w_query, w_key, w_value, num_heads, cu_seqlens, causal):  # the same with no RoPE
+#     return {"packed": ..., "padded": ...}
 #
 # The other optional ops, one stub each; what each returns and checks (contract/meanings.py, docs/contract.md):
 #

@@ -1,5 +1,6 @@
 """Drawing the cases of the families where 2025-26's ports and kernels broke (issue 61): ALiBi, QK-norm,
-cross-attention and T5's bias, the shapes kernels switch at, packed documents. tools/fuzz/cases.py draws the rest
+cross-attention and T5's bias, the shapes kernels switch at, packed documents; and flash-attention's masks (issue 74):
+a two-sided window, padded queries. tools/fuzz/cases.py draws the rest
 and hands these ops here with its own helpers (`x`, `w` and `tensor` draw tokens, weights and any tensor)."""
 
 import numpy as np
@@ -18,6 +19,11 @@ OPS = (
     "sink_decode_paths",
     "varlen_attention",
     "varlen_flag",
+    "varlen_unrotated_flag",
+    "band_attention",
+    "band_flag",
+    "query_padding_attention",
+    "query_padding_flag",
 )
 # Where fused kernels switch paths (conventions.kernel_paths): key counts at a tile and one past it, a head size each
 # kernel specialises (64, 80, 128) beside odd ones.
@@ -95,7 +101,18 @@ def draw_inputs(draw, op, T, D, H, lead, x, w, tensor, tokens):
         if op == "sink_decode_paths":
             inputs["sinks"] = tensor(draw, [N], ((-3.0, 3.0), (5.0, 10.0), (-40.0, 40.0)))
         return inputs
-    if op in ("varlen_attention", "varlen_flag"):  # documents of one token, cut one off a tile, one filling the row
+    if op in ("band_attention", "band_flag"):  # a key a side, none, no limit (-1), the whole sequence and past it
+        reach = (-1, 0, 1, 2, 3, max(1, T // 2), T, T + 3)
+        weights = {n: w(D, H) for n in ("w_query", "w_key", "w_value")}
+        return {"x": x(), **weights, "left": draw(st.sampled_from(reach)), "right": draw(st.sampled_from(reach))}
+    if op in ("query_padding_attention", "query_padding_flag"):  # each row padded after its tokens or before them
+        rows = []
+        for _ in range(lead[0]):
+            real, before = draw(st.integers(0, T)), draw(st.booleans())  # a row all padding: a batch's empty sequence
+            rows.append([j < T - real if before else j >= real for j in range(T)])
+        weights = {n: w(D, H) for n in ("w_query", "w_key", "w_value")}
+        return {"x": x(), **weights, "padding": rows, "causal": draw(st.booleans())}
+    if op in ("varlen_attention", "varlen_flag", "varlen_unrotated_flag"):  # documents of one token, cut one off a tile, one filling the row
         N, H = draw(st.sampled_from((1, 2, 3, 4))), 2 * draw(st.sampled_from((1, 2, 4, 32)))
         # Two documents or more, where the cuts and a padded batch's padding are: one alone is a sixth of the draws.
         lengths = draw(st.lists(st.sampled_from(DOCUMENTS), min_size=2, max_size=5))
