@@ -15,6 +15,7 @@ import jax
 
 from attention_conformance import cache
 
+from .bands import *
 from .cross import *
 from .documents import *
 from .heads import *

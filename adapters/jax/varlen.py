@@ -19,11 +19,14 @@ def _documents(cu_seqlens):
     return document, jnp.arange(T) - offsets[document]
 
 
-def _rotated_heads(x, w_query, w_key, w_value, num_heads, cu_seqlens):
-    """[1, N, T, H] queries and keys rotated at their positions in their documents, and values."""
+def _rotated_heads(x, w_query, w_key, w_value, num_heads, cu_seqlens, rotate=True):
+    """[1, N, T, H] queries and keys rotated at their positions in their documents (as projected if not `rotate`),
+    and values."""
     x = jnp.asarray(x)
     H = w_query.shape[-1] // num_heads
     queries, keys, values = (_split_heads(x @ jnp.asarray(w), num_heads, H) for w in (w_query, w_key, w_value))
+    if not rotate:
+        return queries, keys, values
     _, positions = _documents(cu_seqlens)
     return _rotate(queries, positions, "rotate_half", H), _rotate(keys, positions, "rotate_half", H), values
 
@@ -69,11 +72,11 @@ def _padded(queries, keys, values, cu_seqlens, causal):
     return jnp.concatenate([c[:n] for c, n in zip(context, lengths)])[None]
 
 
-@_compiled("num_heads", "cu_seqlens", "causal", eager_float16=True)
-def _varlen_flag(x, w_query, w_key, w_value, num_heads, cu_seqlens, causal):
+@_compiled("num_heads", "cu_seqlens", "causal", "rotate", eager_float16=True)
+def _varlen_flag(x, w_query, w_key, w_value, num_heads, cu_seqlens, causal, rotate):
     # jax.nn.dot_product_attention takes [B, T, N, H]
     queries, keys, values = (
-        jnp.swapaxes(t, -3, -2) for t in _rotated_heads(x, w_query, w_key, w_value, num_heads, cu_seqlens)
+        jnp.swapaxes(t, -3, -2) for t in _rotated_heads(x, w_query, w_key, w_value, num_heads, cu_seqlens, rotate)
     )
     attend = _same_document(cu_seqlens)[None, None]  # [B, N, T, S] broadcast: True = take part
     packed = jax.nn.dot_product_attention(queries, keys, values, mask=attend, is_causal=causal)
@@ -86,4 +89,9 @@ def varlen_attention(x, w_query, w_key, w_value, num_heads, cu_seqlens, causal):
 
 
 def varlen_flag(x, w_query, w_key, w_value, num_heads, cu_seqlens, causal):
-    return _varlen_flag(x, w_query, w_key, w_value, num_heads, tuple(int(n) for n in cu_seqlens), causal)
+    return _varlen_flag(x, w_query, w_key, w_value, num_heads, tuple(int(n) for n in cu_seqlens), causal, True)
+
+
+def varlen_unrotated_flag(x, w_query, w_key, w_value, num_heads, cu_seqlens, causal):
+    """flash_attn_varlen_func's case: the packed row attended with whatever queries and keys it is given, no RoPE."""
+    return _varlen_flag(x, w_query, w_key, w_value, num_heads, tuple(int(n) for n in cu_seqlens), causal, False)
