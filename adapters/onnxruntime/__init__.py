@@ -15,6 +15,7 @@ import functools
 import onnx
 import onnxruntime as ort
 
+from .bands import *
 from .cross import *
 from .documents import *
 from .heads import *
@@ -61,6 +62,10 @@ NOT_APPLICABLE = {
     "scaled_rotary/float64": "ONNX's RotaryEmbedding is defined for float, float16 and bfloat16 only (opset 23)",
     "window_flag": (
         "opset 23's Attention operator has no sliding window (opset 25 adds one; onnxruntime 1.31 runs 23)"
+    ),
+    "band_flag": (
+        "opset 23's Attention operator has no window, one-sided or two (opset 25 adds a sliding one; onnxruntime "
+        "1.31 runs 23): band_attention builds the band as a mask"
     ),
     "bfloat16": (
         "onnxruntime 1.31's CPU execution provider has no bfloat16 kernel for MatMul, Div, Where or ReduceMax "
