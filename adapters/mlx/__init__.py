@@ -9,6 +9,7 @@ is read (np.array below), so every function's graph is evaluated once, at its re
 
 import mlx.core as mx
 
+from .bands import *
 from .cross import *
 from .documents import *
 from .heads import *
@@ -33,6 +34,7 @@ NOT_APPLICABLE = {
     "packed_fused_attention": "mx.fast.scaled_dot_product_attention takes heads on their own axis [B, N, T, H]",
     "key_padding_flag": "mx.fast.scaled_dot_product_attention takes no key lengths: padding is its boolean mask",
     "window_flag": ("mx.fast.scaled_dot_product_attention takes no window (mlx-lm builds the band as a mask array)"),
+    "band_flag": "mx.fast.scaled_dot_product_attention takes no window (band_attention builds the band as a mask)",
     "attention_layer": (
         "keras.layers.Attention's case; MLX's attention layer (nn.MultiHeadAttention) owns its projections"
     ),

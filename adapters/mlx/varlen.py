@@ -4,7 +4,8 @@ the packed row (its boolean mask, True = attend: MLX has no varlen route) and on
 
 Both paths rotate from ops (rotary._rotate, mlx-lm's rotate_half written out) at each token's position in its
 document: mx.fast.rope takes one offset per batch row, not per token, so a packed row's restarts would take one kernel
-call per document; rotated once, both fused paths get the same heads and differ in the attention alone."""
+call per document; rotated once, both fused paths get the same heads and differ in the attention alone.
+varlen_unrotated_flag is varlen_flag with the rotation switched off."""
 
 import mlx.core as mx
 
@@ -21,10 +22,12 @@ def _documents(cu_seqlens):
     return document, tokens - offsets[document]
 
 
-def _rotated_heads(x, w_query, w_key, w_value, num_heads, cu_seqlens):
+def _rotated_heads(x, w_query, w_key, w_value, num_heads, cu_seqlens, rotate=True):
     x = _mx(x)
     H = w_query.shape[-1] // num_heads
     queries, keys, values = (_split_heads(x @ _mx(w), num_heads) for w in (w_query, w_key, w_value))
+    if not rotate:  # flash_attn_varlen_func's own arithmetic: whatever rotated q and k did so before it
+        return queries, keys, values
     _, positions = _documents(cu_seqlens)
     return _rotate(queries, positions, "rotate_half", H), _rotate(keys, positions, "rotate_half", H), values
 
@@ -60,9 +63,17 @@ def _padded(queries, keys, values, cu_seqlens, causal):
     return mx.concatenate([c[:, : b - a] for c, (a, b) in zip(context, bounds)], axis=-2)[None]
 
 
-def varlen_flag(x, w_query, w_key, w_value, num_heads, cu_seqlens, causal):
-    queries, keys, values = _rotated_heads(x, w_query, w_key, w_value, num_heads, cu_seqlens)
+def _flagged(x, w_query, w_key, w_value, num_heads, cu_seqlens, causal, rotate):
+    queries, keys, values = _rotated_heads(x, w_query, w_key, w_value, num_heads, cu_seqlens, rotate)
     scale = queries.shape[-1] ** -0.5
     packed = mx.fast.scaled_dot_product_attention(queries, keys, values, scale=scale, mask=_attend(cu_seqlens, causal))
     padded = _padded(queries, keys, values, cu_seqlens, causal)
     return {"packed": _np(_merged(packed)), "padded": _np(_merged(padded))}
+
+
+def varlen_flag(x, w_query, w_key, w_value, num_heads, cu_seqlens, causal):
+    return _flagged(x, w_query, w_key, w_value, num_heads, cu_seqlens, causal, rotate=True)
+
+
+def varlen_unrotated_flag(x, w_query, w_key, w_value, num_heads, cu_seqlens, causal):
+    return _flagged(x, w_query, w_key, w_value, num_heads, cu_seqlens, causal, rotate=False)
