@@ -73,6 +73,8 @@ DECIDING = {
     "scale_flag": ("one_query", "float32_scale"),
     "key_padding_flag": ("one_query",),
     "alibi_flag": ("one_query",),
+    "band_flag": ("one_query",),
+    "query_padding_flag": ("one_query",),
     # XLA's one-query bfloat16 dot, declared on the per-head case, holds for a whole-projection draw too.
     "qk_norm_flag": ("one_query",),
     # A memory all padding (conventions.fully_masked_rows) declared for a textbook's NaN excuses only such draws.
