@@ -200,13 +200,14 @@ CHOICES = {
 # What each parameter is. Tensors: "tokens" [.., T, D]; "square" [.., T, S] (scores, weights); "mask" bool [.., T, S],
 # True = hidden; "padding" bool [B, S], True = a padded key; "weight" [D, D] (x @ W layout); "bias" [D]; "sink" [N], one
 # logit a head; "gain" a norm's weight, [H] (per head) or [N*H]; "table" a bias per bucket and head [num_buckets, N].
-# Scalars: "width" (a size), "heads", "seed", "probability", "count", "rate", "offset" (a token index), "window" (keys a
-# query sees), "reach" (keys a query sees on one side beyond its own, -1 = all), "rotary" (dims RoPE turns, even), "base" (RoPE's theta), "factor" (a frequency scaling's), "position" (a
-# token's position), "cap" (a soft cap, 0 = none), "multiplier" (what the scores are multiplied by in place of
-# 1/sqrt(H)), "epsilon" (what a norm adds under its root), "buckets" (relative-position buckets), "distance" (where
-# T5's last bucket starts), "offsets" (cumulative lengths, int64 [n + 1]), "switch" (true/false), "choice" (one of
-# CHOICES). The `check` command builds its tiny inputs from this table, so every parameter of OPS must be here
-# (tests/cases/test_spec.py), never a name the `check` command happens to know.
+# Scalars: "width" (a size), "heads", "seed", "probability", "count", "rate", "offset" (a token index), "window" (keys
+# a query sees), "reach" (keys a query sees on one side beyond its own, -1 = all), "rotary" (dims RoPE turns, even),
+# "base" (RoPE's theta), "factor" (a frequency scaling's), "position" (a token's position), "cap" (a soft cap, 0 =
+# none), "multiplier" (what the scores are multiplied by in place of 1/sqrt(H)), "epsilon" (what a norm adds under its
+# root), "buckets" (relative-position buckets), "distance" (where T5's last bucket starts), "offsets" (cumulative
+# lengths, int64 [n + 1]), "switch" (true/false), "choice" (one of CHOICES). The `check` command builds its tiny
+# inputs from this table, so every parameter of OPS must be here (tests/cases/test_spec.py), never a name the `check`
+# command happens to know.
 PARAMETERS = {
     "x": "tokens",
     "memory": "tokens",

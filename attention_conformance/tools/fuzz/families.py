@@ -112,7 +112,8 @@ def draw_inputs(draw, op, T, D, H, lead, x, w, tensor, tokens):
             rows.append([j < T - real if before else j >= real for j in range(T)])
         weights = {n: w(D, H) for n in ("w_query", "w_key", "w_value")}
         return {"x": x(), **weights, "padding": rows, "causal": draw(st.booleans())}
-    if op in ("varlen_attention", "varlen_flag", "varlen_unrotated_flag"):  # documents of one token, cut one off a tile, one filling the row
+    # Documents of one token, cut one off a tile, one filling the row.
+    if op in ("varlen_attention", "varlen_flag", "varlen_unrotated_flag"):
         N, H = draw(st.sampled_from((1, 2, 3, 4))), 2 * draw(st.sampled_from((1, 2, 4, 32)))
         # Two documents or more, where the cuts and a padded batch's padding are: one alone is a sixth of the draws.
         lengths = draw(st.lists(st.sampled_from(DOCUMENTS), min_size=2, max_size=5))
