@@ -6,6 +6,7 @@ os.environ["KERAS_BACKEND"] = "tensorflow"  # this adapter is TensorFlow; Keras 
 import keras
 import tensorflow as tf
 
+from .bands import *
 from .cross import *
 from .documents import *
 from .heads import *
@@ -32,6 +33,7 @@ NOT_APPLICABLE = {
         "ops, rotary_embedding's)"
     ),
     "window_flag": "keras.ops.dot_product_attention and keras.layers.MultiHeadAttention take no sliding window",
+    "band_flag": "keras.ops.dot_product_attention and keras.layers.MultiHeadAttention take no two-sided window",
     "attention_stages": "keras.ops.dot_product_attention returns its output alone, none of its scores",
     "packed_fused_attention": "keras.ops.dot_product_attention takes heads on their own axis [B, T, N, H], no counts",
     "key_padding_flag": "keras.ops.dot_product_attention takes no key lengths: padding is its boolean mask",

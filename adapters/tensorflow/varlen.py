@@ -3,7 +3,8 @@ document by tf.searchsorted, its position restarting there for keras-hub's rotat
 the textbook softmax and into keras.ops.dot_product_attention on the packed row (Keras has no varlen route), and the
 documents gathered into a padded batch [n, longest, N, H] for the same op. tf.RaggedTensor (row_splits are
 cu_seqlens) is TensorFlow's own varlen type, but XLA cannot compile it ("No registered 'RaggedRange' OpKernel for
-XLA_CPU_JIT devices", measured), so the compiled mode would refuse it; these ops compile."""
+XLA_CPU_JIT devices", measured), so the compiled mode would refuse it; these ops compile. varlen_unrotated_flag is
+varlen_flag with the rotation switched off."""
 
 import math
 
@@ -26,10 +27,12 @@ def _documents(cu_seqlens, T):
     return document, tokens - tf.gather(offsets, document)
 
 
-def _rotated_heads(x, w_query, w_key, w_value, num_heads, cu_seqlens):
+def _rotated_heads(x, w_query, w_key, w_value, num_heads, cu_seqlens, rotate=True):
     x = _t(x)
     H = w_query.shape[-1] // num_heads
     queries, keys, values = (_split_heads(tf.linalg.matmul(x, _t(w)), num_heads, H) for w in (w_query, w_key, w_value))
+    if not rotate:  # flash_attn_varlen_func's own arithmetic: whatever rotated q and k did so before it
+        return queries, keys, values
     _, positions = _documents(cu_seqlens, x.shape[-2])
     return _rotate(queries, positions, "rotate_half", H), _rotate(keys, positions, "rotate_half", H), values
 
@@ -50,8 +53,8 @@ def varlen_attention(x, w_query, w_key, w_value, num_heads, cu_seqlens, causal):
     return {"queries": _np(queries), "weights": _np(weights), "context": _np(context)}
 
 
-def _fused(x, w_query, w_key, w_value, num_heads, cu_seqlens, causal, longest):
-    queries, keys, values = _rotated_heads(x, w_query, w_key, w_value, num_heads, cu_seqlens)
+def _fused(x, w_query, w_key, w_value, num_heads, cu_seqlens, causal, longest, rotate):
+    queries, keys, values = _rotated_heads(x, w_query, w_key, w_value, num_heads, cu_seqlens, rotate)
     T = queries.shape[-2]
     Q, K, V = (tf.transpose(t, _swap_tokens_and_heads(4)) for t in (queries, keys, values))  # [1, T, N, H]
     packed = keras.ops.dot_product_attention(Q, K, V, mask=_attend(cu_seqlens, T, causal))
@@ -69,8 +72,17 @@ def _fused(x, w_query, w_key, w_value, num_heads, cu_seqlens, causal, longest):
     return {"packed": tf.reshape(packed, [1, T, -1]), "padded": tf.reshape(back, [1, T, -1])}
 
 
+def _flagged(x, w_query, w_key, w_value, num_heads, cu_seqlens, causal, rotate):
+    longest = int(np.diff(cu_seqlens).max())
+    out = _compiled_part(_fused)(x, w_query, w_key, w_value, num_heads, cu_seqlens, causal, longest, rotate)
+    return {name: _np(t) for name, t in out.items()}
+
+
 @_compiles_parts  # XLA needs the padded batch's length static: a host int, as flash-attn's max_seqlen is
 def varlen_flag(x, w_query, w_key, w_value, num_heads, cu_seqlens, causal):
-    longest = int(np.diff(cu_seqlens).max())
-    out = _compiled_part(_fused)(x, w_query, w_key, w_value, num_heads, cu_seqlens, causal, longest)
-    return {name: _np(t) for name, t in out.items()}
+    return _flagged(x, w_query, w_key, w_value, num_heads, cu_seqlens, causal, rotate=True)
+
+
+@_compiles_parts
+def varlen_unrotated_flag(x, w_query, w_key, w_value, num_heads, cu_seqlens, causal):
+    return _flagged(x, w_query, w_key, w_value, num_heads, cu_seqlens, causal, rotate=False)
