@@ -159,12 +159,12 @@ def sgd_step(x, w_query, w_key, w_value, g, lr):
 # Optional: flash-attention's masks. A two-sided window (conventions.two_sided_window), not causal: query i sees keys
 # i-left..i+right, -1 no limit on a side. Padded queries (conventions.padded_queries): padding [B, T], True = a padding
 # token, hidden as a key from every query, its own row returned as 0 (zero it with a where: a left-padded causal row
-# sees no key, and its softmax is 0/0).
+# sees no key, and a textbook softmax's 0/0 there is NaN, which a product keeps; torch's CPU SDPA returns 0 there).
 #
 # def band_attention(x, w_query, w_key, w_value, left, right):
 #     return {"weights": ..., "context": ...}
 #
-# def band_flag(x, w_query, w_key, w_value, left, right):  # your attention op's own window_size / local_window_size
+# def band_flag(x, w_query, w_key, w_value, left, right):  # your op's own window_size; none: NOT_APPLICABLE
 #     return ...  # the context
 #
 # def query_padding_attention(x, w_query, w_key, w_value, padding, causal):

@@ -144,7 +144,8 @@ MEANINGS = {
         "flash-attention's two-sided window, `window_size=(left, right)`, not causal",
     ),
     "band_flag": (
-        "context of the same band through the framework's own window switch",
+        "context of the same band through the framework's own window switch (a framework without one declares it not "
+        "applicable: a band built by hand is band_attention's)",
         "`jax.nn.dot_product_attention(local_window_size=(left, right))`, flash_attn_func's window_size",
     ),
     "query_padding_attention": (

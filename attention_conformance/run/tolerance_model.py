@@ -280,8 +280,8 @@ class Verdict:
         if self.limit == 0 and self.derived == 0 and self.expected == 0:
             return (
                 f"{self.name}{where}: got {self.got!r} where the only answer is exactly {self.expected!r}: "
-                "nothing there can round (a key hidden from this query by the mask or the causal order gets "
-                "probability 0, in every correct implementation)"
+                "nothing there can round (a key hidden from this query by the mask, the window or the causal order "
+                "gets probability 0, and a padding query's row is 0, in every correct implementation)"
             )
         return (
             f"{self.name}{where}: got {self.got!r}, expected {self.expected!r}, |error| {self.error:.3g} "
