@@ -20,6 +20,8 @@
     attention-conformance docs [PAGE]                        the manual: its pages, or one printed
     attention-conformance sweep --adapter NAME               measure the tolerance model over random
                                                              shapes on one framework (spec/model.yaml)
+    attention-conformance sensitivity [--json PATH]          the smallest error of rounding's shape the
+                                                             model names, beside flash-attention's rule
 
 NAME is a built-in adapter, an entry point name, or any importable module. Results go to stdout;
 problems, and a failing verdict, to stderr, one line each (`run` is pytest's: its whole report, the root cause
@@ -37,6 +39,7 @@ from attention_conformance.cases import golden, loader
 from attention_conformance.contract import ops, registry
 from attention_conformance.paths import DOCS_DIR, PUBLISHED_DIR, SPEC_DIR
 from attention_conformance.run import launch, reports
+from attention_conformance.tools import sensitivity
 from attention_conformance.tools.fuzz import cases as fuzz_cases
 
 
@@ -318,6 +321,12 @@ def _command(argv):
     sweep_parser.add_argument("--dtype", action="append", choices=dtypes.DTYPES, help="only this dtype (repeatable)")
     sweep_parser.add_argument("--op", action="append", metavar="OP", help="only this op (repeatable)")
     sweep_parser.add_argument("--verbose", action="store_true", help="a line per measurement")
+    sensitivity_parser = commands.add_parser(
+        "sensitivity", help="the smallest error of rounding's shape the model names, beside flash-attention's rule"
+    )
+    sensitivity_parser.add_argument("--seed", type=int, default=0, help="the inputs' seed (default 0)")
+    sensitivity_parser.add_argument("--json", metavar="PATH", help="write every measurement here too")
+    sensitivity_parser.add_argument("--family", action="append", choices=sensitivity.FAMILIES, help="only this one")
     args, rest = parser.parse_known_args(argv)
     if rest and args.command not in ("run", "portability"):
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
@@ -364,6 +373,8 @@ def _command(argv):
         return sweep.main(
             args.adapter, args.examples, args.seed, args.json, args.model, args.dtype, args.op, args.verbose
         )
+    if args.command == "sensitivity":
+        return sensitivity.main(args.seed, args.json, args.family)
     if args.command == "explain":
         from attention_conformance.tools import explain
 
