@@ -113,6 +113,10 @@ def scale_flag(x, w_query, w_key, w_value, softmax_scale, causal):
     its specification says); that route's bound covers scaling the product once, as most kernels do."""
     x, w_query, w_key, w_value = _f64(x, w_query, w_key, w_value)
     root = float(np.sqrt(softmax_scale))
+    if bounds.units() is not None:
+        # A kernel that scales the product once stores q k^T first: beyond the dtype's range there it overflows, as
+        # Keras's float16 did at a scale of 1/16 (fuzz, seed 0): the dtype's range, not rounding, as for every op.
+        bounds.stored(transposed_matmul(project(x, w_query), project(x, w_key)))
     scores = transposed_matmul(project(x, w_query) * root, project(x, w_key) * root)
     T = np.shape(x)[-2]
     weights = _masked_softmax(scores, _future(T) if causal else np.zeros((T, T), dtype=bool))

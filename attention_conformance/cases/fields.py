@@ -259,9 +259,9 @@ def _reference(c):
     printed values, which were computed from float32 inputs."""
     if not (c.exp.reference or (c.low and (c.exp.golden is not None or c.exp.printed is not None))):
         return None
-    origin = "adapters/reference/ on the same inputs"
+    origin = "the built-in reference adapter on the same inputs"
     if c.model_allowed is not None:  # explain's and fuzz's model: one verdict for one output on one input
-        return c.against(c.reference_out, c.model_allowed, f"the model k x B + E ({c.dtype})", origin)
+        return c.against(c.reference_out, c.model_allowed, f"model k x B + E + one ULP ({c.dtype})", origin)
     text = f"'low_precision' ({c.dtype})" if c.low else f"'{c.tol.name}'"
     return c.against(c.reference_out, c.allowed(c.reference_out, c.plain_out), text, origin)
 

@@ -265,3 +265,17 @@ def test_yarn_ramps_between_the_frequencies_and_them_over_the_factor_and_lengthe
     x = np.linspace(-1, 1, 16).reshape(1, 1, 16)
     turned = reference.scaled_rotary(x, "interleaved", 16, 10000.0, 0, "yarn", 8.0, 2048, 32.0, 1.0, False)
     assert turned == pytest.approx(x * (0.1 * np.log(8) + 1), rel=1e-15)
+
+
+def test_scale_flag_is_beyond_float16s_range_where_the_unscaled_product_is():
+    # Its route scales q and k by sqrt(scale) first, so its own scores stay in range; Keras stores q k^T in float16
+    # first and returned NaN (fuzz, seed 0). Scores of 2.56e6 at a scale of 1e-3: the range, not rounding.
+    from attention_conformance.run import tolerance_model
+
+    x, w = np.ones((1, 2, 4)), np.full((4, 4), 200.0)
+    with pytest.raises(tolerance_model.Overflow):
+        tolerance_model.bound("float16", reference.scale_flag, x, w, w, w, softmax_scale=1e-3, causal=False)
+    within = tolerance_model.bound(
+        "float16", reference.scale_flag, x, w / 8, w / 8, w, softmax_scale=1e-3, causal=False
+    )
+    assert np.isfinite(within).all()

@@ -93,3 +93,17 @@ def test_a_failure_on_a_case_that_states_a_convention_names_it_and_how_to_declar
     with pytest.raises(Nonconformance) as failed:
         verify.verify(SPEC, "off", _softmax_adapter(lambda w: w * 1.01), plain, "weights", "float64", GOLDENS)
     assert "conventions." not in str(failed.value)
+
+
+def test_an_exact_zero_missed_says_nothing_there_can_round_not_a_count_of_subnormals():
+    # An outside trial's padding rows not zeroed read "6.55e+39 ULP of bfloat16": a ULP of 0 is the smallest subnormal.
+    def unzeroed(**inputs):
+        out = reference.query_padding_attention(**inputs)
+        return {name: np.asarray(value) + 0.25 for name, value in out.items()}
+
+    case = SPEC.cases["query_padding_both_ends"]
+    adapter = types.SimpleNamespace(DTYPES=("float32",), query_padding_attention=unzeroed)
+    with pytest.raises(Nonconformance) as failure:
+        verify.verify(SPEC, "unzeroed", adapter, case, "weights", "float32", GOLDENS)
+    said = str(failure.value)
+    assert "should be 0.0" in said and "nothing there can round" in said and "ULP of float32" not in said, said

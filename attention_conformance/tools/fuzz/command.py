@@ -104,8 +104,12 @@ def main(adapter_name, examples=cases.EXAMPLES_PER_OP, seed=0, dtype=None, out=D
         return 2
     finding = judged.run(examples, seed)
     for op, share in judged.by_op.items():
+        # Past the draws, cases come from narrowing a finding down ("38 distinct cases of 25 drawn" read as a miscount).
+        shrunk = f" ({share.drawn} drawn, the rest narrowing a finding)" if share.cases > share.drawn else ""
         print(
-            f"  {op}: {share.cases} distinct cases of {share.drawn} drawn, {share.judged} outputs judged"
+            f"  {op}: {share.cases} distinct cases"
+            + (shrunk or f" of {share.drawn} drawn")
+            + f", {share.judged} outputs judged"
             + (f" ({share.at_declared} at a declared precision)" if share.at_declared else "")
             + "".join(f"; {n} excused, {reason[:120]}" for reason, n in share.excused.most_common())
         )

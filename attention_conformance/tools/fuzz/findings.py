@@ -275,10 +275,24 @@ if __name__ == "__main__":
 """
 
 
+def _beside(adapter):
+    """The modules a user's adapter imports from its own folder (flash-attention's reference copied beside it, in an
+    outside trial): inlined as the adapter is, where an import would need that folder on the path."""
+    folder = Path(getattr(adapter, "__file__", None) or ".").resolve().parent
+    found = set()
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        if "." not in name and file and "site-packages" not in file:
+            path = Path(file).resolve()
+            if path.parent == folder or path.parent.parent == folder and path.name == "__init__.py":
+                found.add(name)
+    return found
+
+
 def reproducer(fuzzer, finding, module_name):
     """A script needing only the framework and NumPy that calls the adapter's function on the case."""
     fn = getattr(fuzzer.adapter, finding.op)
-    own = {getattr(fuzzer.adapter, "__name__", module_name).split(".")[0]}
+    own = {getattr(fuzzer.adapter, "__name__", module_name).split(".")[0]} | _beside(fuzzer.adapter)
     blob, scalars = _repro_data(fuzzer, finding)
     encoded = base64.b64encode(blob).decode()
     blob_text = "\n".join(f'    "{encoded[i : i + 100]}"' for i in range(0, len(encoded), 100))

@@ -1,6 +1,8 @@
 """The fuzz command (attention_conformance/tools/fuzz/command.py): wrong usage exits 2 with one line before any
 work, a correct adapter exits 0 and says what it judged, a wrong one exits 1 and names its files."""
 
+import re
+
 import pytest
 
 from attention_conformance.tools import template
@@ -40,6 +42,8 @@ def test_a_wrong_adapter_exits_1_and_names_the_case_and_the_reproducer(tmp_path,
     assert command.main("unscaled", examples=20, chosen=["scale"], out=str(tmp_path / "out")) == 1
     captured = capsys.readouterr()
     assert "FINDING scale/scaled" in captured.out and "unscaled-scale-float64.yaml" in captured.out, captured.out
+    share = next(line for line in captured.out.splitlines() if line.startswith("  scale: "))
+    assert re.match(r"  scale: \d+ distinct cases( of 20 drawn| \(20 drawn, the rest narrowing a finding\)), ", share)
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
         "unscaled-scale-float64.py",
         "unscaled-scale-float64.yaml",

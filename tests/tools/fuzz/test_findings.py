@@ -62,6 +62,22 @@ def test_the_reproducer_stands_alone_and_exits_1_while_the_bug_is_there(tmp_path
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+def test_code_the_adapter_imports_from_its_own_folder_is_copied_into_the_reproducer(tmp_path, monkeypatch):
+    # An outside trial's flash-attention adapter imported attention_ref from flash_ref.py beside it, and its reproducer,
+    # "needing only the framework and NumPy", stopped on that import with exit 1, the code that means "reproduced".
+    (tmp_path / "wrong_axis_helper.py").write_text(WRONG.replace("def softmax(", "def wrong_softmax("))
+    for name in ("wrong_axis", "wrong_axis_helper"):  # imported afresh, from this test's folder
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    _, _, script = _written(
+        tmp_path, monkeypatch, "from wrong_axis_helper import wrong_softmax as softmax\nDTYPES = ('float32',)\n"
+    )
+    assert not findings.imports_adapter(script) and "def wrong_softmax(" in script.read_text()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    done = subprocess.run([sys.executable, str(script)], cwd=elsewhere, capture_output=True, text=True, check=False)
+    assert done.returncode == 1 and "REPRODUCED" in done.stdout, done.stdout + done.stderr
+
+
 TWO_MODES = textwrap.dedent(
     """
     import numpy as np
