@@ -181,16 +181,14 @@ def _rounded(value, err):
 
 def stored(a):
     """`a` as the next step receives it, stored in the dtype: a computed value (err > 0) rounds once more, from
-    u_accumulate to u_store, plus a subnormal step (not relative there; issue 58). Given inputs stay exact."""
+    u_accumulate to u_store, plus, where it may be subnormal, a step of that grid (issue 58, 74). Given inputs stay
+    exact."""
     if not isinstance(a, Bounded):
         return a
-    limits = ml_dtypes.finfo(_units.get()[2])
-    largest = float(np.max(np.abs(np.where(np.isfinite(a.value), a.value, 0.0)), initial=0.0))
+    limits, magnitude = ml_dtypes.finfo(_units.get()[2]), np.abs(a.value)
+    largest = float(np.max(np.where(np.isfinite(a.value), magnitude, 0.0), initial=0.0))
     if largest > float(limits.max):
         _units.get()[3].append(largest)
-    # The grid's step only where the result may be subnormal: above the smallest normal number rounding is relative,
-    # and float16's 6e-8 on each of 2048 weights was a fifth of a unit of the output (issue 74).
-    magnitude = np.abs(a.value)
     tiny = np.where(magnitude - a.err < float(limits.smallest_normal), float(limits.smallest_subnormal), 0.0)
     return Bounded(a.value, np.where(a.err > 0, a.err + (_store() - _accumulate()) * magnitude + tiny, a.err))
 
@@ -356,9 +354,8 @@ def softmax(scaled, hidden=None, keys=None):
         down = np.where(hidden, 0.0, deterministic.exp(shifted - d))
         Z = deterministic.sum(a, keepdims=True)
         w = np.where(empty, 0.0, a / np.where(empty, 1.0, Z))
-        # A softmax through log-sum-exp, exp(s - (max + log Z)), shifts every exponent by the rounding of
-        # max + log Z and of s - (max + log Z) (u (|max| + 2 log n)) and by log's own error (EXP_ULPS ULP
-        # of log Z <= log n), and nothing normalises after it.
+        # A softmax through log-sum-exp, exp(s - (max + log Z)), shifts every exponent by the rounding of max + log Z
+        # and of s - (max + log Z) (u (|max| + 2 log n)) and by log's own error (EXP_ULPS ULP of log Z <= log n).
         shift = _accumulate() * (np.abs(np.where(empty, 0.0, top)) + (2 + 2 * EXP_ULPS) * math.log(max(n, 2)))
         # Written so that an `up` or a sum of them beyond float64 gives the limits 1 and 0, never inf / inf.
         # deterministic.exp, not np.exp: NumPy's exp differs in its last bit between SIMD paths, and in float64
@@ -367,12 +364,9 @@ def softmax(scaled, hidden=None, keys=None):
         lowest = np.nan_to_num(down / (down + _others(up)), nan=0.0) * deterministic.exp(-shift)
         spread = np.maximum(highest - w, w - lowest)
         own = highest * ((4 * EXP_ULPS + 1) * _accumulate() + 2 * _store() + _gamma(n))
-        # A weight that may be below the smallest normal number may be any subnormal, or 0 where the kernel flushes
-        # subnormals to zero (TF.js' WebAssembly backend does, found by the fuzzer: 7.8e-45 came back 0). Only
-        # there: float16's smallest normal, 6.1e-5, on every weight of a 2048-key row was 0.1 of an output of 0.03
-        # (issue 74: the allowance 200 times flash-attention's rule).
-        normal = float(ml_dtypes.finfo(_units.get()[2]).smallest_normal)
-        floor = np.where(lowest - own < normal, normal, 0.0)
+        # A weight that may be subnormal may be any, or 0 where the kernel flushes subnormals (TF.js' WebAssembly
+        # backend: 7.8e-45 came back 0). Only there: float16's 6.1e-5 on every weight was 0.1 of a 2048-key output.
+        floor = np.where(lowest - own < (normal := float(ml_dtypes.finfo(_units.get()[2]).smallest_normal)), normal, 0)
     err = np.where(hidden | empty, 0.0, np.nan_to_num(spread, nan=np.inf) + own + floor)
     # A weight lies in [0, 1] however uncertain its logits: no bound beyond that (and no inf x 0 after it).
     return Bounded(w, np.minimum(err, 1.0 + own + floor))
