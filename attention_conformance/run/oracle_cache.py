@@ -16,6 +16,7 @@ Where: the suite's cache (cache.py), in its oracle/ folder; ATTENTION_CONFORMANC
 Only the oracle's answers are cached: the output under test is always computed by the adapter.
 """
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -27,6 +28,11 @@ import ml_dtypes
 import numpy as np
 
 from attention_conformance import cache, deterministic, ports
+
+try:
+    import fcntl
+except ImportError:  # no advisory locks (Windows): each environment computes its own answers, as before issue 73
+    fcntl = None
 
 FORMAT = "5"  # 4: a header, raw bytes and their CRC; inputs keyed by each array's own digest; 5: None outputs kept
 SUFFIX = ".arrays"
@@ -155,7 +161,36 @@ def cached(op, kwargs, rounding, oracle_file, compute, keep=None, digests=None):
     found = read(path)
     if found is not None:
         return found
-    result = computed()
+    with _computing(path):
+        found = read(path)  # computed by another environment while this one waited
+        return found if found is not None else _kept(path, computed())
+
+
+@contextlib.contextmanager
+def _computing(path):
+    """Hold `path`'s lock while its answer is computed: environments running side by side compute each answer once, the
+    others wait and read it (issue 73: a first main job paid the float64 oracle once per framework). The lock file
+    goes once the answer is written; a waiter holding the unlinked one reads the answer all the same. Where no lock can
+    be had (no fcntl, a read-only cache), each computes its own, as before."""
+    lock = path.with_name(f".{path.name}.lock")
+    try:
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(lock, "ab") if fcntl is not None else None
+    except OSError:
+        handle = None
+    if handle is None:
+        yield
+        return
+    with handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            lock.unlink(missing_ok=True)
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _kept(path, result):
     # An answer of None is kept as such: left uncached, it was computed again at every run (an outside trial saw a warm
     # run say "computing the oracle's answers" for its gradients, whose bound is None).
     none = [name for name, value in result.items() if value is None]

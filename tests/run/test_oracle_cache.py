@@ -5,6 +5,7 @@ computed once, on the work it needs: the first run is nearly as fast as the seco
 
 import collections
 import dataclasses
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -257,3 +258,35 @@ def test_an_answer_of_none_is_kept_so_a_warm_run_computes_nothing(cache):
         got = oracle_cache.cached("gradients", {"x": np.zeros(2)}, "bound float32", oracle_cache.__file__, compute)
         assert got["grad_x"] is None and np.array_equal(got["grad_w_query"], np.ones(3))
     assert computed == [True]
+
+
+def test_environments_side_by_side_compute_an_answer_once_and_the_others_read_it(tmp_path, monkeypatch):
+    # issue 73: parallel environments of a first main job each computed the same float64 answers.
+    monkeypatch.setenv("ATTENTION_CONFORMANCE_CACHE", str(tmp_path))
+    computing, release, computed = threading.Event(), threading.Event(), []
+
+    def compute():
+        computed.append(threading.current_thread().name)
+        computing.set()
+        release.wait(10)  # the second asks while the first computes
+        return {"out": np.ones(3)}
+
+    answers = {}
+
+    def ask():
+        answers[threading.current_thread().name] = oracle_cache.cached(
+            "op", {"x": np.zeros(2)}, None, __file__, compute
+        )
+
+    first = threading.Thread(target=ask, name="first")
+    first.start()
+    assert computing.wait(10)
+    second = threading.Thread(target=ask, name="second")
+    second.start()
+    second.join(0.2)
+    assert second.is_alive()  # waiting for the first's answer, not computing its own
+    release.set()
+    first.join(10)
+    second.join(10)
+    assert computed == ["first"] and all((a["out"] == 1).all() for a in answers.values()), (computed, answers)
+    assert not list(tmp_path.rglob("*.lock"))  # the lock goes with the answer written
