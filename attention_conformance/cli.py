@@ -119,9 +119,9 @@ def manual(page):
 
 
 def explain_keys():
-    from attention_conformance.tools import explain_file
+    from attention_conformance.tools.explain import problem
 
-    return explain_file.HELP
+    return problem.HELP
 
 
 def _drawing(parser, examples, each=""):
@@ -376,9 +376,9 @@ def _command(argv):
     if args.command == "sensitivity":
         return sensitivity.main(args.seed, args.json, args.family)
     if args.command == "explain":
-        from attention_conformance.tools import explain
+        from attention_conformance.tools.explain import command
 
-        return explain.main(args.file, args.json, args.allowance)
+        return command.main(args.file, args.json, args.allowance)
     if args.command == "portability":
         from attention_conformance.tools import emulation
 

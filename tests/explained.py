@@ -1,8 +1,8 @@
-"""Helpers for the tests of `explain` (tests/tools/test_explain*.py): a file written and judged in-process."""
+"""Helpers for the tests of `explain` (tests/tools/explain/): a file written and judged in-process."""
 
 import numpy as np
 
-from attention_conformance.tools import explain
+from attention_conformance.tools.explain import command
 
 
 def explained(tmp_path, name="case", **arrays):
@@ -10,7 +10,7 @@ def explained(tmp_path, name="case", **arrays):
     path = tmp_path / f"{name}.npz"
     np.savez(path, **arrays)
     lines = []
-    code = explain.explain(path, out=lines.append, err=lines.append)
+    code = command.explain(path, out=lines.append, err=lines.append)
     return code, "\n".join(lines)
 
 

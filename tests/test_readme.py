@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attention_conformance.tools import explain
+from attention_conformance.tools.explain import command
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
@@ -70,7 +70,7 @@ def test_the_explain_example_prints_the_lines_the_readme_shows(tmp_path, capsys)
     weights = np.exp(scores - scores.max(-1, keepdims=True))
     out = (weights / weights.sum(-1, keepdims=True)) @ v
     np.savez(tmp_path / "mine.npz", q=q, k=k, v=v, out=out, causal=True)
-    assert explain.main(str(tmp_path / "mine.npz")) == 1
+    assert command.main(str(tmp_path / "mine.npz")) == 1
     printed = capsys.readouterr()
     printed = printed.out + printed.err
     block = re.search(r"\$ attention-conformance explain mine\.npz\n\.\.\.\n(.*?)```", README, re.S).group(1)

@@ -4,8 +4,8 @@
 
 writes one FILE.npz per EXAMPLES entry into DIR. Each result is computed with NumPy the way a
 framework would (in the dtype, or accumulating in float32 as half-precision kernels do), so the
-files need no framework. docs/tolerances.md, "Is my difference a bug?", walks through them; tests/tools/test_explain.py
-checks that each gets the verdict written here.
+files need no framework. docs/tolerances.md, "Is my difference a bug?", walks through them;
+tests/tools/explain/test_explain.py checks that each gets the verdict written here.
 """
 
 import sys

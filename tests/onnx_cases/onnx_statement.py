@@ -1,5 +1,5 @@
 """An ONNX Attention (opsets 23-25) or RotaryEmbedding node, with its inputs and outputs, stated as `explain`'s
-FILE.npz keys (attention_conformance/tools/explain_file.py, KEYS): what test_onnx_cases.py judges ONNX's expected
+FILE.npz keys (attention_conformance/tools/problem.py, KEYS): what test_onnx_cases.py judges ONNX's expected
 outputs and ONNX Runtime's by. Each mapping is the operator's text (onnx/defs/nn/defs.cc, Attention-24's and 25's
 docs; RotaryEmbedding-23's); a reshape, concatenation, padding or gather here moves numbers without changing one."""
 

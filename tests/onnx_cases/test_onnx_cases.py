@@ -21,7 +21,7 @@ from onnx.reference.ops.op_rotary_embedding import rotary_embedding
 from onnx_statement import NotStated, formal, presents, results, statement
 
 from attention_conformance.run import tolerance_model
-from attention_conformance.tools import explain
+from attention_conformance.tools.explain import command
 
 DOC = Path(__file__).resolve().parent.parent.parent / "docs" / "onnx-cases.md"
 OPS = ("Attention", "RotaryEmbedding")
@@ -65,7 +65,7 @@ def _judged(tmp_path, name, arrays):
     np.savez(path, **arrays)
     lines = []
     try:
-        code = explain.explain(path, out=lines.append, err=lines.append)
+        code = command.explain(path, out=lines.append, err=lines.append)
     except tolerance_model.BadInput as exc:
         return f"not stated: {str(exc).split(': ', 1)[1]}"
     if code == 0:

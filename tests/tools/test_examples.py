@@ -1,6 +1,6 @@
 """`attention-conformance examples DIR` (attention_conformance/tools/examples.py): one FILE.npz per example, each
 with the inputs `explain` reads and a result computed the way its description says; a DIR that is a file, or
-whose parent is missing, is refused with exit 2 and nothing written. tests/tools/test_explain.py checks the
+whose parent is missing, is refused with exit 2 and nothing written. tests/tools/explain/test_explain.py checks the
 verdict `explain` gives each file."""
 
 import numpy as np

@@ -15,8 +15,9 @@ from explained import explained, qkv_arrays
 
 from attention_conformance.dtypes import DTYPES, np_dtype
 from attention_conformance.run import tolerance_model
-from attention_conformance.tools import examples, explain, explain_file
+from attention_conformance.tools import examples
 from attention_conformance.tools.examples import _attention
+from attention_conformance.tools.explain import command, problem
 
 COMMAND = str(Path(sys.executable).parent / "attention-conformance")
 
@@ -203,7 +204,7 @@ def test_explain_imports_no_framework(tmp_path, qkv):
 
 
 def test_the_readme_walks_through_every_example():
-    readme = (Path(__file__).resolve().parent.parent.parent / "docs" / "tolerances.md").read_text()
+    readme = (Path(__file__).resolve().parents[3] / "docs" / "tolerances.md").read_text()
     section = readme.split("## Is my difference a bug?", 1)[1].split("\n## ", 1)[0]
     for name in examples.EXAMPLES:
         assert f"{name}.npz" in section, f"docs/tolerances.md's 'Is my difference a bug?' does not mention {name}.npz"
@@ -307,19 +308,19 @@ def test_a_row_at_float16s_largest_number_still_has_a_finite_allowance(tmp_path)
 )
 def test_more_bad_input_is_refused_in_one_line(tmp_path, arrays, says):
     np.savez(tmp_path / "bad.npz", **arrays)
-    with pytest.raises(explain_file.BadInput, match=None) as refused:
-        explain.explain(tmp_path / "bad.npz", out=lambda line: None, err=lambda line: None)
+    with pytest.raises(problem.BadInput, match=None) as refused:
+        command.explain(tmp_path / "bad.npz", out=lambda line: None, err=lambda line: None)
     assert says in str(refused.value) and "\n" not in str(refused.value), str(refused.value)
 
 
 def test_an_npy_file_and_a_huge_problem_are_refused(tmp_path, monkeypatch):
     np.save(tmp_path / "one.npy", np.ones((2, 2)))
-    with pytest.raises(explain_file.BadInput, match="np.save's .npy"):
-        explain_file.load(tmp_path / "one.npy")
-    monkeypatch.setattr(explain_file, "MAX_SCORES", 8)
+    with pytest.raises(problem.BadInput, match="np.save's .npy"):
+        problem.load(tmp_path / "one.npy")
+    monkeypatch.setattr(problem, "MAX_SCORES", 8)
     np.savez(tmp_path / "big.npz", q=np.ones((3, 4)), k=np.ones((3, 4)), v=np.ones((3, 4)), out=np.ones((3, 4)))
-    with pytest.raises(explain_file.BadInput, match="9 scores"):
-        explain.explain(tmp_path / "big.npz", out=lambda line: None, err=lambda line: None)
+    with pytest.raises(problem.BadInput, match="9 scores"):
+        command.explain(tmp_path / "big.npz", out=lambda line: None, err=lambda line: None)
 
 
 def test_a_bfloat16_result_saved_without_its_dtype_gets_a_hint(tmp_path, qkv):
@@ -338,7 +339,7 @@ def test_a_float16_problem_whose_stored_scores_overflow_is_refused_in_one_line(t
     scaled = q.astype(np.float32) @ k.astype(np.float32).T / np.sqrt(8)  # a kernel that never stores q k^T
     w = np.exp(scaled - scaled.max(-1, keepdims=True))
     out = (w / w.sum(-1, keepdims=True) @ v.astype(np.float32)).astype(np.float16)
-    with pytest.raises(explain_file.BadInput, match="beyond float16's largest number .* cannot judge"):
+    with pytest.raises(problem.BadInput, match="beyond float16's largest number .* cannot judge"):
         explained(tmp_path, q=q, k=k, v=v, out=out)
 
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from explained import explained, qkv_arrays
 
-from attention_conformance.tools import explain_file
+from attention_conformance.tools.explain import problem
 
 
 @pytest.fixture(scope="module")
@@ -37,10 +37,10 @@ def test_an_additive_bias_is_stated_its_neg_inf_hides_and_ignoring_it_is_named(t
     assert code == 1 and "matches a known difference: the bias negated" in text, text
     code, text = explained(tmp_path, q=q, k=k, v=v, bias=bias[::-1].copy(), out=biased(1.0))  # slopes read backwards
     assert code == 1 and "matches a known difference: the bias's heads reversed" in text, text
-    with pytest.raises(explain_file.BadInput, match="does not broadcast"):
-        explain_file.Problem("f.npz", dict(q=q, k=k, v=v, bias=bias[..., :2], out=biased(1.0)))
-    with pytest.raises(explain_file.BadInput, match="NaN or \\+inf"):
-        explain_file.Problem("f.npz", dict(q=q, k=k, v=v, bias=np.full((T, S), np.inf, np.float32), out=biased(1.0)))
+    with pytest.raises(problem.BadInput, match="does not broadcast"):
+        problem.Problem("f.npz", dict(q=q, k=k, v=v, bias=bias[..., :2], out=biased(1.0)))
+    with pytest.raises(problem.BadInput, match="NaN or \\+inf"):
+        problem.Problem("f.npz", dict(q=q, k=k, v=v, bias=np.full((T, S), np.inf, np.float32), out=biased(1.0)))
 
 
 def _attention(q, k, v):

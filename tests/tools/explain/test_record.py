@@ -9,8 +9,8 @@ import pytest
 from explained import float32_stages, qkv_arrays
 
 from attention_conformance import cli
-from attention_conformance.tools import explain_file
 from attention_conformance.tools.examples import _attention
+from attention_conformance.tools.explain import problem
 
 
 @pytest.fixture
@@ -51,8 +51,8 @@ def test_a_result_the_declared_dtype_cannot_hold_is_refused_with_how_to_pass_it(
     q, k, v = qkv_arrays()
     out = _attention(q, k, v, "float32")  # float32 numbers, declared bfloat16
     np.savez(tmp_path / "mine.npz", q=q, k=k, v=v, out=out, dtype=np.array("bfloat16"))
-    with pytest.raises(explain_file.BadInput) as refused:
-        explain_file.Problem(tmp_path / "mine.npz", explain_file.load(tmp_path / "mine.npz"))
+    with pytest.raises(problem.BadInput) as refused:
+        problem.Problem(tmp_path / "mine.npz", problem.load(tmp_path / "mine.npz"))
     said = str(refused.value)
     assert "not bfloat16 numbers" in said and "out.float()" in said and "leave dtype out" in said, said
     assert "the first" in said and "\n" not in said

@@ -1,13 +1,13 @@
-"""`explain` on the call forms ONNX's Attention and RotaryEmbedding state (tools/explain_forms.py): packed heads, the
+"""`explain` on the call forms ONNX's Attention and RotaryEmbedding state (tools/forms.py): packed heads, the
 first query's position and each row's valid length, a window's right side, RoPE from given cos and sin tables. Each
-right float32 answer is within; each wrong one is named (the intermediates: test_explain_stages.py)."""
+right float32 answer is within; each wrong one is named (the intermediates: test_stages.py)."""
 
 import numpy as np
 import pytest
 from explained import explained, float32_stages
 
 from attention_conformance.run import tolerance_model
-from attention_conformance.tools import explain_forms
+from attention_conformance.tools.explain import forms
 
 RNG = np.random.default_rng(11)
 
@@ -30,9 +30,9 @@ def test_packed_heads_are_read_per_head_and_tiled_heads_named(tmp_path):
     tiled = float32_stages(q, np.tile(k, (1, 2, 1, 1)), np.tile(v, (1, 2, 1, 1)), False)["out"]
     code, text = explained(tmp_path, **keys, out=_packed(tiled))
     assert code == 1 and "matches a known difference: K/V heads tiled, not repeated" in text, text
-    with pytest.raises(explain_forms.BadInput, match="packed heads give"):
+    with pytest.raises(forms.BadInput, match="packed heads give"):
         explained(tmp_path, **keys, out=right)
-    with pytest.raises(explain_forms.BadInput, match="look per head"):  # num_heads given with heads as [B, N, T, H]
+    with pytest.raises(forms.BadInput, match="look per head"):  # num_heads given with heads as [B, N, T, H]
         explained(tmp_path, **keys | dict(q=q, k=k, v=v), out=right)
 
 
@@ -67,7 +67,7 @@ def test_each_rows_valid_length_hides_its_padding_and_offsets_causal_order(tmp_p
     ):
         code, text = explained(tmp_path, **keys, out=float32_stages(q, k, v, hidden)["out"])
         assert code == 1 and f"matches a known difference: {name}" in text, f"{name}:\n{text}"
-    with pytest.raises(explain_forms.BadInput, match="one integer 0..S"):
+    with pytest.raises(forms.BadInput, match="one integer 0..S"):
         explained(tmp_path, **keys, position=np.array(0), out=right)
 
 
@@ -109,5 +109,5 @@ def test_rope_from_given_tables_at_position_ids_and_its_mistakes_named(tmp_path)
     ):
         code, text = explained(tmp_path, **keys, q_rotated=wrong)
         assert code == 1 and f"matches a known difference: {name}" in text, f"{name}:\n{text}"
-    with pytest.raises(explain_forms.BadInput, match="position_ids"):
+    with pytest.raises(forms.BadInput, match="position_ids"):
         explained(tmp_path, **keys | dict(position_ids=ids + 20), q_rotated=_rotated(x, *at, interleaved=False))

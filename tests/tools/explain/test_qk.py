@@ -1,6 +1,6 @@
-"""`explain` on QK-norm and RoPE scaling (tools/explain_qk.py): a float32 kernel written here from the published
+"""`explain` on QK-norm and RoPE scaling (tools/qk.py): a float32 kernel written here from the published
 formulas (transformers' RMSNorm and rope_utils, Llama 3.1's config) is judged within; each wrong side a port takes
-is named (tools/explain_conventions.py's before_the_scores); the keys' mistakes are refused naming the key."""
+is named (tools/conventions.py's before_the_scores); the keys' mistakes are refused naming the key."""
 
 import numpy as np
 import pytest
@@ -8,7 +8,7 @@ from explained import explained, float32_stages
 
 from attention_conformance.adapters import reference
 from attention_conformance.dtypes import np_dtype
-from attention_conformance.tools import explain_forms
+from attention_conformance.tools.explain import forms
 
 N, T, H, R = 2, 8, 16, 16
 CAUSAL = np.triu(np.ones((T, T), bool), 1)
@@ -143,14 +143,14 @@ def test_projection_weights_normed_per_head_are_named(tmp_path):
 )
 def test_qk_norm_keys_that_do_not_fit_are_refused_naming_them(tmp_path, change, message):
     given, _, out = _normed_attention()
-    with pytest.raises(explain_forms.BadInput, match=message):
+    with pytest.raises(forms.BadInput, match=message):
         explained(tmp_path, **(given | change), out=out)
 
 
 def test_a_missing_norm_weight_is_said_missing(tmp_path):
     given, _, out = _normed_attention()
     del given["norm_weight_k"]
-    with pytest.raises(explain_forms.BadInput, match="QK-norm without norm_weight_k: give norm_weight_q and"):
+    with pytest.raises(forms.BadInput, match="QK-norm without norm_weight_k: give norm_weight_q and"):
         explained(tmp_path, **given, out=out)
 
 
@@ -256,7 +256,7 @@ def test_the_scaling_taken_for_another_is_named(tmp_path, stated, computed, name
 )
 def test_rope_scaling_keys_that_do_not_fit_are_refused_naming_them(tmp_path, change, message):
     given, out = _scaled_file("yarn")
-    with pytest.raises(explain_forms.BadInput, match=message):
+    with pytest.raises(forms.BadInput, match=message):
         explained(tmp_path, **(given | change), out=out)
 
 
@@ -272,7 +272,7 @@ def test_transformers_default_rope_type_alone_is_rope_unscaled(tmp_path):
 def test_rope_scaling_without_pairing_is_refused(tmp_path):
     given, out = _scaled_file("ntk")
     del given["pairing"]
-    with pytest.raises(explain_forms.BadInput, match="rope_type, factor without 'pairing'"):
+    with pytest.raises(forms.BadInput, match="rope_type, factor without 'pairing'"):
         explained(tmp_path, **given, out=out)
 
 
@@ -330,9 +330,7 @@ def test_dynamic_s_base_follows_the_positions_a_known_difference_turns_at(tmp_pa
 
 def test_ntk_on_two_rotated_dims_is_refused(tmp_path):
     given, out = _scaled_file("ntk")
-    with pytest.raises(
-        explain_forms.BadInput, match="rotary_dim 2 with ntk: NTK's exponent R / \\(R - 2\\) needs R >= 4"
-    ):
+    with pytest.raises(forms.BadInput, match="rotary_dim 2 with ntk: NTK's exponent R / \\(R - 2\\) needs R >= 4"):
         explained(tmp_path, **(given | dict(rotary_dim=np.array(2))), out=out)
 
 

@@ -1,5 +1,5 @@
-"""The conventions past the documents that `explain` tries on a file (tools/explain.py): where causal order starts,
-windows, soft caps, biases, sinks, RoPE, packed documents, QK-norm and RoPE scaling, each the wrong side a framework
+"""The conventions past the documents that `explain` tries on a file (command.py): where causal order starts, windows,
+soft caps, biases, sinks, RoPE, packed documents, QK-norm and RoPE scaling, each the wrong side a framework
 or a port is known to take, as (name, what it means, the Problem's compute arguments)."""
 
 import numpy as np
@@ -178,7 +178,7 @@ def offsets(p):
 
 
 def before_the_scores(p):
-    """QK-norm's and RoPE scaling's wrong sides, where the file states them (tools/explain_qk.py)."""
+    """QK-norm's and RoPE scaling's wrong sides, where the file states them (tools/qk.py)."""
     found = []
     if p.norm is not None:
         n, (w_q, w_k) = p.norm, p.norm["weights"]

@@ -1,11 +1,11 @@
-"""`explain` on the intermediates a file gives (tools/explain_stages.py): ONNX's qk_matmul_output modes as `scaled`,
+"""`explain` on the intermediates a file gives (tools/stages.py): ONNX's qk_matmul_output modes as `scaled`,
 `capped`, `masked` and `weights`, each judged; one that holds another stage's values, or a finite fill where a hidden
 key's -inf is, named; and the bias added before the soft cap."""
 
 import numpy as np
 from explained import explained, float32_stages
 
-from attention_conformance.tools import explain_stages
+from attention_conformance.tools.explain import stages
 
 RNG = np.random.default_rng(12)
 
@@ -24,7 +24,7 @@ def test_each_intermediate_of_onnxs_modes_is_judged_and_a_mixed_up_one_named(tmp
     right = float32_stages(q, k, v, hidden, cap=2.0, bias=np.where(hidden, 0, bias))
     code, text = explained(tmp_path, **keys, **right)
     assert code == 0 and all(f"  {name}: within" in text for name in right), text
-    assert set(explain_stages.HOLDS) < set(right) | {"scores"}
+    assert set(stages.HOLDS) < set(right) | {"scores"}
     named = (
         ("scaled", right["capped"], "scaled holds capped"),  # onnx.reference's mode 0 with a soft cap
         ("masked", np.where(hidden, np.finfo(np.float32).min, right["masked"]), "hidden keys filled with -3.403e+38"),

@@ -1,4 +1,4 @@
-"""The intermediates a FILE.npz gives beside its result (explain_file.STAGES), told apart for `explain`: a stage
+"""The intermediates a FILE.npz gives beside its result (problem.STAGES), told apart for `explain`: a stage
 beyond that holds another stage's values (scores already scaled; ONNX's mode-0 qk_matmul_output already capped),
 or the softmax's input with a finite fill where a hidden key's -inf is."""
 

@@ -1,6 +1,6 @@
-"""The call forms `explain` states (tools/explain_file.py's Problem is one): q, k and v per head or packed as
+"""The call forms `explain` states (tools/problem.py's Problem is one): q, k and v per head or packed as
 [..., T, N x H]; x and the weights; and the keys each query sees, from the first query's position, each batch row's
-valid length or the packed documents. What turns q and k before their product is tools/explain_qk.py's."""
+valid length or the packed documents. What turns q and k before their product is tools/qk.py's."""
 
 import numpy as np
 

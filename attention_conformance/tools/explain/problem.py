@@ -1,7 +1,7 @@
-"""One attention as a user's FILE.npz states it, for `attention-conformance explain` (tools/explain.py):
+"""One attention as a user's FILE.npz states it, for `attention-conformance explain` (tools/explain/command.py):
 the file read within limits and checked (every refusal one line naming the file and what to fix), and the
 attention it holds computed in float64 by the oracle, plainly rounded, or bounded, as the model needs. The call
-forms it takes are tools/explain_forms.py's."""
+forms it takes are tools/forms.py's."""
 
 import stat
 import zipfile
@@ -12,8 +12,8 @@ import numpy as np
 from attention_conformance import dtypes
 from attention_conformance.dtypes import np_dtype
 from attention_conformance.run import tolerance_model
-from attention_conformance.tools import explain_forms, explain_qk
-from attention_conformance.tools.explain_forms import BadInput, refuse, scalar
+from attention_conformance.tools.explain import forms, qk
+from attention_conformance.tools.explain.forms import BadInput, refuse, scalar
 
 # What a file may give of the computation, in its order: each judged; the last one given sets the dtype judged.
 STAGES = ("q_rotated", "scores", "scaled", "capped", "masked", "weights", "out")
@@ -47,8 +47,8 @@ INPUTS = (
         "position_ids",
         "bias",
     )
-    + explain_qk.NORM_KEYS
-    + explain_qk.SCALING_KEYS
+    + qk.NORM_KEYS
+    + qk.SCALING_KEYS
     + STAGES
 )
 # The keys FILE.npz may hold and what each means: `explain --help` prints one a line, a refusal names them.
@@ -203,7 +203,7 @@ def _judged_dtype(path, arrays, judged):
     return out.dtype.name
 
 
-class Problem(explain_forms.Forms, explain_qk.QK):
+class Problem(forms.Forms, qk.QK):
     """One attention as the file states it, in float64: q [..., N, T, H] (N = 1 without heads)."""
 
     def __init__(self, path, arrays):

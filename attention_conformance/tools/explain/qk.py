@@ -1,7 +1,7 @@
-"""What turns the queries and keys of a Problem (tools/explain_file.py) before their product: QK-norm, then RoPE from
+"""What turns the queries and keys of a Problem (tools/problem.py) before their product: QK-norm, then RoPE from
 theta (scaled as long-context models ship it, or not) or from the caller's cos and sin tables; each as the oracle
 computes it (reference.norms, reference.rotary, reference.rope_scaling), and each with the parts a port gets wrong
-open to change (tools/explain_conventions.py names them)."""
+open to change (tools/conventions.py names them)."""
 
 import contextlib
 
@@ -9,7 +9,7 @@ import numpy as np
 
 from attention_conformance.adapters import reference
 from attention_conformance.dtypes import np_dtype
-from attention_conformance.tools.explain_forms import _per_row, refuse, scalar
+from attention_conformance.tools.explain.forms import _per_row, refuse, scalar
 
 NORM_KEYS = ("norm_weight_q", "norm_weight_k", "eps")
 SCALING_KEYS = ("rope_type", "factor", "original_max_positions", "beta_fast", "beta_slow", "truncate")  # the spec's
@@ -219,7 +219,7 @@ class QK:
         for t, weight in zip((q, k), norm["weights"]):
             n, T, H = (t.shape[-3] if self.headed else 1), t.shape[-2], t.shape[-1]
             per_head = np.reshape(weight, (-1, 1, H))
-            if norm.get("grouping") == "tile":  # K/V head n % K (the tiling mistake, explain.py's _TILED)
+            if norm.get("grouping") == "tile":  # K/V head n % K (the tiling mistake, command.py's _TILED)
                 per_head = np.tile(per_head, (n * H // weight.size, 1, 1))
             else:
                 per_head = np.repeat(per_head, n * H // weight.size, axis=0)  # [n, 1, H]

@@ -1,4 +1,4 @@
-"""The conventions `explain` tries past the documents (attention_conformance/tools/explain_conventions.py), here the
+"""The conventions `explain` tries past the documents (attention_conformance/tools/conventions.py), here the
 packed documents': a row cut at cu_seqlens judged within, and the documents seeing each other, or RoPE's positions
 running on across the row, each named."""
 
@@ -7,7 +7,7 @@ import pytest
 from explained import explained
 
 from attention_conformance.adapters import reference
-from attention_conformance.tools import explain_conventions, explain_forms
+from attention_conformance.tools.explain import conventions, forms
 
 CUTS = np.array([0, 4, 5, 9])
 
@@ -48,13 +48,13 @@ def test_each_packed_documents_mistake_is_named(tmp_path, wrong, named):
 
 def test_cuts_that_do_not_end_at_the_row_are_refused_naming_cu_seqlens(tmp_path):
     given, _, out = _packed()
-    with pytest.raises(explain_forms.BadInput, match="'cu_seqlens' int64 \\[3\\]: 0, then each document's end"):
+    with pytest.raises(forms.BadInput, match="'cu_seqlens' int64 \\[3\\]: 0, then each document's end"):
         explained(tmp_path, **(given | dict(cu_seqlens=np.array([0, 4, 8]))), out=out)
 
 
 def test_without_packed_documents_none_of_their_conventions_is_tried():
     problem = type("P", (), dict(documents=None, window=None, cap=None, bias=None, sinks=None, pairing=None))()
-    assert explain_conventions.past_the_documents(problem) == []
+    assert conventions.past_the_documents(problem) == []
 
 
 def test_a_packed_row_given_as_position_ids_and_a_mask_turns_its_keys_at_them_too(tmp_path):

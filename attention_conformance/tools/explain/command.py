@@ -11,7 +11,7 @@ import numpy as np
 from attention_conformance import safe_io, writing
 from attention_conformance.dtypes import np_dtype
 from attention_conformance.run import tolerance_model
-from attention_conformance.tools import explain_conventions, explain_file, explain_stages
+from attention_conformance.tools.explain import conventions, problem, stages
 
 
 def _conventions(p):
@@ -26,7 +26,7 @@ def _conventions(p):
                 dict(hidden=p.keys_hidden(causal=False, window=None)),
             )
         )
-    found += explain_conventions.offsets(p)
+    found += conventions.offsets(p)
     if p.mask is not None:
         found.append(
             (
@@ -56,7 +56,7 @@ def _conventions(p):
                     dict(scale=value),
                 )
             )
-    found += explain_conventions.past_the_documents(p) + explain_conventions.before_the_scores(p)
+    found += conventions.past_the_documents(p) + conventions.before_the_scores(p)
     found.append(
         (
             "softmax over the wrong axis",
@@ -115,7 +115,7 @@ def _conventions(p):
 
 
 def _tiled_norm(p):
-    """The norm's K/V weights tiled with their heads (explain_qk.QK._normed)."""
+    """The norm's K/V weights tiled with their heads (qk.QK._normed)."""
     return {} if p.norm is None else dict(norm=p.norm | dict(grouping="tile"))
 
 
@@ -182,7 +182,7 @@ def explain(path, out=print, err=print, record=None, allowances=False):
 
 
 def _explain(path, out, err, record, allowances):
-    p = explain_file.Problem(path, explain_file.load(path))
+    p = problem.Problem(path, problem.load(path))
     record |= {"file": str(path), "dtype": p.dtype, "problem": p.describe(), "stages": [], "known_differences": []}
     k = tolerance_model.model()[p.dtype]
     out(f"explain {path}: {p.describe()}")  # before the float64 computation: a large file takes a while
@@ -191,7 +191,7 @@ def _explain(path, out, err, record, allowances):
         try:
             derived = p.bound()
         except tolerance_model.Overflow as exc:
-            explain_file.refuse(
+            problem.refuse(
                 path,
                 f"in {p.dtype}, {exc} when each step (q k^T, then its scale, the weights, the blend) is stored in "
                 f"{p.dtype}: the model cannot judge that. A kernel that scales q first or keeps the scores in "
@@ -204,7 +204,7 @@ def _explain(path, out, err, record, allowances):
     )
     verdicts = [
         tolerance_model.judge(name, p.dtype, p.arrays[name], exact[name], plain[name], derived[name], k)
-        for name in explain_file.STAGES
+        for name in problem.STAGES
         if name in p.arrays
     ]
     for v in verdicts:
@@ -226,7 +226,7 @@ def _explain(path, out, err, record, allowances):
     if diverged is not final:
         out(f"first intermediate that diverges: {diverged.name}")
     if final.within:
-        named = explain_stages.mixed_up(p, diverged, exact, plain, derived, k)
+        named = stages.mixed_up(p, diverged, exact, plain, derived, k)
         if not named and diverged.name == "q_rotated":  # RoPE's positions, which the output may not show
             named = _known(p, diverged.name, np.asarray(p.arrays[diverged.name], dtype=np.float64), exact, k)
         for convention in named:
@@ -248,7 +248,7 @@ def _explain(path, out, err, record, allowances):
     name = final.name
     got = np.asarray(p.arrays[name], dtype=np.float64)
     limit = tolerance_model.allowed(p.dtype, exact[name], plain[name], derived[name], k)
-    named = explain_stages.mixed_up(p, final, exact, plain, derived, k)
+    named = stages.mixed_up(p, final, exact, plain, derived, k)
     rows = _masked_rows(p, got) if name == "out" else None
     if rows is not None:
         convention, empty = rows
