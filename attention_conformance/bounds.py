@@ -104,9 +104,9 @@ def _accumulate():
     return _units.get()[1]
 
 
-def _gamma(n):
-    nu = n * _accumulate()
-    return nu / (1 - nu) if nu < 1 else math.inf
+def _gamma(n):  # of a sum's length, or of each row's count of terms (an exact 0 adds nothing, rounds nothing)
+    nu = np.asarray(n, dtype=np.float64) * _accumulate()
+    return np.where(nu < 1, nu / np.where(nu < 1, 1 - nu, 1.0), np.inf)[()]
 
 
 class Unbounded(TypeError):
@@ -287,14 +287,13 @@ def matmul(a, b):
     # turns BLAS's last bits into 10% of the bound (portability found 18 float64 bounds differing).
     blas = 1 + 2 * _gamma64(K)
     product = deterministic.matmul if _store() <= 2.0**-53 else (lambda p, q: (p @ q) * blas)
-    # ea |b| + |a| eb + ea eb + gamma_K |a||b| in as few products as its terms need (each GPT-2-shaped at most, exact in
-    # float64: the bound was most of a first run, issue 54): grouped as (ea + gamma |a|) |b| + |a| eb + ea eb, an
-    # operand given exactly (x, the weights: err 0) drops its terms; 1 + 2**-46 covers the groupings' own roundings.
+    # ea |b| + |a| eb + ea eb + gamma_K |a||b| in as few products as its terms need (the bound was most of a first run,
+    # issue 54): an operand given exactly drops its terms; 1 + 2**-46 covers the groupings' own roundings.
     gamma, (ma, mb) = _gamma(K), (np.abs(va), np.abs(vb))
     if not math.isfinite(gamma):  # a bound that says nothing, as the terms say it
         err = product(ea, mb) + product(ma, eb) + product(ea, eb) + gamma * product(ma, mb)
-    elif not np.any(eb):
-        err = product(ea + gamma * ma, mb)
+    elif not np.any(eb):  # weights @ values: a hidden key's weight is an exact 0 (issue 74: causal rows sum half)
+        err = product(ea + _gamma(np.count_nonzero((va != 0) | (ea != 0), axis=-1, keepdims=True)) * ma, mb)
     elif not np.any(ea):
         err = product(ma, eb + gamma * mb)
     else:
@@ -327,14 +326,14 @@ def _others(terms):
     return np.where(is_largest, rest, np.take_along_axis(terms, largest, axis=-1) + np.maximum(rest - terms, 0.0))
 
 
-def softmax(scaled, hidden=None, keys=None):
+def softmax(scaled, hidden=None):
     """The softmax over the last axis (hidden keys get 0, a row with none visible 0 everywhere), bounded as a whole: its
     terms are positive and share one denominator, so with each input within D_l the weight w_j lies between
         a_j e^-D_j / (a_j e^-D_j + sum_l!=j a_l e^D_l)  and  a_j e^D_j / (a_j e^D_j + sum_l!=j a_l e^-D_l),
     a_l = exp(s_l - max s), finite however large D is (the parts' bounds would divide by nothing). The row's max that
     implementations subtract cancels exactly; its subtraction rounds (u |s - max|), exp errs EXP_ULPS in numerator and
-    denominator, the sum of `keys` terms gamma_keys, the division u. Found by tests/run/test_false_alarms.py:
-    log-sum-exp's shift (below)."""
+    denominator, the sum of the row's visible terms gamma of their count, the division u. Found by
+    tests/run/test_false_alarms.py: log-sum-exp's shift (below)."""
     value, err = _parts(stored(scaled))
     hidden = np.zeros(value.shape, dtype=bool) if hidden is None else np.broadcast_to(hidden, value.shape)
     with np.errstate(all="ignore"):
@@ -343,7 +342,7 @@ def softmax(scaled, hidden=None, keys=None):
         empty = np.isneginf(top)
         shifted = filled - np.where(empty, 0.0, top)
         a = np.where(hidden, 0.0, deterministic.exp(shifted))
-        n = value.shape[-1] if keys is None else keys
+        n = np.count_nonzero(~hidden, axis=-1, keepdims=True)  # the keys held beyond these are hidden too
         # Subtracting the max rounds, in the dtype itself where the softmax is written elementwise
         # (jax.nn.softmax in bfloat16: s - max of 56.8 rounds by 0.06, e^0.06 is 6% of a weight; found by
         # the fuzzer, JAX seed 16), as its exp terms are stored in it before they are summed.
@@ -356,7 +355,8 @@ def softmax(scaled, hidden=None, keys=None):
         w = np.where(empty, 0.0, a / np.where(empty, 1.0, Z))
         # A softmax through log-sum-exp, exp(s - (max + log Z)), shifts every exponent by the rounding of max + log Z
         # and of s - (max + log Z) (u (|max| + 2 log n)) and by log's own error (EXP_ULPS ULP of log Z <= log n).
-        shift = _accumulate() * (np.abs(np.where(empty, 0.0, top)) + (2 + 2 * EXP_ULPS) * math.log(max(n, 2)))
+        logs = np.array([math.log(max(c, 2)) for c in range(int(n.max(initial=0)) + 1)])  # libm's, not NumPy's SIMD
+        shift = _accumulate() * (np.abs(np.where(empty, 0.0, top)) + (2 + 2 * EXP_ULPS) * logs[n])
         # Written so that an `up` or a sum of them beyond float64 gives the limits 1 and 0, never inf / inf.
         # deterministic.exp, not np.exp: NumPy's exp differs in its last bit between SIMD paths, and in float64
         # that bit is 1% of the spread below (tox -e portability).

@@ -51,6 +51,18 @@ def test_hidden_keys_weigh_exactly_nothing_and_a_row_with_none_visible_is_zero()
     assert weights.value[0].sum() == pytest.approx(1.0) and np.all(weights.err[1] == 0)
 
 
+def test_a_sum_counts_the_roundings_of_its_nonzero_terms_only():
+    # A hidden key's weight is an exact 0: adding it rounds nothing, so a causal row of 2 visible keys among 512 is
+    # bounded as a row of 2 (issue 74: the first queries of a long causal prefill were bounded as the last).
+    scores = RNG.uniform(-1, 1, (1, 512))
+    values = RNG.uniform(-1, 1, (512, 4))
+    hidden = np.arange(512)[None, :] >= 2
+    with bounds.computed_in("float32"):
+        long = bounds.matmul(bounds.softmax(Bounded(scores), hidden), Bounded(values))
+        short = bounds.matmul(bounds.softmax(Bounded(scores[:, :2])), Bounded(values[:2]))
+    assert np.allclose(long.err, short.err, rtol=1e-12)  # 2.8 times it when the hidden keys counted
+
+
 def test_a_half_precision_product_is_within_its_bound_once_stored():
     a, b = A.astype(np.float16), B.astype(np.float16)
     got = (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16)  # float32 sums, as the frameworks do

@@ -32,7 +32,7 @@ def _on_side(weights, hidden):
 
 def _softmax_of_visible(scaled, hidden, keys=None):
     if _bounded(scaled):
-        return bounds.softmax(scaled, hidden, keys)
+        return bounds.softmax(scaled, hidden)
     filled = np.where(hidden, -np.inf, scaled)  # the -inf before softmax trick
     row_max = filled.max(axis=-1, keepdims=True)
     empty = np.isneginf(row_max)  # every key hidden: nothing to attend to
