@@ -78,6 +78,15 @@ def _injected(shape, dtype, q, k, v, hidden, extra, exact):
     return weights @ v
 
 
+def flash_bound(dtype, exact, plain):
+    """flash-attention's test rule: twice the plain computation's largest error, plus 2 max |(out + 0.3) - 0.3 - out|
+    in the dtype."""
+    kind, exact = np_dtype(dtype), np.asarray(exact, dtype=np.float64)
+    stored = exact.astype(kind)
+    atol = 2 * float(np.max(np.abs(((stored + kind.type(0.3)) - kind.type(0.3)).astype(np.float64) - exact)))
+    return 2 * float(np.max(np.abs(np.asarray(plain, dtype=np.float64) - exact))) + atol
+
+
 def measure(family, shape_name, dtype, seed):
     """{shape: (the model's k, flash's k)} for one family, shape and dtype; None where the shape injects nothing."""
     T, S, H = SHAPES[shape_name]
@@ -90,9 +99,7 @@ def measure(family, shape_name, dtype, seed):
     derived = tolerance_model.bound(dtype, lambda q, k, v: tolerance_model.attend(q, k, v, hidden, **extra), q, k, v)
     out = exact["out"]
     allowed = tolerance_model.allowed(dtype, out, plain, derived["out"], 2)
-    stored = out.astype(kind)
-    atol = 2 * float(np.max(np.abs(((stored + kind.type(0.3)) - kind.type(0.3)).astype(np.float64) - out)))
-    flash = 2 * float(np.max(np.abs(plain - out))) + atol
+    flash = flash_bound(dtype, out, plain)
     found = {}
     for shape in ("accumulator", "scale", "softmax"):
         d = np.abs(_injected(shape, dtype, q, k, v, hidden, extra, exact) - out)

@@ -39,8 +39,7 @@ def test_a_left_to_right_float32_sum_over_equal_terms_is_correct_where_flash_att
         total = total + weights[0, j] * v[j].astype(np.float32)
     looped = total.astype(np.float64)[None, :]
     out = exact["out"]
-    atol = 2 * np.abs((out.astype(np.float32) + np.float32(0.3) - np.float32(0.3)).astype(np.float64) - out).max()
-    flash = 2 * np.abs(plain - out).max() + atol
+    flash = sensitivity.flash_bound("float32", out, plain)
     assert np.abs(looped - out).max() > 50 * flash
     verdict = tolerance_model.judge("out", "float32", looped, out, plain, derived["out"], 2)
     assert verdict.within, verdict.describe()
