@@ -124,6 +124,12 @@ def explain_keys():
     return problem.HELP
 
 
+def explain_options(parser):
+    from attention_conformance.tools.explain import command
+
+    command.options(parser)
+
+
 def _drawing(parser, examples, each=""):
     """The arguments of a command that draws cases on one adapter (fuzz, sweep)."""
     parser.add_argument("--adapter", required=True, metavar="NAME")
@@ -272,18 +278,7 @@ def _command(argv):
         "printed first). FILE.npz holds (np.savez) these keys:\n\n" + explain_keys(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    explain_parser.add_argument("file", metavar="FILE.npz")
-    explain_parser.add_argument(
-        "--json",
-        metavar="PATH",
-        help="also write the verdict for a program: each stage's worst element, its error, the allowance there",
-    )
-    explain_parser.add_argument(
-        "--allowance",
-        metavar="PATH.npz",
-        help="also write the allowance itself: allowed_<stage> (the |error| the model allows, elementwise) and "
-        "expected_<stage> (the float64 answer)",
-    )
+    explain_options(explain_parser)
     fuzz_parser = commands.add_parser(
         "fuzz",
         help="generated cases over the forward ops, judged by the tolerance model; "
@@ -378,7 +373,7 @@ def _command(argv):
     if args.command == "explain":
         from attention_conformance.tools.explain import command
 
-        return command.main(args.file, args.json, args.allowance)
+        return command.main(args.file, args.json, args.allowance, args.rows, args.seed)
     if args.command == "portability":
         from attention_conformance.tools import emulation
 

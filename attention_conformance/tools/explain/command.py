@@ -6,12 +6,14 @@ located, the first diverging intermediate named, and the result compared with th
 frameworks are known to differ on. NumPy only: no framework needs to be installed.
 """
 
+import dataclasses
+
 import numpy as np
 
 from attention_conformance import safe_io, writing
 from attention_conformance.dtypes import np_dtype
 from attention_conformance.run import tolerance_model
-from attention_conformance.tools.explain import conventions, problem, stages
+from attention_conformance.tools.explain import blocks, conventions, problem, stages
 
 
 def _conventions(p):
@@ -57,13 +59,14 @@ def _conventions(p):
                 )
             )
     found += conventions.past_the_documents(p) + conventions.before_the_scores(p)
-    found.append(
-        (
-            "softmax over the wrong axis",
-            "normalised over queries (axis -2), not keys (axis -1)",
-            dict(over_queries=True),
+    if p.rows is None:  # a block (blocks.py) holds some of the queries: not the axis this mistake sums over
+        found.append(
+            (
+                "softmax over the wrong axis",
+                "normalised over queries (axis -2), not keys (axis -1)",
+                dict(over_queries=True),
+            )
         )
-    )
     if p.form == "q/k/v":
         if p.k.shape == p.v.shape:
             found.append(("k and v swapped", "keys used as values and values as keys", dict(k=p.v, v=p.k)))
@@ -170,26 +173,35 @@ def _known(p, name, got, exact, k):
     return named
 
 
-def explain(path, out=print, err=print, record=None, allowances=False):
+def explain(path, out=print, err=print, record=None, allowances=False, rows=None, seed=0):
     """Print the verdict on FILE.npz; return the exit code (0 within, 1 beyond). `record`, a dict, is filled with
     what a program reads (`explain --json`): each stage's worst element, its error and its allowance, and with
     `allowances` the elementwise allowances too (`explain --allowance`; arrays as large as the result, kept only
-    when asked for)."""
+    when asked for). `rows` judges a sample of the query rows (blocks.chosen, drawn with `seed`)."""
     record = {} if record is None else record
-    code = _explain(path, out, err, record, allowances)
+    code = _explain(path, out, err, record, allowances, rows, seed)
     record["verdict"] = "within" if code == 0 else "beyond"
     return code
 
 
-def _explain(path, out, err, record, allowances):
+def _oracle(p, rows, seed, err):
+    """(exact, plain, derived, the query rows judged or None for all): whole, or a block of rows at a time."""
+    if p.hidden is not None and rows is None:
+        return p.compute(), p.compute(rounding=tolerance_model.plain_dtype(p.dtype)), p.bound(), None
+    if any(name in p.arrays for name in problem.STAGES[1:-1]):
+        problem.refuse(p.path, "--rows judges out and q_rotated: leave the [..., T, S] stages out, or --rows")
+    judged = np.arange(p.T) if rows is None else blocks.chosen(p.T, rows, seed)
+    return *blocks.stream(p, judged, err), judged
+
+
+def _explain(path, out, err, record, allowances, rows, seed):
     p = problem.Problem(path, problem.load(path))
     record |= {"file": str(path), "dtype": p.dtype, "problem": p.describe(), "stages": [], "known_differences": []}
     k = tolerance_model.model()[p.dtype]
     out(f"explain {path}: {p.describe()}")  # before the float64 computation: a large file takes a while
     with np.errstate(all="ignore"):  # an overflow is said below, in one line, not as NumPy's warnings
-        exact, plain = p.compute(), p.compute(rounding=tolerance_model.plain_dtype(p.dtype))
         try:
-            derived = p.bound()
+            exact, plain, derived, judged = _oracle(p, rows, seed, err)
         except tolerance_model.Overflow as exc:
             problem.refuse(
                 path,
@@ -202,11 +214,15 @@ def _explain(path, out, err, record, allowances):
         f"(plain = every step rounded to {tolerance_model.plain_dtype(p.dtype)}"
         f"{', scaled to float64' if p.dtype == 'float64' else ''}; an exact zero no rounding reaches stays zero)"
     )
-    verdicts = [
-        tolerance_model.judge(name, p.dtype, p.arrays[name], exact[name], plain[name], derived[name], k)
-        for name in problem.STAGES
-        if name in p.arrays
-    ]
+    given = {name: p.arrays[name] for name in problem.STAGES if name in p.arrays}
+    if judged is not None:
+        given = {name: t[..., judged, :] for name, t in given.items()}
+    verdicts = [tolerance_model.judge(n, p.dtype, t, exact[n], plain[n], derived[n], k) for n, t in given.items()]
+    if judged is not None:  # the worst element's place in the file, and the diagnostics on the block holding it
+        verdicts = [dataclasses.replace(v, index=v.index[:-2] + (judged[v.index[-2]], v.index[-1])) for v in verdicts]
+        if rows is not None:
+            record["rows_judged"] = int(judged.size)
+            out(f"judged {judged.size} of {p.T} query rows (--rows {rows}, seed {seed}): {blocks.said(judged, p.T)}")
     for v in verdicts:
         out(f"  {v.name}: {'within' if v.within else 'BEYOND'} (margin {v.margin:.3g}); worst {v.describe()}")
         record["stages"].append(_worst(v))
@@ -225,6 +241,8 @@ def _explain(path, out, err, record, allowances):
         return 0
     if diverged is not final:
         out(f"first intermediate that diverges: {diverged.name}")
+    if judged is not None:
+        p, (exact, plain, derived) = blocks.around(p, diverged.index, out)
     if final.within:
         named = stages.mixed_up(p, diverged, exact, plain, derived, k)
         if not named and diverged.name == "q_rotated":  # RoPE's positions, which the output may not show
@@ -303,16 +321,47 @@ def _finite(value):
     return value
 
 
-def main(path, json_path=None, allowance_path=None):
+def options(parser):
+    """explain's arguments (cli.py's parser)."""
+    parser.add_argument("file", metavar="FILE.npz")
+    parser.add_argument(
+        "--json",
+        metavar="PATH",
+        help="also write the verdict for a program: each stage's worst element, its error, the allowance there",
+    )
+    parser.add_argument(
+        "--allowance",
+        metavar="PATH.npz",
+        help="also write the allowance itself: allowed_<stage> (the |error| the model allows, elementwise) and "
+        "expected_<stage> (the float64 answer); with --rows, at the rows judged",
+    )
+    parser.add_argument(
+        "--rows",
+        type=_count,
+        metavar="N",
+        help=f"judge a sample of the query rows: the first and last, either side of every multiple of {blocks.TILE} "
+        "(where flash kernels' query tiles end), and N more at random; the verdict says how many",
+    )
+    parser.add_argument("--seed", type=_count, default=0, help="the seed --rows draws with (default 0)")
+
+
+def _count(text):
+    import argparse
+
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 0")
+    return int(text)
+
+
+def main(path, json_path=None, allowance_path=None, rows=None, seed=0):
     import io
     import json
     import sys
 
     record = {}
     try:
-        code = explain(
-            path, print, lambda line: print(line, file=sys.stderr), record, allowances=allowance_path is not None
-        )
+        say = lambda line: print(line, file=sys.stderr)  # noqa: E731
+        code = explain(path, print, say, record, allowances=allowance_path is not None, rows=rows, seed=seed)
     except tolerance_model.BadInput as exc:
         print(f"error: {safe_io.one_line(str(exc))}", file=sys.stderr)
         return 2

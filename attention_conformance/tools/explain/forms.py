@@ -2,11 +2,22 @@
 [..., T, N x H]; x and the weights; and the keys each query sees, from the first query's position, each batch row's
 valid length or the packed documents. What turns q and k before their product is tools/qk.py's."""
 
+import functools
+import os
+
 import numpy as np
 
 from attention_conformance.adapters import reference
 from attention_conformance.cases import input_values
 from attention_conformance.run import tolerance_model
+
+# Past STREAM_FROM [..., T, S] scores, explain computes a block of query rows at a time (blocks.py), each block
+# BLOCK_SCORES: 16 MiB a float64 array, and attend and its bound hold about 30 of them. The whole [..., T, S] at
+# once held 250 bytes a score (2.07 GB at 2**23, measured: T = S = 1024, 8 heads).
+STREAM_FROM = BLOCK_SCORES = 1 << 21
+# float64 copies of the inputs explain holds (q, k, v; the bound's values and errors; RoPE's turned q and k), and of a
+# block's scores: held at most, measured (peak memory over the inputs' float64 size: see docs/speed.md).
+INPUT_COPIES, BLOCK_COPIES = 6, 30
 
 
 class BadInput(tolerance_model.BadInput):
@@ -30,6 +41,34 @@ def scalar(path, arrays, name, kind, default):
     return value.item()
 
 
+def fits(path, inputs, scores):
+    """Refuse, in one line, inputs whose float64 arrays would not fit in this machine's free memory: `inputs` the
+    elements of q, k and v, `scores` those of [..., T, S]."""
+    held = 8 * (inputs * INPUT_COPIES + (scores if scores <= STREAM_FROM else BLOCK_SCORES) * BLOCK_COPIES)
+    free = _free_bytes()
+    if free is not None and held > 0.8 * free:
+        refuse(
+            path,
+            f"q, k and v of {inputs} elements need about {held / 2**30:.1f} GiB in float64, and this machine has "
+            f"{free / 2**30:.1f} GiB free: save fewer heads (with their K/V heads) or a slice of the batch "
+            "(explain --rows judges fewer query rows, not fewer keys)",
+        )
+
+
+def _free_bytes():
+    try:
+        with open("/proc/meminfo") as info:
+            for line in info:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
 def unpacked(t, heads):
     """[..., T, n x H] -> [..., n, T, H], head n the columns n*H:(n+1)*H (a reshape: no number changes)."""
     return np.swapaxes(np.reshape(t, t.shape[:-1] + (heads, t.shape[-1] // heads)), -3, -2)
@@ -42,7 +81,26 @@ def _per_row(a, lead):
 
 class Forms:
     """The inputs of a Problem as the oracle takes them: q [..., N, T, H] (N = 1 without heads), k and v shared to
-    N heads, the keys hidden from each query, and RoPE's turn."""
+    N heads, the keys hidden from each query, and RoPE's turn. `rows`, set on a block (tools/explain/blocks.py),
+    is the slice of the T queries it computes; None computes them all."""
+
+    rows = None
+
+    # K/V heads shared to the N query heads on first use: blocks.py streams a decode over a long cache without them.
+    k = functools.cached_property(lambda self: tolerance_model.share_kv_heads(self.own_kv[0], self.heads))
+    v = functools.cached_property(lambda self: tolerance_model.share_kv_heads(self.own_kv[1], self.heads))
+
+    def kv_shapes(self):
+        """k's and v's shapes, shared to every query head, without sharing them."""
+        if "k" in vars(self) or not self.headed:
+            return self.k.shape, self.v.shape
+        return tuple(t.shape[:-3] + (self.heads,) + t.shape[-2:] for t in self.own_kv)
+
+    def sliced(self, a):
+        """`a`, broadcastable to [..., T, S] or [..., T, H], cut to the block's query rows."""
+        if self.rows is None or np.ndim(a) < 2 or np.shape(a)[-2] == 1:
+            return a
+        return a[..., self.rows, :]
 
     def _f64(self, name):
         return np.asarray(self.arrays[name], dtype=np.float64)
@@ -71,8 +129,10 @@ class Forms:
                     f"[..., {kv_heads}, S, H]; got q {list(q.shape)}, k {list(k.shape)}",
                 )
             self.heads, self.kv_heads, self.own_kv = q.shape[-3], kv_heads, (k, v)
-            k, v = tolerance_model.share_kv_heads(k, q.shape[-3]), tolerance_model.share_kv_heads(v, q.shape[-3])
-        self.q, self.k, self.v = q, k, v
+        else:
+            self.k, self.v = k, v
+        fits(path, q.size + k.size + v.size, q.size // q.shape[-1] * k.shape[-2])
+        self.q = q
         self.d_model = None
         self._check_shapes()
 
@@ -209,9 +269,11 @@ class Forms:
         position = s["position"]
         if position is None:
             position = self.position if s["valid"] is None else s["valid"] - self.T
-        hidden = tolerance_model.hidden_keys(self.T, self.S, s["mask"], s["causal"], s["window"], position, s["right"])
+        first, rows = (0, self.T) if self.rows is None else (self.rows.start, self.rows.stop - self.rows.start)
+        mask = None if s["mask"] is None else self.sliced(s["mask"])
+        hidden = tolerance_model.hidden_keys(rows, self.S, mask, s["causal"], s["window"], position + first, s["right"])
         if s["valid"] is not None:
             hidden = hidden | (np.arange(self.S) >= s["valid"])
         if s["documents"] is not None:
-            hidden = hidden | (s["documents"][:, None] != s["documents"][None, :])
-        return hidden | self.bias_hides
+            hidden = hidden | (s["documents"][first : first + rows, None] != s["documents"][None, :])
+        return hidden | self.sliced(self.bias_hides)

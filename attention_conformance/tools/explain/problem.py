@@ -144,7 +144,8 @@ _WIDTH = max(len(names) for names, _ in KEYS)
 HELP = "\n".join(f"  {names:{_WIDTH}} {meaning}" for names, meaning in KEYS)
 
 
-MAX_SCORES = 1 << 25  # [..., T, S] elements: 256 MiB per float64 array, and explain holds ~10 of them
+# [..., T, S] elements: 256 MiB a float64 array, and explain holds ~10 of them; past it, blocks.py streams the rows
+MAX_SCORES = 1 << 25
 
 
 def load(path):
@@ -257,13 +258,14 @@ class Problem(forms.Forms, qk.QK):
                 self.sinks = np.full(heads, float(self.sinks))
 
     def _check_shapes(self):
-        path, T, S, H = self.path, self.q.shape[-2], self.k.shape[-2], self.v.shape[-1]
+        k_shape, v_shape = self.kv_shapes()
+        path, T, S, H = self.path, self.q.shape[-2], k_shape[-2], v_shape[-1]
         try:
-            lead = np.broadcast_shapes(self.q.shape[:-2], self.k.shape[:-2], self.v.shape[:-2])
+            lead = np.broadcast_shapes(self.q.shape[:-2], k_shape[:-2], v_shape[:-2])
         except ValueError:
             refuse(
                 path,
-                f"q {list(self.q.shape)}, k {list(self.k.shape)}, v {list(self.v.shape)}: "
+                f"q {list(self.q.shape)}, k {list(k_shape)}, v {list(v_shape)}: "
                 "leading axes do not broadcast (fewer K/V heads than query heads? give num_kv_heads)",
             )
         self.T, self.S, self.H = T, S, self.q.shape[-1]
@@ -279,17 +281,18 @@ class Problem(forms.Forms, qk.QK):
             if not fits:
                 refuse(path, f"'mask' {list(mask.shape)} does not broadcast to [..., T, S] = {list(lead + (T, S))}")
         self.mask = mask
-        elements = int(np.prod(lead + (T, S)))
-        if elements > MAX_SCORES:
+        self.scores = int(np.prod(lead + (T, S)))
+        wide = [name for name in STAGES[1:-1] if name in self.arrays]
+        if self.scores > MAX_SCORES and wide:
             refuse(
                 path,
-                f"[..., T, S] = {list(lead + (T, S))} is {elements} scores; explain computes in float64 and "
-                f"handles up to {MAX_SCORES} (a few heads or a slice of the batch show the same)",
+                f"[..., T, S] = {list(lead + (T, S))} is {self.scores} scores: past {MAX_SCORES}, explain judges out "
+                f"and q_rotated a block of query rows at a time, never the whole {wide[0]!r} (leave it out)",
             )
         self._positions(path, self.arrays, lead)
         self._documents(path, self.arrays)
         self.bias, self.bias_hides = self._bias(path, lead + (T, S))
-        self.hidden = self.keys_hidden()
+        self.hidden = self.keys_hidden() if wide or self.scores <= forms.STREAM_FROM else None  # else blocks.py's
         shapes = dict(q_rotated=lead + (T, self.H), out=lead + (T, H))
         for name in STAGES:
             want = shapes.get(name, lead + (T, S))
@@ -318,7 +321,10 @@ class Problem(forms.Forms, qk.QK):
         """The attention the file states, or with one of its parts changed: `more` takes cap, sinks, bias,
         cap_after_mask and bias_before_cap (tolerance_model.attend) and norm, pairing, position, keys_from_zero and
         scaling (QK.before_scores)."""
-        q, k, rotated = self.before_scores(self.q if q is None else q, self.k if k is None else k, rounding, more)
+        q = self.q if q is None else q
+        q = q if self.rows is None else q[..., self.rows, :]  # a block's queries (blocks.py); norm and RoPE are per row
+        q, k, rotated = self.before_scores(q, self.k if k is None else k, rounding, more)
+        bias = more.pop("bias", self.bias)
         found = tolerance_model.attend(
             q,
             k,
@@ -329,7 +335,7 @@ class Problem(forms.Forms, qk.QK):
             over_queries,
             cap=more.pop("cap", self.cap),
             sinks=more.pop("sinks", self.sinks),
-            bias=more.pop("bias", self.bias),
+            bias=None if bias is None else self.sliced(bias),
             **more,
         )
         if rotated is not None:

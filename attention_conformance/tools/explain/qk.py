@@ -246,6 +246,7 @@ class QK:
                 (q,), (k,) = reference._f64(q), reference._f64(k)
         if scaling is not None:  # dynamic's base at the last position + 1 of those turned, unless one is fixed
             scaling = scaling | dict(length=scaling["fixed_length"] or int(max(np.max(rows), np.max(keys))) + 1)
+        rows = rows if self.rows is None else rows[..., self.rows]  # a block's queries, after the base is set
         turn, R = reference.rotary._rotated, self.rotary_dim
         q = turn(q, *self._cos_sin(rows, scaling, q), pairing, R)
         return q, turn(k, *self._cos_sin(keys, scaling, k), pairing, R)

@@ -1,0 +1,174 @@
+"""`explain` at a model's own sizes (issue 73): the oracle, the plainly rounded attention and the derived bound
+computed a block of query rows at a time, so that memory grows with the sequence and not with its square.
+
+Each query row's answer, and its bound, depend on that row's scores alone: a block gives the same numbers as the
+whole, up to the float64 summation order of the products (no golden and no cache holds explain's answers). Norm and
+RoPE turn q and k once, whole (their cost and their size are linear), inside the same bound as the blocks, so their
+rounding reaches every block's bound. `--rows` judges a sample: the first and last rows, the rows either side of every
+multiple of TILE (where flash kernels' query tiles end, and the "diverges from row 64" class of bug shows), and
+random rows, seeded."""
+
+import copy
+import sys
+import time
+
+import numpy as np
+
+from attention_conformance.dtypes import np_dtype
+from attention_conformance.run import tolerance_model
+from attention_conformance.tools.explain import forms
+from attention_conformance.tools.explain.problem import STAGES
+
+BLOCK_SCORES = forms.BLOCK_SCORES
+TILE = 64  # flash kernels' query tiles are 64 or 128 rows (flash-attn's kBlockM, torch's CPU q_split_size up to 256)
+LINEAR = ("q_rotated", "out")  # the stages as long as q: the only ones judged whole at sizes past problem.MAX_SCORES
+PROGRESS_S = 5.0  # stderr says how far a computation is after this long, and every this long after
+
+
+def block(p, start, stop, group=None):
+    """The Problem `p` cut to query rows start..stop-1 and, with `group` (a K/V head's number), to that K/V head and
+    the query heads that share it: it computes, and gives, those alone (forms.Forms.rows)."""
+    b = copy.copy(p)
+    b.rows = None if (start, stop) == (0, p.T) else slice(start, stop)
+    b.q_heads = heads = slice(None)
+    if group is not None:
+        shared = p.heads // p.kv_heads
+        b.q_heads = heads = slice(group * shared, (group + 1) * shared)
+        b.__dict__.pop("k", None), b.__dict__.pop("v", None)  # shared again from the group's own K/V head
+        b.own_kv = tuple(t[..., group : group + 1, :, :] for t in p.own_kv)
+        b.q, b.heads, b.kv_heads = p.q[..., heads, :, :], shared, 1
+        b.mask, b.bias, b.bias_hides = (_heads(a, heads) for a in (p.mask, p.bias, p.bias_hides))
+        b.sinks = None if p.sinks is None else p.sinks[heads]
+    cut = (Ellipsis, slice(start, stop), slice(None))
+    cut = cut if group is None else (Ellipsis, heads) + cut[1:]
+    b.arrays = dict(p.arrays) | {n: p.arrays[n][cut] for n in STAGES if n in p.arrays}
+    b.shape = np.broadcast_to(False, p.shape)[cut].shape  # a view: no bytes
+    b.hidden = b.keys_hidden()
+    return b
+
+
+def _heads(a, heads):
+    return a if a is None or np.ndim(a) < 3 or np.shape(a)[-3] == 1 else a[..., heads, :, :]
+
+
+def _grouped(p):
+    """Whether p streams a K/V head at a time, with the query heads that share it: never shared in memory."""
+    return p.headed and p.form == "q/k/v" and "k" not in vars(p) and not (p.norm and p.norm["over_heads"])
+
+
+def _seen(b):
+    """The keys some query of block `b` sees, as a slice (a causal block's first, a window's last, are hidden from
+    all of its queries): `b` cut to them. A key hidden from every query of the block adds an exact 0 to each of its
+    sums, and rounds nothing, in the oracle and in the bound: a causal prefill costs half of its square."""
+    hidden = b.hidden.reshape(-1, b.S) if np.ndim(b.hidden) >= 2 else np.zeros((1, b.S), dtype=bool)
+    seen = np.flatnonzero(~hidden.all(axis=0))
+    cut = slice(int(seen[0]), int(seen[-1]) + 1) if seen.size else slice(0, 1)
+    b.hidden = b.hidden[..., cut]
+    if b.bias is not None and np.shape(b.bias)[-1] == b.S:
+        b.bias = b.bias[..., cut]
+    return cut
+
+
+def around(p, index, out):
+    """(the block holding the element at `index`, its (exact, plain, derived) whole): where explain names the known
+    differences of a problem it streamed, said in one line."""
+    big = p.heads * p.S * p.H > 32 * BLOCK_SCORES  # k and v shared to every head past 512 MiB each: a K/V head
+    group = index[-3] // (p.heads // p.kv_heads) if _grouped(p) and big else None
+    most = rows_per_block(p if group is None else block(p, 0, 1, group))
+    start = index[-2] // most * most
+    b = block(p, start, min(start + most, p.T), group)
+    if b.rows is not None or group is not None:
+        heads = "" if group is None else f" of the query heads sharing K/V head {group}"
+        out(f"known differences tried on query rows {start}..{start + b.shape[-2] - 1}{heads}, where the worst is")
+    return b, (b.compute(), b.compute(rounding=tolerance_model.plain_dtype(p.dtype)), b.bound())
+
+
+def said(rows, T):
+    """What `chosen` drew, in words."""
+    edges = len(range(TILE, T, TILE))
+    return f"the first and last, either side of {edges} multiples of {TILE}, the rest at random"
+
+
+def rows_per_block(p):
+    return max(1, BLOCK_SCORES // (int(np.prod(p.shape[:-2])) * p.S))
+
+
+def chosen(T, count, seed):
+    """`--rows count`: the first and last rows, either side of each multiple of TILE, and `count` more at random."""
+    fixed = {0, T - 1} | {r for m in range(TILE, T, TILE) for r in (m - 1, m)}
+    rest = np.setdiff1d(np.arange(T), sorted(fixed))
+    drawn = np.random.default_rng(seed).choice(rest, size=min(count, rest.size), replace=False)
+    return np.union1d(sorted(fixed), drawn).astype(np.int64)
+
+
+def _runs(rows, most):
+    """(start, stop) of each run of consecutive rows, cut at `most` rows."""
+    cuts = np.flatnonzero(np.diff(rows) != 1) + 1
+    for run in np.split(rows, cuts):
+        for at in range(0, run.size, most):
+            yield int(run[at]), int(run[min(at + most, run.size) - 1]) + 1
+
+
+class _Said:
+    """The progress line on stderr: nothing for a computation done within PROGRESS_S."""
+
+    def __init__(self, total, write, clock=time.monotonic):
+        self.total, self.done, self.write, self.clock = total, 0, write, clock
+        self.start = self.said = clock()
+
+    def rows(self, n, what):
+        self.done += n
+        now = self.clock()
+        if now - self.said >= PROGRESS_S or (self.done == self.total and now - self.start >= PROGRESS_S):
+            self.write(f"explain: {what}: {self.done} of {self.total} query rows, {now - self.start:.0f} s")
+            self.said = now
+
+
+def stream(p, rows, err=None):
+    """(exact, plain, derived): {stage: [..., len(rows), H]} for the linear stages the file gives, at query `rows`
+    (sorted file indices), computed a block at a time. Raises tolerance_model.Overflow as Problem.bound does."""
+    names = [n for n in LINEAR if n in p.arrays]
+    groups = range(p.kv_heads) if _grouped(p) else [None]
+    said = _Said(3 * rows.size * len(groups), err or (lambda line: print(line, file=sys.stderr)))
+    whole = copy.copy(p)
+    whole.norm = whole.pairing = None  # turned once, below, for every block
+    spans = list(_runs(rows, rows_per_block(block(p, 0, 1, groups[0]))))
+
+    def attention(q, k, v, rounding=None, what="the oracle"):
+        q, k, rotated = p.before_scores(q, k, rounding, {})
+        out = []
+        for group in groups:
+            part = []
+            for span in spans:
+                b = block(whole, *span, group)
+                keys = (Ellipsis, _seen(b), slice(None))
+                if group is not None:  # the group's query heads, and its K/V head: shared by broadcasting
+                    keys = (Ellipsis, slice(group, group + 1)) + keys[1:]
+                heads = q if group is None else q[..., b.q_heads, :, :]
+                part.append(b.compute(rounding, q=heads, k=k[keys], v=v[keys]))
+                said.rows(b.shape[-2], what)
+            out.append(np.concatenate([found["out"] for found in part], axis=-2))
+        found = {"out": np.concatenate(out, axis=-3) if len(out) > 1 else out[0]}
+        if rotated is not None:
+            rotated = rotated[..., rows, :]
+            found["q_rotated"] = (
+                np.asarray(rotated).astype(np_dtype(rounding)).astype(np.float64) if rounding else rotated
+            )
+        return {n: found[n] for n in names}
+
+    k, v = p.own_kv if groups[0] is not None else (p.k, p.v)
+    with np.errstate(all="ignore"):
+        exact = attention(p.q, k, v)
+        plain = attention(p.q, k, v, tolerance_model.plain_dtype(p.dtype), "rounded plainly")
+        if p.form == "x and weights":
+
+            def projected(x, w_query, w_key, w_value):
+                q, k, v = p._project(dict(w_query=w_query, w_key=w_key, w_value=w_value), "repeat", x)
+                return attention(q, k, v, what="the bound")
+
+            derived = tolerance_model.bound(p.dtype, projected, p.x, **p.weights_given)
+        else:
+            derived = tolerance_model.bound(
+                p.dtype, lambda q, k, v: attention(q, k, v, what="the bound"), q=p.q, k=k, v=v
+            )
+    return exact, plain, derived

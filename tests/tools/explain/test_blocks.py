@@ -1,0 +1,125 @@
+"""explain at a model's own sizes (tools/explain/blocks.py): a block of query rows at a time, the same verdict as the
+whole; `--rows` judging a sample that holds the tile boundaries; a progress line; too large refused in one line."""
+
+import numpy as np
+import pytest
+from explained import explained
+
+from attention_conformance.run import tolerance_model
+from attention_conformance.tools.examples import _attention
+from attention_conformance.tools.explain import blocks, command, forms, problem
+
+
+def _causal(T, S, N, K, H, seed=0):
+    """q, k, v of a causal attention with N query heads over K K/V heads, and its float32 result."""
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((1, N, T, H)).astype(np.float32)
+    k, v = (rng.standard_normal((1, K, S, H)).astype(np.float32) for _ in range(2))
+    hidden = tolerance_model.hidden_keys(T, S, causal=True)
+    shared = [np.repeat(t, N // K, axis=1) for t in (k, v)]
+    out = _attention(q, *shared, "float32", hidden=hidden)
+    return dict(q=q, k=k, v=v, out=out.astype(np.float32), causal=np.array(True), num_kv_heads=np.array(K))
+
+
+def _whole_and_streamed(tmp_path, monkeypatch, arrays, block_scores):
+    np.savez(tmp_path / "case.npz", **arrays)
+    p = problem.Problem(tmp_path / "case.npz", problem.load(tmp_path / "case.npz"))
+    whole = (p.compute(), p.compute(rounding="float32"), p.bound())
+    monkeypatch.setattr(blocks, "BLOCK_SCORES", block_scores)
+    p = problem.Problem(tmp_path / "case.npz", problem.load(tmp_path / "case.npz"))
+    return p, whole, blocks.stream(p, np.arange(p.T), err=lambda line: None)
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {},
+        dict(
+            pairing=np.array("rotate_half"),
+            sinks=np.linspace(-1, 1, 4),
+            softcap=np.array(5.0),
+            q_rotated=np.zeros((1, 4, 24, 16), np.float32),
+        ),
+        dict(norm_weight_q=np.linspace(0.5, 1.5, 16), norm_weight_k=np.linspace(1.5, 0.5, 16), window=np.array(5)),
+    ],
+    ids=["causal", "rope-sinks-cap", "norm-window"],
+)
+def test_a_block_at_a_time_gives_the_whole_answer_and_bound(tmp_path, monkeypatch, extra):
+    arrays = _causal(24, 40, 4, 2, 16) | extra
+    p, whole, streamed = _whole_and_streamed(tmp_path, monkeypatch, arrays, block_scores=2 * 40)
+    assert blocks.rows_per_block(blocks.block(p, 0, 1, 0)) == 1  # every row its own block, each K/V head its own
+    for name in ("out",) + (("q_rotated",) if "pairing" in extra else ()):
+        _same(whole, streamed, name)
+
+
+def _same(whole, streamed, name):
+    """The plain answer and the bound the same bytes; the oracle's within its own accuracy (deterministic.matmul:
+    K 2**-58 of the row's largest magnitude, which a block's seen keys may lower), far below any allowance."""
+    (exact, plain, derived), (s_exact, s_plain, s_derived) = whole, streamed
+    assert np.array_equal(s_plain[name], plain[name]) and np.array_equal(s_derived[name], derived[name]), name
+    row = np.abs(exact[name]).max(axis=-1, keepdims=True)
+    assert (np.abs(s_exact[name] - exact[name]) <= 2.0**-48 * row).all(), name
+
+
+def test_a_bias_and_a_mask_with_heads_are_cut_with_their_heads(tmp_path, monkeypatch):
+    arrays = _causal(8, 12, 4, 2, 8, seed=3)
+    rng = np.random.default_rng(1)
+    arrays |= dict(bias=rng.standard_normal((1, 4, 8, 12)), mask=rng.random((1, 4, 1, 12)) < 0.2)
+    arrays.pop("out")
+    arrays["out"] = np.zeros((1, 4, 8, 8), np.float32)
+    _, whole, streamed = _whole_and_streamed(tmp_path, monkeypatch, arrays, block_scores=12 * 3)
+    _same(whole, streamed, "out")
+
+
+def test_past_the_whole_a_streamed_file_gets_the_verdict_of_the_whole(tmp_path, monkeypatch):
+    arrays = _causal(48, 48, 4, 2, 16, seed=5)
+    code, whole = explained(tmp_path, **arrays)
+    monkeypatch.setattr(forms, "STREAM_FROM", 0)
+    monkeypatch.setattr(blocks, "BLOCK_SCORES", 2 * 48 * 5)
+    streamed_code, streamed = explained(tmp_path, **arrays)
+    assert code == streamed_code == 0
+    assert whole.splitlines()[-1] == streamed.splitlines()[-1], (whole, streamed)
+
+
+def test_rows_holds_the_first_the_last_and_each_tile_boundary():
+    rows = blocks.chosen(300, 5, seed=1)
+    assert {0, 63, 64, 127, 128, 191, 192, 255, 256, 299} <= set(rows.tolist())
+    assert rows.size == 10 + 5 and np.array_equal(rows, np.unique(rows))
+    assert np.array_equal(rows, blocks.chosen(300, 5, seed=1)) and not np.array_equal(rows, blocks.chosen(300, 5, 2))
+    assert blocks.chosen(3, 10, seed=0).tolist() == [0, 1, 2]
+
+
+def test_rows_finds_a_kernel_wrong_from_row_96_and_says_how_many_rows_it_judged(tmp_path):
+    arrays = _causal(200, 200, 2, 1, 8, seed=2)
+    good = explained(tmp_path, **arrays)
+    arrays["out"][:, :, 96:] *= np.float32(1.001)
+    path = tmp_path / "wrong.npz"
+    np.savez(path, **arrays)
+    lines, record = [], {}
+    code = command.explain(path, out=lines.append, err=lines.append, record=record, rows=0)
+    text = "\n".join(lines)
+    assert good[0] == 0 and code == 1, text
+    assert "judged 8 of 200 query rows (--rows 0, seed 0)" in text, text
+    assert record["rows_judged"] == 8 and record["stages"][0]["worst"]["index"][2] in (127, 128, 191, 192, 199)
+
+
+def test_a_long_computation_says_how_far_it_is(monkeypatch):
+    ticks = iter(range(0, 1000, 3))
+    said = []
+    progress = blocks._Said(4, said.append, clock=lambda: next(ticks))
+    for _ in range(4):
+        progress.rows(1, "the oracle")
+    assert said == ["explain: the oracle: 2 of 4 query rows, 6 s", "explain: the oracle: 4 of 4 query rows, 12 s"]
+
+
+def test_too_large_for_this_machine_is_refused_in_one_line_naming_the_size(tmp_path, monkeypatch):
+    monkeypatch.setattr(forms, "_free_bytes", lambda: 1000)
+    with pytest.raises(problem.BadInput, match=r"GiB in float64, and this machine has 0.0 GiB free: save fewer heads"):
+        explained(tmp_path, **_causal(8, 8, 2, 1, 8))
+
+
+def test_a_scores_stage_past_the_whole_is_refused_not_streamed(tmp_path, monkeypatch):
+    monkeypatch.setattr(problem, "MAX_SCORES", 8)
+    arrays = dict(q=np.ones((3, 4)), k=np.ones((3, 4)), v=np.ones((3, 4)), weights=np.ones((3, 3)), out=np.ones((3, 4)))
+    with pytest.raises(problem.BadInput, match="is 9 scores: past 8, explain judges out and q_rotated"):
+        explained(tmp_path, **arrays)
