@@ -113,10 +113,6 @@ class Unbounded(TypeError):
     """A step this module has no rule for (dropout's np.where): the computation has no derived bound."""
 
 
-def _gamma64(n):  # gamma_n of float64: what BLAS's own float64 sums of n terms may be off by, relative to |terms|
-    return n * 2.0**-53 / (1 - n * 2.0**-53)
-
-
 def _parts(a):
     if isinstance(a, Bounded):
         return a.value, a.err
@@ -133,7 +129,8 @@ class Bounded(NDArrayOperatorsMixin):
         if _units.get() is None:
             raise RuntimeError("Bounded arrays need bounds.computed_in(dtype)")
         self.value = np.asarray(value, dtype=np.float64)
-        self.err = np.zeros(self.value.shape) if err is None else np.broadcast_to(err, self.value.shape).copy()
+        self.err = np.broadcast_to(0.0 if err is None else err, self.value.shape)  # an input's: a read-only 0, no
+        self.err = self.err if err is None else self.err.copy()  # bytes (a decode's k, v are GBs) until written
         self.terms = 0  # the length of the sum that made it, when it is a product's: see _add
 
     def remembered_as(self):
@@ -152,10 +149,11 @@ class Bounded(NDArrayOperatorsMixin):
         raise Unbounded("bounds: .T is not bounded")
 
     def __getitem__(self, key):
-        return Bounded(self.value[key], self.err[key])
+        return Bounded(self.value[key], self.err[key] if self.err.flags.writeable else None)
 
     def __setitem__(self, key, other):
         value, err = _parts(other)
+        self.err = self.err if self.err.flags.writeable else np.zeros(self.value.shape)
         self.value[key], self.err[key] = value, err
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
@@ -189,6 +187,8 @@ def stored(a):
     largest = float(np.max(np.where(np.isfinite(a.value), magnitude, 0.0), initial=0.0))
     if largest > float(limits.max):
         _units.get()[3].append(largest)
+    if not a.err.flags.writeable:  # an input (err None): nothing rounds it
+        return a
     tiny = np.where(magnitude - a.err < float(limits.smallest_normal), float(limits.smallest_subnormal), 0.0)
     return Bounded(a.value, np.where(a.err > 0, a.err + (_store() - _accumulate()) * magnitude + tiny, a.err))
 
@@ -285,7 +285,7 @@ def matmul(a, b):
     # would move a float64 bound by 1% through the softmax's interval (tox -e portability); tolerance_model.bound
     # rounds the result up to 12 bits. In float64 the magnitudes are the oracle's too: there the interval's spread
     # turns BLAS's last bits into 10% of the bound (portability found 18 float64 bounds differing).
-    blas = 1 + 2 * _gamma64(K)
+    blas = 1 + 2 * K * 2.0**-53 / (1 - K * 2.0**-53)  # 2 gamma_K of float64: BLAS's own float64 sums, relative
     product = deterministic.matmul if _store() <= 2.0**-53 else (lambda p, q: (p @ q) * blas)
     # ea |b| + |a| eb + ea eb + gamma_K |a||b| in as few products as its terms need (the bound was most of a first run,
     # issue 54): an operand given exactly drops its terms; 1 + 2**-46 covers the groupings' own roundings.

@@ -14,6 +14,7 @@ import time
 
 import numpy as np
 
+from attention_conformance import bounds
 from attention_conformance.dtypes import np_dtype
 from attention_conformance.run import tolerance_model
 from attention_conformance.tools.explain import forms
@@ -72,8 +73,8 @@ def _seen(b):
 def around(p, index, out):
     """(the block holding the element at `index`, its (exact, plain, derived) whole): where explain names the known
     differences of a problem it streamed, said in one line."""
-    big = p.heads * p.S * p.H > 32 * BLOCK_SCORES  # k and v shared to every head past 512 MiB each: a K/V head
-    group = index[-3] // (p.heads // p.kv_heads) if _grouped(p) and big else None
+    big = _grouped(p) and p.heads * p.S * p.H > 32 * BLOCK_SCORES  # k, v shared to every head past 512 MiB each
+    group = index[-3] // (p.heads // p.kv_heads) if big else None
     most = rows_per_block(p if group is None else block(p, 0, 1, group))
     start = index[-2] // most * most
     b = block(p, start, min(start + most, p.T), group)
@@ -120,7 +121,8 @@ class _Said:
         self.done += n
         now = self.clock()
         if now - self.said >= PROGRESS_S or (self.done == self.total and now - self.start >= PROGRESS_S):
-            self.write(f"explain: {what}: {self.done} of {self.total} query rows, {now - self.start:.0f} s")
+            done = 100 * self.done // self.total
+            self.write(f"explain: {done}% of the float64 work done ({what} now), {now - self.start:.0f} s")
             self.said = now
 
 
@@ -129,27 +131,34 @@ def stream(p, rows, err=None):
     (sorted file indices), computed a block at a time. Raises tolerance_model.Overflow as Problem.bound does."""
     names = [n for n in LINEAR if n in p.arrays]
     groups = range(p.kv_heads) if _grouped(p) else [None]
+    shared = p.heads // p.kv_heads if p.headed else 1
     said = _Said(3 * rows.size * len(groups), err or (lambda line: print(line, file=sys.stderr)))
     whole = copy.copy(p)
     whole.norm = whole.pairing = None  # turned once, below, for every block
     spans = list(_runs(rows, rows_per_block(block(p, 0, 1, groups[0]))))
 
-    def attention(q, k, v, rounding=None, what="the oracle"):
-        q, k, rotated = p.before_scores(q, k, rounding, {})
-        out = []
+    def attention(q, k, v, rounding=None, what="the oracle", given=lambda t: t):
+        """The linear stages of the rows, a group at a time: its query heads and K/V head turned (norm and RoPE
+        are per head and per position), then a block of rows at a time. `given` makes k and v the bound's exact
+        inputs a group at a time: a decode's cache is never whole in float64."""
+        out, turned = [], []
         for group in groups:
-            part = []
+            heads = kv = (Ellipsis,)
+            if group is not None:  # axis -3: the group's query heads, and its K/V head, shared by broadcasting
+                heads = (Ellipsis, slice(group * shared, (group + 1) * shared), slice(None), slice(None))
+                kv = (Ellipsis, slice(group, group + 1), slice(None), slice(None))
+            q_g, k_g, rotated = p.before_scores(q[heads], given(k[kv]), rounding, {})
+            v_g, part = given(v[kv]), []
             for span in spans:
                 b = block(whole, *span, group)
                 keys = (Ellipsis, _seen(b), slice(None))
-                if group is not None:  # the group's query heads, and its K/V head: shared by broadcasting
-                    keys = (Ellipsis, slice(group, group + 1)) + keys[1:]
-                heads = q if group is None else q[..., b.q_heads, :, :]
-                part.append(b.compute(rounding, q=heads, k=k[keys], v=v[keys]))
+                part.append(b.compute(rounding, q=q_g, k=k_g[keys], v=v_g[keys])["out"])
                 said.rows(b.shape[-2], what)
-            out.append(np.concatenate([found["out"] for found in part], axis=-2))
+            out.append(np.concatenate(part, axis=-2))
+            turned.append(rotated)
         found = {"out": np.concatenate(out, axis=-3) if len(out) > 1 else out[0]}
-        if rotated is not None:
+        if turned[0] is not None:
+            rotated = np.concatenate(turned, axis=-3) if len(turned) > 1 else turned[0]
             rotated = rotated[..., rows, :]
             found["q_rotated"] = (
                 np.asarray(rotated).astype(np_dtype(rounding)).astype(np.float64) if rounding else rotated
@@ -159,7 +168,7 @@ def stream(p, rows, err=None):
     k, v = p.own_kv if groups[0] is not None else (p.k, p.v)
     with np.errstate(all="ignore"):
         exact = attention(p.q, k, v)
-        plain = attention(p.q, k, v, tolerance_model.plain_dtype(p.dtype), "rounded plainly")
+        plain = attention(p.q, k, v, tolerance_model.plain_dtype(p.dtype), "the plain rounding")
         if p.form == "x and weights":
 
             def projected(x, w_query, w_key, w_value):
@@ -168,7 +177,8 @@ def stream(p, rows, err=None):
 
             derived = tolerance_model.bound(p.dtype, projected, p.x, **p.weights_given)
         else:
+            exact_input = bounds.Bounded  # an input: exact, its err no bytes
             derived = tolerance_model.bound(
-                p.dtype, lambda q, k, v: attention(q, k, v, what="the bound"), q=p.q, k=k, v=v
+                p.dtype, lambda q: attention(q, k, v, what="the bound", given=exact_input), q=p.q
             )
     return exact, plain, derived

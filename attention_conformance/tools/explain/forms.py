@@ -105,11 +105,19 @@ class Forms:
     def _f64(self, name):
         return np.asarray(self.arrays[name], dtype=np.float64)
 
+    def _held(self, name):
+        """k or v as the file gives them, in float32 where its numbers are float32 or narrower (the same numbers in
+        half float64's bytes: a decode's cache is gigabytes); the oracle widens each part it computes with."""
+        a = self.arrays[name]
+        narrow = a.dtype.name == "bfloat16" or a.dtype.kind == "f" and a.dtype.itemsize <= 4
+        return np.asarray(a, dtype=np.float32 if narrow else np.float64)
+
     def _from_qkv(self, path, arrays):
         heads = scalar(path, arrays, "num_heads", "i", None)
         if heads is not None:
             self._unpack(path, arrays, heads)
-        q, k, v = (self._f64(n) for n in ("q", "k", "v"))
+        q, k, v = self._f64("q"), self._held("k"), self._held("v")
+        arrays |= dict(q=q, k=k, v=v)  # the same numbers: the file's copies let go (a long cache's are gigabytes)
         for name, t in (("q", q), ("k", k), ("v", v)):
             if t.ndim < 2 or 0 in t.shape:
                 refuse(path, f"{name!r} has shape {list(t.shape)}; it needs [..., tokens, head size], no empty axis")

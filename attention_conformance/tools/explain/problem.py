@@ -218,8 +218,8 @@ class Problem(forms.Forms, qk.QK):
             if name in arrays and (arrays[name].dtype.kind not in "fiu" and arrays[name].dtype.name != "bfloat16"):
                 refuse(path, f"{name!r} is {arrays[name].dtype}, not numbers")
         for name in ("q", "k", "v", "x", "w_query", "w_key", "w_value"):
-            if name in arrays and not np.isfinite(np.asarray(arrays[name], dtype=np.float64)).all():
-                where = np.argwhere(~np.isfinite(np.asarray(arrays[name], dtype=np.float64)))[0]
+            if name in arrays and not np.isfinite(arrays[name]).all():  # in its own dtype: no float64 copy
+                where = np.argwhere(~np.isfinite(arrays[name]))[0]
                 refuse(path, f"{name!r} holds NaN or inf (at {[int(i) for i in where]}): explain judges finite inputs")
         self.causal = bool(scalar(path, arrays, "causal", "b", False))
         self.scale = scalar(path, arrays, "scale", "fi", None)
@@ -329,7 +329,7 @@ class Problem(forms.Forms, qk.QK):
             q,
             k,
             self.v if v is None else v,
-            self.hidden if hidden is None else hidden,
+            hidden if hidden is not None else self.keys_hidden() if self.hidden is None else self.hidden,
             self.scale if scale == "given" else scale,
             rounding,
             over_queries,

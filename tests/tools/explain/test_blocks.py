@@ -109,7 +109,10 @@ def test_a_long_computation_says_how_far_it_is(monkeypatch):
     progress = blocks._Said(4, said.append, clock=lambda: next(ticks))
     for _ in range(4):
         progress.rows(1, "the oracle")
-    assert said == ["explain: the oracle: 2 of 4 query rows, 6 s", "explain: the oracle: 4 of 4 query rows, 12 s"]
+    assert said == [
+        "explain: 50% of the float64 work done (the oracle now), 6 s",
+        "explain: 100% of the float64 work done (the oracle now), 12 s",
+    ]
 
 
 def test_too_large_for_this_machine_is_refused_in_one_line_naming_the_size(tmp_path, monkeypatch):
