@@ -64,15 +64,17 @@ def model(path=MODEL_FILE):
 # --- the computation ---------------------------------------------------------------------------
 
 
-def hidden_keys(T, S, mask=None, causal=False, window=None, position=None, right=0):
+def hidden_keys(T, S, mask=None, causal=False, window=None, position=None, right=0, rows=None):
     """True where query i may not see key j: the user's mask (True = hidden), and with `causal` the
     keys after the query's position, position + i; `position` is the first query's (default S - T: bottom-right
     aligned, the last query sees every key, as the spec states), a number or, per batch row, an integer array
     broadcastable to [..., 1, 1]. A `window` hides the keys at or before position + i - window too
-    (conventions.sliding_window) and those after position + i + `right` (0: a causal band)."""
-    position = np.arange(T)[:, None] + (S - T if position is None else np.asarray(position))
+    (conventions.sliding_window) and those after position + i + `right` (0: a causal band). `rows`: only these
+    queries' rows (indices among the T)."""
+    rows = np.arange(T) if rows is None else np.asarray(rows)
+    position = rows[:, None] + (S - T if position is None else np.asarray(position))
     keys = np.arange(S)[None, :]
-    hidden = np.zeros(np.broadcast_shapes(position.shape, (T, S)), dtype=bool)
+    hidden = np.zeros(np.broadcast_shapes(position.shape, (rows.size, S)), dtype=bool)
     if causal:
         hidden = hidden | (keys > position)
     if window:

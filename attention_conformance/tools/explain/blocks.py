@@ -22,15 +22,17 @@ from attention_conformance.tools.explain.problem import STAGES
 
 BLOCK_SCORES = forms.BLOCK_SCORES
 TILE = 64  # flash kernels' query tiles are 64 or 128 rows (flash-attn's kBlockM, torch's CPU q_split_size up to 256)
+EDGES_TO = 1024  # --rows takes every tile's edges up to here, powers of two past it: a Llama-3-8B prefill in 20 s
 LINEAR = ("q_rotated", "out")  # the stages as long as q: the only ones judged whole at sizes past problem.MAX_SCORES
+AROUND = 4  # the query rows explain names known differences on when it streams: each is computed three times
 PROGRESS_S = 5.0  # stderr says how far a computation is after this long, and every this long after
 
 
-def block(p, start, stop, group=None):
-    """The Problem `p` cut to query rows start..stop-1 and, with `group` (a K/V head's number), to that K/V head and
-    the query heads that share it: it computes, and gives, those alone (forms.Forms.rows)."""
+def block(p, rows, group=None):
+    """The Problem `p` cut to query `rows` (a slice, or sorted indices) and, with `group` (a K/V head's number), to
+    that K/V head and the query heads that share it: it computes, and gives, those alone (forms.Forms.rows)."""
     b = copy.copy(p)
-    b.rows = None if (start, stop) == (0, p.T) else slice(start, stop)
+    b.rows = None if isinstance(rows, slice) and rows == slice(0, p.T) else rows
     b.q_heads = heads = slice(None)
     if group is not None:
         shared = p.heads // p.kv_heads
@@ -40,7 +42,7 @@ def block(p, start, stop, group=None):
         b.q, b.heads, b.kv_heads = p.q[..., heads, :, :], shared, 1
         b.mask, b.bias, b.bias_hides = (_heads(a, heads) for a in (p.mask, p.bias, p.bias_hides))
         b.sinks = None if p.sinks is None else p.sinks[heads]
-    cut = (Ellipsis, slice(start, stop), slice(None))
+    cut = (Ellipsis, rows, slice(None))
     cut = cut if group is None else (Ellipsis, heads) + cut[1:]
     b.arrays = dict(p.arrays) | {n: p.arrays[n][cut] for n in STAGES if n in p.arrays}
     b.shape = np.broadcast_to(False, p.shape)[cut].shape  # a view: no bytes
@@ -73,11 +75,13 @@ def _seen(b):
 def around(p, index, out):
     """(the block holding the element at `index`, its (exact, plain, derived) whole): where explain names the known
     differences of a problem it streamed, said in one line."""
-    big = _grouped(p) and p.heads * p.S * p.H > 32 * BLOCK_SCORES  # k, v shared to every head past 512 MiB each
+    # Each known difference splits k and v shared to every head for its exact products, three times: past 64 MiB
+    # each (a 4096-key Llama layer's 128 MiB took 35 s for them all, measured), one K/V head and its query heads.
+    big = _grouped(p) and p.heads * p.S * p.H > 4 * BLOCK_SCORES
     group = index[-3] // (p.heads // p.kv_heads) if big else None
-    most = rows_per_block(p if group is None else block(p, 0, 1, group))
+    most = min(AROUND, rows_per_block(p if group is None else block(p, slice(0, 1), group)))
     start = index[-2] // most * most
-    b = block(p, start, min(start + most, p.T), group)
+    b = block(p, slice(start, min(start + most, p.T)), group)
     if b.rows is not None or group is not None:
         heads = "" if group is None else f" of the query heads sharing K/V head {group}"
         out(f"known differences tried on query rows {start}..{start + b.shape[-2] - 1}{heads}, where the worst is")
@@ -86,8 +90,9 @@ def around(p, index, out):
 
 def said(rows, T):
     """What `chosen` drew, in words."""
-    edges = len(range(TILE, T, TILE))
-    return f"the first and last, either side of {edges} multiples of {TILE}, the rest at random"
+    return (
+        f"the first and last, the edges of the {TILE}-row tiles to {EDGES_TO} and of powers of two, the rest at random"
+    )
 
 
 def rows_per_block(p):
@@ -95,19 +100,21 @@ def rows_per_block(p):
 
 
 def chosen(T, count, seed):
-    """`--rows count`: the first and last rows, either side of each multiple of TILE, and `count` more at random."""
-    fixed = {0, T - 1} | {r for m in range(TILE, T, TILE) for r in (m - 1, m)}
+    """`--rows count`: the first and last rows, the rows either side of each multiple of TILE up to EDGES_TO and of
+    each power of two past it, the last tile's first row and the one before, and `count` more at random."""
+    edges = list(range(TILE, min(T, EDGES_TO + 1), TILE)) + [1 << n for n in range(11, T.bit_length()) if 1 << n < T]
+    fixed = {0, T - 1} | {r for m in edges + [(T - 1) // TILE * TILE] if m > 0 for r in (m - 1, m)}
     rest = np.setdiff1d(np.arange(T), sorted(fixed))
     drawn = np.random.default_rng(seed).choice(rest, size=min(count, rest.size), replace=False)
     return np.union1d(sorted(fixed), drawn).astype(np.int64)
 
 
-def _runs(rows, most):
-    """(start, stop) of each run of consecutive rows, cut at `most` rows."""
-    cuts = np.flatnonzero(np.diff(rows) != 1) + 1
-    for run in np.split(rows, cuts):
-        for at in range(0, run.size, most):
-            yield int(run[at]), int(run[min(at + most, run.size) - 1]) + 1
+def _chunks(rows, most):
+    """`rows` (sorted indices) `most` at a time, each a slice where its rows are consecutive: a sample's scattered rows
+    share blocks, so that k is split for the exact products once a block, not once a row."""
+    for at in range(0, rows.size, most):
+        chunk = rows[at : at + most]
+        yield slice(int(chunk[0]), int(chunk[-1]) + 1) if chunk[-1] - chunk[0] + 1 == chunk.size else chunk
 
 
 class _Said:
@@ -132,12 +139,12 @@ def stream(p, rows, err=None):
     names = [n for n in LINEAR if n in p.arrays]
     groups = range(p.kv_heads) if _grouped(p) else [None]
     shared = p.heads // p.kv_heads if p.headed else 1
-    said = _Said(3 * rows.size * len(groups), err or (lambda line: print(line, file=sys.stderr)))
+    said = _Said(2 * rows.size * len(groups), err or (lambda line: print(line, file=sys.stderr)))
     whole = copy.copy(p)
     whole.norm = whole.pairing = None  # turned once, below, for every block
-    spans = list(_runs(rows, rows_per_block(block(p, 0, 1, groups[0]))))
+    chunks = list(_chunks(rows, rows_per_block(block(p, slice(0, 1), groups[0]))))
 
-    def attention(q, k, v, rounding=None, what="the oracle", given=lambda t: t):
+    def attention(q, k, v, rounding=None, what="the plain rounding", given=lambda t: t):
         """The linear stages of the rows, a group at a time: its query heads and K/V head turned (norm and RoPE
         are per head and per position), then a block of rows at a time. `given` makes k and v the bound's exact
         inputs a group at a time: a decode's cache is never whole in float64."""
@@ -149,8 +156,8 @@ def stream(p, rows, err=None):
                 kv = (Ellipsis, slice(group, group + 1), slice(None), slice(None))
             q_g, k_g, rotated = p.before_scores(q[heads], given(k[kv]), rounding, {})
             v_g, part = given(v[kv]), []
-            for span in spans:
-                b = block(whole, *span, group)
+            for chunk in chunks:
+                b = block(whole, chunk, group)
                 keys = (Ellipsis, _seen(b), slice(None))
                 part.append(b.compute(rounding, q=q_g, k=k_g[keys], v=v_g[keys])["out"])
                 said.rows(b.shape[-2], what)
@@ -166,19 +173,26 @@ def stream(p, rows, err=None):
         return {n: found[n] for n in names}
 
     k, v = p.own_kv if groups[0] is not None else (p.k, p.v)
+    kept = {}  # the bound's values: its steps are the oracle's on the same numbers, so they are the exact answer
+
+    def bounded(found):
+        kept.update(found)
+        return found
+
     with np.errstate(all="ignore"):
-        exact = attention(p.q, k, v)
         plain = attention(p.q, k, v, tolerance_model.plain_dtype(p.dtype), "the plain rounding")
         if p.form == "x and weights":
 
             def projected(x, w_query, w_key, w_value):
                 q, k, v = p._project(dict(w_query=w_query, w_key=w_key, w_value=w_value), "repeat", x)
-                return attention(q, k, v, what="the bound")
+                return bounded(attention(q, k, v, what="the oracle and its bound"))
 
             derived = tolerance_model.bound(p.dtype, projected, p.x, **p.weights_given)
         else:
             exact_input = bounds.Bounded  # an input: exact, its err no bytes
             derived = tolerance_model.bound(
-                p.dtype, lambda q: attention(q, k, v, what="the bound", given=exact_input), q=p.q
+                p.dtype,
+                lambda q: bounded(attention(q, k, v, what="the oracle and its bound", given=exact_input)),
+                q=p.q,
             )
-    return exact, plain, derived
+    return {n: kept[n].value for n in names}, plain, derived

@@ -232,10 +232,11 @@ def _explain(path, out, err, record, allowances, rows, seed):
             record.setdefault("allowed", {})[v.name] = allowed
             record.setdefault("expected", {})[v.name] = np.asarray(exact[v.name], dtype=np.float64)
     final = verdicts[-1]
+    sampled = "" if rows is None else f", on the {judged.size} of {p.T} query rows judged"
     diverged = next((v for v in verdicts if not v.within), None)
     if diverged is None:
         out(
-            f"verdict: within the expected error of {p.dtype} attention at this shape "
+            f"verdict: within the expected error of {p.dtype} attention at this shape{sampled} "
             f"(margin {final.margin:.3g} of the model's allowance): rounding, not a bug"
         )
         return 0
@@ -252,7 +253,7 @@ def _explain(path, out, err, record, allowances, rows, seed):
         record["known_differences"] = named
         hidden_key = diverged.limit == 0 and diverged.expected == 0 and diverged.name == "weights"
         err(
-            f"verdict: {final.name} is within (margin {final.margin:.3g}), but {diverged.name} is beyond: "
+            f"verdict: {final.name} is within{sampled} (margin {final.margin:.3g}), but {diverged.name} is beyond: "
             + (
                 "your weights give a hidden key nonzero probability (a finite or clipped fill instead of -inf "
                 "before the softmax)"
@@ -297,8 +298,8 @@ def _explain(path, out, err, record, allowances, rows, seed):
     if not named and p.form == "q/k/v" and not p.headed and np.ndim(p.arrays["q"]) == 3:  # the trial's first guess
         out("if q, k and v hold several heads packed as [..., T, N x H], give num_heads (explain --help)")
     err(
-        f"verdict: beyond the expected error of {p.dtype} attention at this shape (margin {final.margin:.3g}): "
-        + ("a known difference, not rounding" if named else "not rounding")
+        f"verdict: beyond the expected error of {p.dtype} attention at this shape{sampled} "
+        f"(margin {final.margin:.3g}): " + ("a known difference, not rounding" if named else "not rounding")
     )
     return 1
 
@@ -339,8 +340,9 @@ def options(parser):
         "--rows",
         type=_count,
         metavar="N",
-        help=f"judge a sample of the query rows: the first and last, either side of every multiple of {blocks.TILE} "
-        "(where flash kernels' query tiles end), and N more at random; the verdict says how many",
+        help=f"judge a sample of the query rows: the first and last, either side of each multiple of {blocks.TILE} "
+        f"to {blocks.EDGES_TO} and each power of two past it (where flash kernels' query tiles end), the last tile's "
+        "start, and N more at random; the verdict says how many",
     )
     parser.add_argument("--seed", type=_count, default=0, help="the seed --rows draws with (default 0)")
 

@@ -82,7 +82,7 @@ def _per_row(a, lead):
 class Forms:
     """The inputs of a Problem as the oracle takes them: q [..., N, T, H] (N = 1 without heads), k and v shared to
     N heads, the keys hidden from each query, and RoPE's turn. `rows`, set on a block (tools/explain/blocks.py),
-    is the slice of the T queries it computes; None computes them all."""
+    is the query rows it computes (a slice, or indices, of the T); None computes them all."""
 
     rows = None
 
@@ -277,11 +277,13 @@ class Forms:
         position = s["position"]
         if position is None:
             position = self.position if s["valid"] is None else s["valid"] - self.T
-        first, rows = (0, self.T) if self.rows is None else (self.rows.start, self.rows.stop - self.rows.start)
+        rows = np.arange(self.T) if self.rows is None else np.arange(self.T)[self.rows]
         mask = None if s["mask"] is None else self.sliced(s["mask"])
-        hidden = tolerance_model.hidden_keys(rows, self.S, mask, s["causal"], s["window"], position + first, s["right"])
+        hidden = tolerance_model.hidden_keys(
+            self.T, self.S, mask, s["causal"], s["window"], position, s["right"], rows=rows
+        )
         if s["valid"] is not None:
             hidden = hidden | (np.arange(self.S) >= s["valid"])
         if s["documents"] is not None:
-            hidden = hidden | (s["documents"][first : first + rows, None] != s["documents"][None, :])
+            hidden = hidden | (s["documents"][rows, None] != s["documents"][None, :])
         return hidden | self.sliced(self.bias_hides)

@@ -47,7 +47,7 @@ def _whole_and_streamed(tmp_path, monkeypatch, arrays, block_scores):
 def test_a_block_at_a_time_gives_the_whole_answer_and_bound(tmp_path, monkeypatch, extra):
     arrays = _causal(24, 40, 4, 2, 16) | extra
     p, whole, streamed = _whole_and_streamed(tmp_path, monkeypatch, arrays, block_scores=2 * 40)
-    assert blocks.rows_per_block(blocks.block(p, 0, 1, 0)) == 1  # every row its own block, each K/V head its own
+    assert blocks.rows_per_block(blocks.block(p, slice(0, 1), 0)) == 1  # every row its own block, each K/V head its own
     for name in ("out",) + (("q_rotated",) if "pairing" in extra else ()):
         _same(whole, streamed, name)
 
@@ -99,7 +99,7 @@ def test_rows_finds_a_kernel_wrong_from_row_96_and_says_how_many_rows_it_judged(
     code = command.explain(path, out=lines.append, err=lines.append, record=record, rows=0)
     text = "\n".join(lines)
     assert good[0] == 0 and code == 1, text
-    assert "judged 8 of 200 query rows (--rows 0, seed 0)" in text, text
+    assert "judged 8 of 200 query rows (--rows 0, seed 0)" in text and "on the 8 of 200 query rows judged" in text, text
     assert record["rows_judged"] == 8 and record["stages"][0]["worst"]["index"][2] in (127, 128, 191, 192, 199)
 
 
