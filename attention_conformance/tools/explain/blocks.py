@@ -1,12 +1,13 @@
 """`explain` at a model's own sizes (issue 73): the oracle, the plainly rounded attention and the derived bound
-computed a block of query rows at a time, so that memory grows with the sequence and not with its square.
+computed a block of query rows at a time, and one K/V head with the query heads that share it, so that memory grows
+with the sequence and not with its square.
 
-Each query row's answer, and its bound, depend on that row's scores alone: a block gives the same numbers as the
-whole, up to the float64 summation order of the products (no golden and no cache holds explain's answers). Norm and
-RoPE turn q and k once, whole (their cost and their size are linear), inside the same bound as the blocks, so their
-rounding reaches every block's bound. `--rows` judges a sample: the first and last rows, the rows either side of every
-multiple of TILE (where flash kernels' query tiles end, and the "diverges from row 64" class of bug shows), and
-random rows, seeded."""
+Each query row's answer, and its bound, depend on that row's scores alone: a block gives the same plain answer and
+bound as the whole, and the same exact answer up to the oracle's own accuracy (deterministic.matmul splits a block's
+seen keys, not all of them; no golden and no cache holds explain's answers). Two passes: the plain rounding, and the
+bound, whose values are the oracle's exact answer (its steps are the oracle's, on the same numbers). Norm and RoPE
+turn a group's q and k once (their cost and size are linear), inside the same bound as its blocks. `--rows` judges a
+sample (chosen): the first and last rows, the edges of the query tiles kernels switch at, and random rows, seeded."""
 
 import copy
 import sys

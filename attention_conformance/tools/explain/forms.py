@@ -15,9 +15,10 @@ from attention_conformance.run import tolerance_model
 # BLOCK_SCORES: 16 MiB a float64 array, and attend and its bound hold about 30 of them. The whole [..., T, S] at
 # once held 250 bytes a score (2.07 GB at 2**23, measured: T = S = 1024, 8 heads).
 STREAM_FROM = BLOCK_SCORES = 1 << 21
-# float64 copies of the inputs explain holds (q, k, v; the bound's values and errors; RoPE's turned q and k), and of a
-# block's scores: held at most, measured (peak memory over the inputs' float64 size: see docs/speed.md).
-INPUT_COPIES, BLOCK_COPIES = 6, 30
+# The float64 arrays of q's size explain holds at most (q, the three answers, the result judged and the allowance's
+# steps), k's and v's (held in float32, widened a K/V head at a time), and a block's scores: the peak memory of the
+# streamed runs in docs/speed.md ("explain at real sizes") is 0.7-0.95 of this estimate.
+Q_COPIES, KV_COPIES, BLOCK_COPIES = 10, 1, 30
 
 
 class BadInput(tolerance_model.BadInput):
@@ -41,10 +42,11 @@ def scalar(path, arrays, name, kind, default):
     return value.item()
 
 
-def fits(path, inputs, scores):
-    """Refuse, in one line, inputs whose float64 arrays would not fit in this machine's free memory: `inputs` the
-    elements of q, k and v, `scores` those of [..., T, S]."""
-    held = 8 * (inputs * INPUT_COPIES + (scores if scores <= STREAM_FROM else BLOCK_SCORES) * BLOCK_COPIES)
+def fits(path, q, kv, scores):
+    """Refuse, in one line, inputs whose float64 arrays would not fit in this machine's free memory: `q` and `kv` the
+    elements of q and of k and v, `scores` those of [..., T, S]."""
+    held = 8 * (q * Q_COPIES + kv * KV_COPIES + (scores if scores <= STREAM_FROM else BLOCK_SCORES) * BLOCK_COPIES)
+    inputs = q + kv
     free = _free_bytes()
     if free is not None and held > 0.8 * free:
         refuse(
@@ -139,7 +141,7 @@ class Forms:
             self.heads, self.kv_heads, self.own_kv = q.shape[-3], kv_heads, (k, v)
         else:
             self.k, self.v = k, v
-        fits(path, q.size + k.size + v.size, q.size // q.shape[-1] * k.shape[-2])
+        fits(path, q.size, k.size + v.size, q.size // q.shape[-1] * k.shape[-2])
         self.q = q
         self.d_model = None
         self._check_shapes()

@@ -126,3 +126,22 @@ def test_a_scores_stage_past_the_whole_is_refused_not_streamed(tmp_path, monkeyp
     arrays = dict(q=np.ones((3, 4)), k=np.ones((3, 4)), v=np.ones((3, 4)), weights=np.ones((3, 3)), out=np.ones((3, 4)))
     with pytest.raises(problem.BadInput, match="is 9 scores: past 8, explain judges out and q_rotated"):
         explained(tmp_path, **arrays)
+
+
+def test_a_decode_over_a_long_cache_never_shares_k_and_v_to_every_head(tmp_path, monkeypatch):
+    arrays = _causal(1, 96, 4, 2, 8, seed=4)
+    np.savez(tmp_path / "decode.npz", **arrays)
+    monkeypatch.setattr(forms, "STREAM_FROM", 0)
+    p = problem.Problem(tmp_path / "decode.npz", problem.load(tmp_path / "decode.npz"))
+    exact, plain, derived = blocks.stream(p, np.arange(1), err=lambda line: None)
+    assert "k" not in vars(p) and "v" not in vars(p) and p.own_kv[0].dtype == np.float32
+    assert exact["out"].shape == plain["out"].shape == derived["out"].shape == (1, 4, 1, 8)
+
+
+def test_streamed_known_differences_are_tried_where_the_worst_is_and_said(tmp_path, monkeypatch):
+    arrays = _causal(16, 16, 4, 2, 8, seed=6)
+    arrays["out"][:, :, 9:] *= np.float32(1.5)
+    monkeypatch.setattr(forms, "STREAM_FROM", 0)
+    monkeypatch.setattr(blocks, "BLOCK_SCORES", 4)  # one K/V group past 4 x 4 elements of k
+    code, text = explained(tmp_path, **arrays)
+    assert code == 1 and "tried on query rows 9..9 of the query heads sharing K/V head 1, where the worst" in text, text
