@@ -27,6 +27,7 @@ EDGES_TO = 1024  # --rows takes every tile's edges up to here, powers of two pas
 LINEAR = ("q_rotated", "out")  # the stages as long as q: the only ones judged whole at sizes past problem.MAX_SCORES
 AROUND = 4  # the query rows explain names known differences on when it streams: each is computed three times
 PROGRESS_S = 5.0  # stderr says how far a computation is after this long, and every this long after
+CHOSEN = f"the first and last, the edges of the {TILE}-row tiles to {EDGES_TO} and of powers of two, the rest at random"
 
 
 def block(p, rows, group=None):
@@ -38,7 +39,8 @@ def block(p, rows, group=None):
     if group is not None:
         shared = p.heads // p.kv_heads
         b.q_heads = heads = slice(group * shared, (group + 1) * shared)
-        b.__dict__.pop("k", None), b.__dict__.pop("v", None)  # shared again from the group's own K/V head
+        for shared_kv in ("k", "v"):  # shared again, on first use, from the group's own K/V head
+            b.__dict__.pop(shared_kv, None)
         b.own_kv = tuple(t[..., group : group + 1, :, :] for t in p.own_kv)
         b.q, b.heads, b.kv_heads = p.q[..., heads, :, :], shared, 1
         b.mask, b.bias, b.bias_hides = (_heads(a, heads) for a in (p.mask, p.bias, p.bias_hides))
@@ -61,8 +63,8 @@ def _grouped(p):
 
 
 def _seen(b):
-    """The keys some query of block `b` sees, as a slice (a causal block's first, a window's last, are hidden from
-    all of its queries): `b` cut to them. A key hidden from every query of the block adds an exact 0 to each of its
+    """The keys some query of block `b` sees, as a slice (a causal block's last keys, a window's first, are hidden
+    from all of its queries): `b` cut to them. A key hidden from every query of the block adds an exact 0 to each of its
     sums, and rounds nothing, in the oracle and in the bound: a causal prefill costs half of its square."""
     hidden = b.hidden.reshape(-1, b.S) if np.ndim(b.hidden) >= 2 else np.zeros((1, b.S), dtype=bool)
     seen = np.flatnonzero(~hidden.all(axis=0))
@@ -87,13 +89,6 @@ def around(p, index, out):
         heads = "" if group is None else f" of the query heads sharing K/V head {group}"
         out(f"known differences tried on query rows {start}..{start + b.shape[-2] - 1}{heads}, where the worst is")
     return b, (b.compute(), b.compute(rounding=tolerance_model.plain_dtype(p.dtype)), b.bound())
-
-
-def said(rows, T):
-    """What `chosen` drew, in words."""
-    return (
-        f"the first and last, the edges of the {TILE}-row tiles to {EDGES_TO} and of powers of two, the rest at random"
-    )
 
 
 def rows_per_block(p):

@@ -222,7 +222,7 @@ def _explain(path, out, err, record, allowances, rows, seed):
         verdicts = [dataclasses.replace(v, index=v.index[:-2] + (judged[v.index[-2]], v.index[-1])) for v in verdicts]
         if rows is not None:
             record["rows_judged"] = int(judged.size)
-            out(f"judged {judged.size} of {p.T} query rows (--rows {rows}, seed {seed}): {blocks.said(judged, p.T)}")
+            out(f"judged {judged.size} of {p.T} query rows (--rows {rows}, seed {seed}): {blocks.CHOSEN}")
     for v in verdicts:
         out(f"  {v.name}: {'within' if v.within else 'BEYOND'} (margin {v.margin:.3g}); worst {v.describe()}")
         record["stages"].append(_worst(v))
