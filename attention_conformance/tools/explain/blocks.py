@@ -75,9 +75,9 @@ def _seen(b):
     return cut
 
 
-def around(p, index, out):
-    """(the block holding the element at `index`, its (exact, plain, derived) whole): where explain names the known
-    differences of a problem it streamed, said in one line."""
+def around(p, index, err):
+    """(the block holding the element at `index`, its (exact, plain, derived) whole, where it is in words): where
+    explain tries the known differences on a problem it streamed (said on stderr: they take a while)."""
     # Each known difference splits k and v shared to every head for its exact products, three times: past 64 MiB
     # each (a 4096-key Llama layer's 128 MiB took 35 s for them all, measured), one K/V head and its query heads.
     big = _grouped(p) and p.heads * p.S * p.H > 4 * BLOCK_SCORES
@@ -85,10 +85,10 @@ def around(p, index, out):
     most = min(AROUND, rows_per_block(p if group is None else block(p, slice(0, 1), group)))
     start = index[-2] // most * most
     b = block(p, slice(start, min(start + most, p.T)), group)
-    if b.rows is not None or group is not None:
-        heads = "" if group is None else f" of the query heads sharing K/V head {group}"
-        out(f"known differences tried on query rows {start}..{start + b.shape[-2] - 1}{heads}, where the worst is")
-    return b, (b.compute(), b.compute(rounding=tolerance_model.plain_dtype(p.dtype)), b.bound())
+    heads = "" if group is None else f" of the query heads sharing K/V head {group}"
+    where = f"query rows {start}..{start + b.shape[-2] - 1}{heads}, where the worst is"
+    err(f"explain: trying the known differences on {where}")
+    return b, (b.compute(), b.compute(rounding=tolerance_model.plain_dtype(p.dtype)), b.bound()), where
 
 
 def rows_per_block(p):

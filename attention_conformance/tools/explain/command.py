@@ -221,7 +221,7 @@ def _explain(path, out, err, record, allowances, rows, seed):
     if judged is not None:  # the worst element's place in the file, and the diagnostics on the block holding it
         verdicts = [dataclasses.replace(v, index=v.index[:-2] + (judged[v.index[-2]], v.index[-1])) for v in verdicts]
         if rows is not None:
-            record["rows_judged"] = int(judged.size)
+            record["rows_judged"], record["rows"] = int(judged.size), judged.tolist()
             out(f"judged {judged.size} of {p.T} query rows (--rows {rows}, seed {seed}): {blocks.CHOSEN}")
     for v in verdicts:
         out(f"  {v.name}: {'within' if v.within else 'BEYOND'} (margin {v.margin:.3g}); worst {v.describe()}")
@@ -242,12 +242,14 @@ def _explain(path, out, err, record, allowances, rows, seed):
         return 0
     if diverged is not final:
         out(f"first intermediate that diverges: {diverged.name}")
+    where = None
     if judged is not None:
-        p, (exact, plain, derived) = blocks.around(p, diverged.index, out)
+        p, (exact, plain, derived), where = blocks.around(p, diverged.index, err)
     if final.within:
         named = stages.mixed_up(p, diverged, exact, plain, derived, k)
         if not named and diverged.name == "q_rotated":  # RoPE's positions, which the output may not show
             named = _known(p, diverged.name, np.asarray(p.arrays[diverged.name], dtype=np.float64), exact, k)
+        _tried(where, named, out)
         for convention in named:
             out(f"matches a known difference: {convention}")
         record["known_differences"] = named
@@ -276,6 +278,7 @@ def _explain(path, out, err, record, allowances, rows, seed):
             named.append(f"{convention}; every other row is within")
     if not named:
         named = _known(p, name, got, exact, k)
+    _tried(where, named, out)
     for convention in named:
         out(f"matches a known difference: {convention}")
     record["known_differences"] = named
@@ -302,6 +305,12 @@ def _explain(path, out, err, record, allowances, rows, seed):
         f"(margin {final.margin:.3g}): " + ("a known difference, not rounding" if named else "not rounding")
     )
     return 1
+
+
+def _tried(where, named, out):
+    """Where a streamed problem's known differences were tried, and how many match (none is an answer too)."""
+    if where is not None:
+        out(f"known differences tried on {where}: " + (f"{len(named)} match" if named else "none matches"))
 
 
 def _worst(v):
@@ -367,6 +376,10 @@ def main(path, json_path=None, allowance_path=None, rows=None, seed=0):
     except tolerance_model.BadInput as exc:
         print(f"error: {safe_io.one_line(str(exc))}", file=sys.stderr)
         return 2
+    except MemoryError as exc:  # past what forms.fits estimated: the machine's limit, not a verdict (exit 1)
+        said = f"ran out of memory ({exc}): save fewer heads (with their K/V heads) or a slice of the batch"
+        print(f"error: {path}: {safe_io.one_line(said)}", file=sys.stderr)
+        return 2
     try:
         if json_path is not None:
             shown = {k: v for k, v in record.items() if k not in ("allowed", "expected")}
@@ -374,6 +387,7 @@ def main(path, json_path=None, allowance_path=None, rows=None, seed=0):
         if allowance_path is not None:
             arrays = {f"allowed_{n}": a for n, a in record["allowed"].items()}
             arrays |= {f"expected_{n}": a for n, a in record["expected"].items()}
+            arrays |= {"rows": np.asarray(record["rows"])} if "rows" in record else {}
             buffer = io.BytesIO()
             np.savez(buffer, **arrays)
             writing.whole(allowance_path, buffer.getvalue(), "--allowance")

@@ -292,7 +292,11 @@ class Problem(forms.Forms, qk.QK):
         self._positions(path, self.arrays, lead)
         self._documents(path, self.arrays)
         self.bias, self.bias_hides = self._bias(path, lead + (T, S))
-        self.hidden = self.keys_hidden() if wide or self.scores <= forms.STREAM_FROM else None  # else blocks.py's
+        # Streamed past STREAM_FROM scores, or k and v shared to every query head (a decode over a long cache: 16
+        # heads over 65536 keys held 5 GB whole, an outside trial measured): blocks.py's blocks hold their own.
+        shared = int(np.prod(k_shape))
+        streams = not wide and max(self.scores, shared) > forms.STREAM_FROM
+        self.hidden = None if streams else self.keys_hidden()
         shapes = dict(q_rotated=lead + (T, self.H), out=lead + (T, H))
         for name in STAGES:
             want = shapes.get(name, lead + (T, S))

@@ -101,6 +101,7 @@ def test_rows_finds_a_kernel_wrong_from_row_96_and_says_how_many_rows_it_judged(
     assert good[0] == 0 and code == 1, text
     assert "judged 8 of 200 query rows (--rows 0, seed 0)" in text and "on the 8 of 200 query rows judged" in text, text
     assert record["rows_judged"] == 8 and record["stages"][0]["worst"]["index"][2] in (127, 128, 191, 192, 199)
+    assert record["rows"] == [0, 63, 64, 127, 128, 191, 192, 199]
 
 
 def test_a_long_computation_says_how_far_it_is(monkeypatch):
@@ -145,3 +146,24 @@ def test_streamed_known_differences_are_tried_where_the_worst_is_and_said(tmp_pa
     monkeypatch.setattr(blocks, "BLOCK_SCORES", 4)  # one K/V group past 4 x 4 elements of k
     code, text = explained(tmp_path, **arrays)
     assert code == 1 and "tried on query rows 9..9 of the query heads sharing K/V head 1, where the worst" in text, text
+
+
+def test_a_long_cache_streams_though_its_scores_are_few(tmp_path, monkeypatch):
+    monkeypatch.setattr(forms, "STREAM_FROM", 4 * 96)  # 4 heads x 1 query x 96 keys: scores within, k and v shared past
+    np.savez(tmp_path / "decode.npz", **_causal(1, 96, 4, 2, 8, seed=4))
+    assert problem.Problem(tmp_path / "decode.npz", problem.load(tmp_path / "decode.npz")).hidden is None
+
+
+def test_running_out_of_memory_is_one_line_and_not_a_verdict(tmp_path, monkeypatch, capsys):
+    np.savez(tmp_path / "case.npz", **_causal(8, 8, 2, 1, 8))
+
+    def exhausted(*args, **kwargs):
+        raise MemoryError("Unable to allocate 1.00 GiB")
+
+    monkeypatch.setattr(blocks, "stream", exhausted)
+    assert command.main(tmp_path / "case.npz", rows=1) == 2
+    said = capsys.readouterr().err.strip().splitlines()
+    assert (
+        said[-1].startswith("error: ")
+        and "ran out of memory (Unable to allocate 1.00 GiB): save fewer heads" in said[-1]
+    )
