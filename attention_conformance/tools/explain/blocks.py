@@ -66,8 +66,7 @@ def _seen(b):
     """The keys some query of block `b` sees, as a slice (a causal block's last keys, a window's first, are hidden
     from all of its queries): `b` cut to them. A key hidden from every query of the block adds an exact 0 to each of its
     sums, and rounds nothing, in the oracle and in the bound: a causal prefill costs half of its square."""
-    hidden = b.hidden.reshape(-1, b.S) if np.ndim(b.hidden) >= 2 else np.zeros((1, b.S), dtype=bool)
-    seen = np.flatnonzero(~hidden.all(axis=0))
+    seen = np.flatnonzero(~b.hidden.reshape(-1, b.S).all(axis=0))
     cut = slice(int(seen[0]), int(seen[-1]) + 1) if seen.size else slice(0, 1)
     b.hidden = b.hidden[..., cut]
     if b.bias is not None and np.shape(b.bias)[-1] == b.S:
@@ -82,7 +81,7 @@ def around(p, index, err):
     # each (a 4096-key Llama layer's 128 MiB took 35 s for them all, measured), one K/V head and its query heads.
     big = _grouped(p) and p.heads * p.S * p.H > 4 * BLOCK_SCORES
     group = index[-3] // (p.heads // p.kv_heads) if big else None
-    most = min(AROUND, rows_per_block(p if group is None else block(p, slice(0, 1), group)))
+    most = min(AROUND, rows_per_block(p, group))
     start = index[-2] // most * most
     b = block(p, slice(start, min(start + most, p.T)), group)
     heads = "" if group is None else f" of the query heads sharing K/V head {group}"
@@ -91,8 +90,10 @@ def around(p, index, err):
     return b, (b.compute(), b.compute(rounding=tolerance_model.plain_dtype(p.dtype)), b.bound()), where
 
 
-def rows_per_block(p):
-    return max(1, BLOCK_SCORES // (int(np.prod(p.shape[:-2])) * p.S))
+def rows_per_block(p, group=None):
+    """Query rows a block of BLOCK_SCORES holds: over every head, or over the query heads one K/V head (`group`) has."""
+    lead = int(np.prod(p.shape[:-2])) // (1 if group is None else p.kv_heads)
+    return max(1, BLOCK_SCORES // (lead * p.S))
 
 
 def chosen(T, count, seed):
@@ -138,7 +139,7 @@ def stream(p, rows, err=None):
     said = _Said(2 * rows.size * len(groups), err or (lambda line: print(line, file=sys.stderr)))
     whole = copy.copy(p)
     whole.norm = whole.pairing = None  # turned once, below, for every block
-    chunks = list(_chunks(rows, rows_per_block(block(p, slice(0, 1), groups[0]))))
+    chunks = list(_chunks(rows, rows_per_block(p, groups[0])))
 
     def attention(q, k, v, rounding=None, what="the plain rounding", given=lambda t: t):
         """The linear stages of the rows, a group at a time: its query heads and K/V head turned (norm and RoPE

@@ -186,7 +186,7 @@ def explain(path, out=print, err=print, record=None, allowances=False, rows=None
 
 def _oracle(p, rows, seed, err):
     """(exact, plain, derived, the query rows judged or None for all): whole, or a block of rows at a time."""
-    if p.hidden is not None and rows is None:
+    if not p.streams and rows is None:
         return p.compute(), p.compute(rounding=tolerance_model.plain_dtype(p.dtype)), p.bound(), None
     if any(name in p.arrays for name in problem.STAGES[1:-1]):
         problem.refuse(p.path, "--rows judges out and q_rotated: leave the [..., T, S] stages out, or --rows")
@@ -376,7 +376,7 @@ def main(path, json_path=None, allowance_path=None, rows=None, seed=0):
     except tolerance_model.BadInput as exc:
         print(f"error: {safe_io.one_line(str(exc))}", file=sys.stderr)
         return 2
-    except MemoryError as exc:  # past what forms.fits estimated: the machine's limit, not a verdict (exit 1)
+    except MemoryError as exc:  # past what forms.fits estimated: the machine's limit, never read as "beyond"
         said = f"ran out of memory ({exc}): save fewer heads (with their K/V heads) or a slice of the batch"
         print(f"error: {path}: {safe_io.one_line(said)}", file=sys.stderr)
         return 2

@@ -144,8 +144,7 @@ _WIDTH = max(len(names) for names, _ in KEYS)
 HELP = "\n".join(f"  {names:{_WIDTH}} {meaning}" for names, meaning in KEYS)
 
 
-# [..., T, S] elements: 256 MiB a float64 array, and explain holds ~10 of them; past it, blocks.py streams the rows
-MAX_SCORES = 1 << 25
+MAX_SCORES = 1 << 25  # [..., T, S] stages a file may give (judged whole): 256 MiB a float64 array, ~30 held
 
 
 def load(path):
@@ -295,8 +294,8 @@ class Problem(forms.Forms, qk.QK):
         # Streamed past STREAM_FROM scores, or k and v shared to every query head (a decode over a long cache: 16
         # heads over 65536 keys held 5 GB whole, an outside trial measured): blocks.py's blocks hold their own.
         shared = int(np.prod(k_shape))
-        streams = not wide and max(self.scores, shared) > forms.STREAM_FROM
-        self.hidden = None if streams else self.keys_hidden()
+        self.streams = not wide and max(self.scores, shared) > forms.STREAM_FROM
+        self.hidden = None if self.streams else self.keys_hidden()
         shapes = dict(q_rotated=lead + (T, self.H), out=lead + (T, H))
         for name in STAGES:
             want = shapes.get(name, lead + (T, S))
@@ -329,11 +328,13 @@ class Problem(forms.Forms, qk.QK):
         q = q if self.rows is None else q[..., self.rows, :]  # a block's queries (blocks.py); norm and RoPE are per row
         q, k, rotated = self.before_scores(q, self.k if k is None else k, rounding, more)
         bias = more.pop("bias", self.bias)
+        if hidden is None:  # a streamed problem's blocks hold theirs; computed whole, it is made here
+            hidden = self.keys_hidden() if self.hidden is None else self.hidden
         found = tolerance_model.attend(
             q,
             k,
             self.v if v is None else v,
-            hidden if hidden is not None else self.keys_hidden() if self.hidden is None else self.hidden,
+            hidden,
             self.scale if scale == "given" else scale,
             rounding,
             over_queries,

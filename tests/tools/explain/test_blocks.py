@@ -47,7 +47,7 @@ def _whole_and_streamed(tmp_path, monkeypatch, arrays, block_scores):
 def test_a_block_at_a_time_gives_the_whole_answer_and_bound(tmp_path, monkeypatch, extra):
     arrays = _causal(24, 40, 4, 2, 16) | extra
     p, whole, streamed = _whole_and_streamed(tmp_path, monkeypatch, arrays, block_scores=2 * 40)
-    assert blocks.rows_per_block(blocks.block(p, slice(0, 1), 0)) == 1  # every row its own block, each K/V head its own
+    assert blocks.rows_per_block(p, 0) == 1  # every row its own block, each K/V head its own
     for name in ("out",) + (("q_rotated",) if "pairing" in extra else ()):
         _same(whole, streamed, name)
 
