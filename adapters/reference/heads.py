@@ -81,9 +81,10 @@ def mask_conventions(x, w_query, w_key, w_value, mask, api, fill):
     return masked_attention(x, w_query, w_key, w_value, mask)["context"]
 
 
-def _future(T, window=None):
-    """Key j hidden from query i: the future (j > i), and with a window the keys j <= i - window."""
-    i, j = np.arange(T)[:, None], np.arange(T)[None, :]
+def _future(T, window=None, start=0):
+    """Key j hidden from query i: the future (j > i), and with a window the keys j <= i - window; the rows of queries
+    start..T-1 only (a decode over 65,536 keys would otherwise build 4 GB of mask to keep the last row)."""
+    i, j = np.arange(start, T)[:, None], np.arange(T)[None, :]
     return (j > i) | (j <= i - window) if window else j > i
 
 

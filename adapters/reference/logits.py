@@ -158,7 +158,7 @@ def sink_decode_paths(x, w_query, w_key, w_value, num_heads, num_kv_heads, sinks
     x, w_query, w_key, w_value, sinks = _f64(x, w_query, w_key, w_value, sinks)
     T, H = np.shape(x)[-2], np.shape(w_query)[-1] // num_heads
     queries, keys, values = project(x[..., start:, :], w_query), project(x, w_key), project(x, w_value)
-    hidden, group = _future(T)[start:], num_heads // num_kv_heads
+    hidden, group = _future(T, start=start), num_heads // num_kv_heads
     heads = []
     for n in range(num_heads):
         kv = slice(n // group * H, (n // group + 1) * H)

@@ -94,7 +94,7 @@ def rotary_attention(x, w_query, w_key, w_value, num_heads, pairing, rotary_dim,
         columns = slice(n * H, (n + 1) * H)
         q = _rotated(queries[..., columns], cos, sin, pairing, rotary_dim)[..., start:, :]
         k = _rotated(keys[..., columns], cos, sin, pairing, rotary_dim)
-        heads.append(_masked_head(q, k, values[..., columns], _future(T)[start:])[1])
+        heads.append(_masked_head(q, k, values[..., columns], _future(T, start=start))[1])
     return np.concatenate(heads, axis=-1)
 
 
