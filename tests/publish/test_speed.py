@@ -147,3 +147,26 @@ def test_the_peer_table_shows_checking_work_against_the_hand_written_peer_and_ma
         "suite/peer, checking (<= 1)": "2.00 MISS",
     }
     assert "checking work per test <= the hand-written peer's: missed by slow; not measured for unpeered" in text
+
+
+def test_the_main_jobs_first_run_is_set_beside_its_warm_one():
+    job = {"s": 50.0, "floor_s": 40.0, "frameworks_floor_cpu_s": 70.0, "cores": 2, "tox_fixed_s": 4.0, "exit": 0}
+    job |= {"tox_fixed_exit": 0, "main_job_over_floor": 1.25, "cold_s": 125.0, "cold_exit": 0, "cold_over_warm": 2.5}
+    job["ratios"] = {"main_job_over_floor": 1.25 / 1.3, "cold_over_warm": 2.5 / 2.0}
+    text = speed.tables({"machine": MACHINE, "date": "2026-01-02", "main_job": job, "frameworks": [_row("torch")]})
+    line = next(line for line in text.splitlines() if line.startswith("Main job"))
+    assert line.endswith(
+        "1.25x (<= 1.3); cold, the oracle cache empty (the environments and compile caches as they "
+        "are): 125.0 s, 2.50x warm (<= 2) MISS"
+    ), line
+    failed = speed.tables(
+        {
+            "machine": MACHINE,
+            "date": "2026-01-02",
+            "frameworks": [_row("torch")],
+            "main_job": job | {"cold_exit": 1, "cold_over_warm": None},
+        }
+    )
+    assert (
+        "cold, the oracle cache empty (the environments and compile caches as they are): tox failed (exit 1)" in failed
+    )

@@ -181,3 +181,20 @@ def test_the_benchmark_refuses_in_one_line_and_writes_nothing_it_did_not_measure
         (tmp_path / "reports" / "benchmark.json").write_text(text)
         with pytest.raises(SystemExit, match=said):
             tables.benchmark_data(tmp_path / "reports")
+
+
+def test_the_cold_main_job_runs_on_the_compile_caches_with_the_oracle_cache_empty(tmp_path, monkeypatch):
+    for part in ("oracle", "xla", "onnx-export"):
+        (tmp_path / "cache" / part).mkdir(parents=True)
+        (tmp_path / "cache" / part / "entry").write_text(part)
+    monkeypatch.setenv("ATTENTION_CONFORMANCE_CACHE", str(tmp_path / "cache"))
+    seen = {}
+
+    def tox(ini, workdir, *extra, cache_folder=None):
+        seen.update({p.name: p.joinpath("entry").read_text() for p in Path(cache_folder).iterdir()})
+        return 1.0, 0
+
+    monkeypatch.setattr(benchmark, "_tox", tox)
+    assert benchmark._cold("tox.ini", ".tox") == (1.0, 0)
+    assert seen == {"xla": "xla", "onnx-export": "onnx-export"}
+    assert (tmp_path / "cache" / "oracle" / "entry").exists(), "the user's own cache is left as it was"

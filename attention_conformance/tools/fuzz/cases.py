@@ -80,9 +80,9 @@ _LONG_CACHE = (256, 1024)
 _WIDTHS = (1, 2, 3, 4, 5, 7, 8, 16)  # d_in
 _HEAD_SIZES = (1, 2, 3, 4, 5, 7, 8, 16)  # odd ones included
 _BATCHES = (1, 2, 3)
-_X_RANGES = ((-1.0, 1.0), (0.0, 1.0), (-3.0, 3.0), (0.999, 1.0))  # the last: near-equal tokens, near ties
-_W_RANGES = ((-1.0, 1.0), (-0.5, 0.5), (-4.0, 4.0), (-0.035, 0.035))  # (-4, 4): large logits
-_SCORE_RANGES = ((-1.0, 1.0), (-10.0, 10.0), (-100.0, 100.0), (-2000.0, 2000.0), (5.0, 5.001))
+X_RANGES = ((-1.0, 1.0), (0.0, 1.0), (-3.0, 3.0), (0.999, 1.0))  # the last: near-equal tokens, near ties
+W_RANGES = ((-1.0, 1.0), (-0.5, 0.5), (-4.0, 4.0), (-0.035, 0.035))  # (-4, 4): large logits
+SCORE_RANGES = ((-1.0, 1.0), (-10.0, 10.0), (-100.0, 100.0), (-2000.0, 2000.0), (5.0, 5.001))
 _FILLS = (0.0, 1.0, 0.5, -1.0)
 
 
@@ -147,30 +147,30 @@ def strategy(drawn_ops, words=None):
             lead[0] = T = D = H = draw(st.sampled_from((2, 3, 4)))
 
         def x(t=T, d=D):
-            return tensor(draw, lead + [t, d], _X_RANGES)
+            return tensor(draw, lead + [t, d], X_RANGES)
 
         def w(rows, cols):
-            return tensor(draw, [rows, cols], _W_RANGES)
+            return tensor(draw, [rows, cols], W_RANGES)
 
         if op == "project":
-            return op, {"x": tensor(draw, [D] if form == "row" else [T, D], _X_RANGES), "w": w(D, H)}
+            return op, {"x": tensor(draw, [D] if form == "row" else [T, D], X_RANGES), "w": w(D, H)}
         if op == "transposed_matmul":
             S = T if draw(st.booleans()) else draw(st.sampled_from(_TOKENS + _LONG_KEYS))
-            return op, {"q": tensor(draw, lead + [T, H], _X_RANGES), "k": tensor(draw, lead + [S, H], _X_RANGES)}
+            return op, {"q": tensor(draw, lead + [T, H], X_RANGES), "k": tensor(draw, lead + [S, H], X_RANGES)}
         if op == "scale":
             return op, {
-                "scores": tensor(draw, [T, T], _SCORE_RANGES),
+                "scores": tensor(draw, [T, T], SCORE_RANGES),
                 "d_k": draw(st.sampled_from((1, 2, 3, 4, 7, 16, 64))),
             }
         if op == "softmax":
             return op, {
                 "scores": tensor(
-                    draw, [T] if form == "row" else [T, draw(st.sampled_from(_TOKENS + _LONG_KEYS))], _SCORE_RANGES
+                    draw, [T] if form == "row" else [T, draw(st.sampled_from(_TOKENS + _LONG_KEYS))], SCORE_RANGES
                 )
             }
         if op == "blend":
             S = draw(st.sampled_from(_TOKENS + _LONG_KEYS))
-            return op, {"weights": tensor(draw, [T, S], ((0.0, 1.0),)), "v": tensor(draw, [S, H], _X_RANGES)}
+            return op, {"weights": tensor(draw, [T, S], ((0.0, 1.0),)), "v": tensor(draw, [S, H], X_RANGES)}
         transposed = op in ("self_attention_v2", "exercise_3_1")  # nn.Linear's [d_out, d_in]
         if op in ("attention", "self_attention_v1", "self_attention_v2", "exercise_3_1", "causal_attention"):
             return op, {"x": x(), **{n: w(H, D) if transposed else w(D, H) for n in ("w_query", "w_key", "w_value")}}
@@ -306,7 +306,7 @@ def strategy(drawn_ops, words=None):
         inputs = {
             "x": x(d=E),
             **{n: w(E, E) for n in ("w_query", "w_key", "w_value", "w_out")},
-            **{n: tensor(draw, [E], _W_RANGES) for n in ("b_query", "b_key", "b_value", "b_out")},
+            **{n: tensor(draw, [E], W_RANGES) for n in ("b_query", "b_key", "b_value", "b_out")},
             "num_heads": N,
         }
         if op == "attention_module":

@@ -2,8 +2,9 @@
 
     attention-conformance fuzz --adapter NAME [--examples N] [--seed S] [--dtype D] [--op OP ...] [--out DIR]
 
-Each op gets --examples drawn cases of its own (default cases.EXAMPLES_PER_OP), searched op by op from the seed; a
-line per op says how many distinct cases it got, how many outputs were judged and how many excused.
+Each op gets --examples drawn cases of its own (default cases.EXAMPLES_PER_OP), searched op by op from the seed, and
+the ops where length matters a fifth as many more at a model's lengths (tools/fuzz/lengths.py); a line per op says how
+many distinct cases it got, how many outputs were judged and how many excused.
 
 Hypothesis draws cases in the spec's own vocabulary (seeded uniform tensors `{uniform: [low, high],
 shape, seed}`, fills, boolean masks, switches and words), so a finding is a spec case. The drawn
@@ -109,6 +110,7 @@ def main(adapter_name, examples=cases.EXAMPLES_PER_OP, seed=0, dtype=None, out=D
         print(
             f"  {op}: {share.cases} distinct cases"
             + (shrunk or f" of {share.drawn} drawn")
+            + (f" ({share.long} at a model's lengths)" if share.long and not shrunk else "")
             + f", {share.judged} outputs judged"
             + (f" ({share.at_declared} at a declared precision)" if share.at_declared else "")
             + "".join(f"; {n} excused, {reason[:120]}" for reason, n in share.excused.most_common())

@@ -29,6 +29,8 @@ OPS = (
 # kernel specialises (64, 80, 128) beside odd ones.
 PATH_KEYS = (1, 2, 17, 31, 33, 64, 65, 97, 129, 257, 513)
 PATH_HEADS = (1, 3, 8, 64, 80, 128)
+PATH_GROUPS = ((1, 1), (2, 1), (4, 2), (4, 1), (8, 1), (8, 8))  # (query heads, K/V heads): MHA, GQA's ratios, MQA
+SINK_RANGES = ((-3.0, 3.0), (5.0, 10.0), (-40.0, 40.0))  # beside, above and far above the scores
 # A packed row's documents: one token (a weight of exactly 1), a few, and one off torch's 32- and 64-query tiles.
 DOCUMENTS = (1, 2, 3, 5, 31, 33, 63, 65)
 
@@ -89,7 +91,7 @@ def draw_inputs(draw, op, T, D, H, lead, x, w, tensor, tokens):
         }
     if op in ("decode_paths", "sink_decode_paths"):  # key counts at a tile and one past it, the last queries alone
         (N, K), H = (
-            draw(st.sampled_from(((1, 1), (2, 1), (4, 2), (4, 1), (8, 1), (8, 8)))),
+            draw(st.sampled_from(PATH_GROUPS)),
             draw(st.sampled_from(PATH_HEADS)),
         )
         T = draw(st.sampled_from(PATH_KEYS))
@@ -99,7 +101,7 @@ def draw_inputs(draw, op, T, D, H, lead, x, w, tensor, tokens):
         inputs = {"x": x(t=T), "w_query": w(D, N * H), "w_key": w(D, K * H), "w_value": w(D, K * H)}
         inputs |= {"num_heads": N, "num_kv_heads": K, "start": start}
         if op == "sink_decode_paths":
-            inputs["sinks"] = tensor(draw, [N], ((-3.0, 3.0), (5.0, 10.0), (-40.0, 40.0)))
+            inputs["sinks"] = tensor(draw, [N], SINK_RANGES)
         return inputs
     if op in ("band_attention", "band_flag"):  # a key a side, none, no limit (-1), the whole sequence and past it
         reach = (-1, 0, 1, 2, 3, max(1, T // 2), T, T + 3)

@@ -16,7 +16,7 @@ from attention_conformance.cases import divergences, generated, loader, plan
 from attention_conformance.contract import ops
 from attention_conformance.dtypes import np_dtype
 from attention_conformance.run import tolerance_model
-from attention_conformance.tools.fuzz import cases
+from attention_conformance.tools.fuzz import cases, lengths
 
 SHRINK_CALLS = 150  # evaluations spent shrinking a finding, at most (counted, so a run stays deterministic)
 
@@ -47,6 +47,7 @@ class Share:
     outputs excused, by reason."""
 
     drawn: int = 0
+    long: int = 0  # of the drawn, those at a model's own lengths (tools/fuzz/lengths.py)
     cases: int = 0
     judged: int = 0
     at_declared: int = 0  # of the judged, those that passed at the precision their declaration names
@@ -305,14 +306,20 @@ class Fuzzer:
         not depend on which others are asked for."""
         for op in self.ops:
             parts = cases.shares(op)
-            for words in parts:  # an op with words: each word held in turn, the op's budget split between them
-                share = max(cases.MIN_SHARE, -(-examples // len(parts)))
-                finding = self._run_op(op, words, min(share, examples), seed, shrink)
+            drawn = [
+                (cases.strategy([op], words), min(max(cases.MIN_SHARE, -(-examples // len(parts))), examples))
+                for words in parts  # an op with words: each word held in turn, the op's budget split between them
+            ]
+            if lengths.count(op, examples):  # then its long share, beside the budget
+                drawn.append((lengths.strategy(op), lengths.count(op, examples)))
+                self.by_op.setdefault(op, Share()).long += lengths.count(op, examples)
+            for strategy, share in drawn:
+                finding = self._run_op(op, strategy, share, seed, shrink)
                 if finding is not None:
                     return finding
         return None
 
-    def _run_op(self, op, words, examples, seed, shrink):
+    def _run_op(self, op, strategy, examples, seed, shrink):
         from hypothesis import HealthCheck, Phase, configuration, errors, find, settings, target
         from hypothesis.internal.conjecture import engine
 
@@ -356,9 +363,7 @@ class Fuzzer:
                 # instead (SHRINK_CALLS), so a finding depends on the seed alone.
                 wall_limit, engine.MAX_SHRINKING_SECONDS = engine.MAX_SHRINKING_SECONDS, math.inf
                 try:
-                    op, inputs = find(
-                        cases.strategy([op], words), condition, settings=config, random=random.Random(seed)
-                    )
+                    op, inputs = find(strategy, condition, settings=config, random=random.Random(seed))
                 finally:
                     configuration.set_hypothesis_home_dir(previous)
                     engine.MAX_SHRINKING_SECONDS = wall_limit

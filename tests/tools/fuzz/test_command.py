@@ -30,8 +30,9 @@ def test_wrong_usage_exits_2_in_one_line(kwargs, said, tmp_path, capsys):
 def test_the_reference_exits_0_and_says_what_it_judged(tmp_path, capsys):
     assert command.main("reference", examples=8, chosen=["softmax"], out=str(tmp_path / "out")) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "  softmax: 8 distinct cases of 8 drawn, 8 outputs judged", lines  # each op's share (issue 58)
-    assert lines[-1].startswith("ok: reference float64: 8 distinct cases over 1 of 1 ops (--examples 8 per op")
+    # each op's share (issue 58), and its long share (issue 73)
+    assert lines[0] == "  softmax: 9 distinct cases of 9 drawn (1 at a model's lengths), 9 outputs judged", lines
+    assert lines[-1].startswith("ok: reference float64: 9 distinct cases over 1 of 1 ops (--examples 8 per op")
     assert "no finding" in lines[-1]
 
 
