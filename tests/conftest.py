@@ -72,6 +72,11 @@ def pytest_generate_tests(metafunc):
             "torch_adapter",
             ["torch"] if "torch" in loaded else _elsewhere("torch's switch, shown in the torch environment"),
         )
+    if "jax_adapter" in metafunc.fixturenames:
+        metafunc.parametrize(
+            "jax_adapter",
+            ["jax"] if "jax" in loaded else _elsewhere("jax's compile cache, shown in the jax environment"),
+        )
     if "mutant" in metafunc.fixturenames:
         metafunc.parametrize("mutant", [m for m in MUTANTS if _base(m) in loaded])
 

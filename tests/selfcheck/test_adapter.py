@@ -2,7 +2,9 @@
 
 import dataclasses
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -238,6 +240,25 @@ def test_torch_float32_matmul_pin_is_load_bearing(torch_adapter):
     if medium <= 1:
         pytest.skip(f"on this CPU ({_cpu()}) 'medium' leaves float32 matmuls unchanged (no AMX): nothing to show here")
     assert medium > 100, f"'medium' moved a 64x64 float32 matmul by {medium:.3g}x the float32 error bound"
+
+
+def test_a_copied_compile_cache_is_read_not_compiled_again(jax_adapter, tmp_path):
+    """By default jax keys each compiled entry on the cache's own folder (it names folders inside it for XLA's GPU
+    caches in the compile options): a copied or moved cache missed every entry, and the benchmark's cold main job,
+    run on a copy, compiled everything again (2,389 compiles, 136 s). From a copy the same call writes nothing new."""
+    code = (
+        "import numpy as np\n"
+        "from attention_conformance.contract import registry\n"
+        f"registry.load({jax_adapter!r}).softmax(np.linspace(-1, 1, 15, dtype=np.float32).reshape(3, 5))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "JAX_COMPILATION_CACHE_DIR"}
+    first, copy = tmp_path / "first", tmp_path / "copy"
+    subprocess.run([sys.executable, "-c", code], env=env | {"ATTENTION_CONFORMANCE_CACHE": str(first)}, check=True)
+    shutil.copytree(first, copy)
+    written = sorted(p.name for p in (copy / "xla").iterdir())
+    assert written, "the first call compiled nothing into the cache"
+    subprocess.run([sys.executable, "-c", code], env=env | {"ATTENTION_CONFORMANCE_CACHE": str(copy)}, check=True)
+    assert sorted(p.name for p in (copy / "xla").iterdir()) == written
 
 
 def _cpu():

@@ -14,7 +14,7 @@ KEYS = (65537, 4097, 16385, 32769, 8193, 4096, 16384, 65536)  # a decode step's 
 QUERIES = (2049, 1025, 2048, 1024)  # a prefill's tokens, each query over the keys up to its own
 # The float64 oracle's cost per draw (its three passes: exact, plain, bound), measured with the torch adapter on 2 cores
 # (Intel Xeon): a decode grows with keys x query heads x head size (each head's keys are split exactly for its products,
-# deterministic.matmul): 65,537 x 4 x 64 took 6.7 s, 16,385 x 8 x 128 took 9.6 s; a prefill with the scores, queries x
+# deterministic.matmul): 65,537 x 4 x 64 took 6.7 s, 16,384 x 8 x 128 took 9.6 s; a prefill with the scores, queries x
 # keys x query heads: 1,024 x 1,024 x 4 at head size 64 took 1.0 s, 2,049 x 2,049 x 1 at 8 took 0.9 s. A draw stays
 # under these, about a second, and the heads that fit are offered the costliest first (multi-query after the rest:
 # Keras raises on it, declared, and a self-check's one long draw would judge nothing there).
