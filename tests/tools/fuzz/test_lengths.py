@@ -80,3 +80,10 @@ def test_a_softmax_wrong_past_the_short_draws_lengths_is_found_by_the_long_share
     assert finding is not None and finding.failing == ["weights"]
     assert search.generated.shape(finding.inputs["scores"])[-1] > 4096
     assert fuzzer.by_op["softmax"].long == 2 and fuzzer.by_op["softmax"].drawn == 12
+
+
+def test_a_finding_in_the_budget_stops_the_op_before_its_long_share_and_says_no_long_draw():
+    adapter = types.SimpleNamespace(DTYPES=("float64",), softmax=lambda scores: np.zeros_like(np.asarray(scores)))
+    fuzzer = search.Fuzzer("zeros", adapter, "float64", ["softmax"])
+    assert fuzzer.run(10, seed=0, shrink=0) is not None
+    assert fuzzer.by_op["softmax"].long == 0 and fuzzer.by_op["softmax"].drawn == 10
