@@ -159,7 +159,9 @@ def test_the_speed_pages_tables_are_in_the_format_the_benchmark_writes():
     not stale)."""
     mode = {"adapter": "torch-compiled", "tests": 507, "tests_run": 500, "whole_s": 20.0, "floor_s": 18.0}
     mode |= {"whole_over_floor": 20.0 / 18.0, "first_s": 200.0, "compile_s": 180.0}
-    written = _shape_of(speed.tables(_doc([_row("torch")]) | {"modes": [mode]}))
+    peer = {"peer_tests": 490, "peer_failed": 3, "peer_s": 6.0, "whole_over_peer": 1.1, "checking_ms_per_test": 2.0}
+    peer |= {"peer_checking_ms_per_test": 2.5, "checking_over_peer": 0.8}
+    written = _shape_of(speed.tables(_doc([_row("torch", **peer)]) | {"modes": [mode]}))
     block = tables.block("benchmark", ROOT)
     assert _shape_of(block) == written
     assert re.match(r"Measured on .+, \d+ threads.*, \d{4}-\d\d-\d\d, caches warm", block)
