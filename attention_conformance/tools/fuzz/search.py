@@ -307,13 +307,13 @@ class Fuzzer:
         for op in self.ops:
             parts = cases.shares(op)
             drawn = [
-                (cases.strategy([op], words), min(max(cases.MIN_SHARE, -(-examples // len(parts))), examples), 0)
+                (cases.strategy([op], words), min(max(cases.MIN_SHARE, -(-examples // len(parts))), examples), False)
                 for words in parts  # an op with words: each word held in turn, the op's budget split between them
             ]
             if lengths.count(op, examples):  # then its long share, beside the budget
-                drawn.append((lengths.strategy(op), lengths.count(op, examples), lengths.count(op, examples)))
+                drawn.append((lengths.strategy(op), lengths.count(op, examples), True))
             for strategy, share, long in drawn:
-                self.by_op.setdefault(op, Share()).long += long
+                self.by_op.setdefault(op, Share()).long += share if long else 0
                 finding = self._run_op(op, strategy, share, seed, shrink)
                 if finding is not None:
                     return finding
