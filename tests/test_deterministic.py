@@ -307,3 +307,33 @@ def test_the_shortcuts_give_the_bytes_of_every_slice_product_with_signed_zeros_i
     a = a.astype(np.float32).astype(np.float64) if seed % 2 else a  # float32 data: the slices that skip
     assert deterministic.matmul(a, b).tobytes() == _every_slice_product(a, b).tobytes()
     assert deterministic.matmul(-0.0 * np.abs(a), b).tobytes() == _every_slice_product(-0.0 * np.abs(a), b).tobytes()
+
+
+@pytest.mark.parametrize(
+    "shape_a, shape_b",
+    [
+        ((1, 4, 1, 128), (1, 1, 128, 3000)),
+        ((1, 4, 1, 3000), (1, 1, 3000, 64)),
+        ((2, 3, 40), (2, 40, 2)),
+        ((5, 9), (9, 1)),
+    ],
+    ids=["decode-qk", "decode-wv", "batched", "column"],
+)
+def test_a_result_smaller_than_an_operand_is_the_bytes_of_every_slice_product(shape_a, shape_b):
+    """Where the result is smaller than an operand (a decode's q k^T and its weights times v), the smaller operand's
+    slices are multiplied side by side (deterministic._stacked): the bytes of the pairwise sum, and of the slices
+    as first written."""
+    rng = np.random.default_rng(3)
+    for a, b in (
+        (rng.standard_normal(shape_a), rng.standard_normal(shape_b)),
+        (rng.standard_normal(shape_a).astype(np.float32).astype(np.float64), rng.uniform(0, 1e-3, shape_b)),
+    ):
+        assert deterministic.matmul(a, b).tobytes() == _every_slice_product(a, b).tobytes()
+        K = a.shape[-1]
+        bits = (deterministic._MANTISSA - (K - 1).bit_length()) // 2
+        count = -(-deterministic._COVERED // bits)
+        a_q, b_q = deterministic._slices(a, -1, bits, count)[0], deterministic._slices(b, -2, bits, count)[0]
+        present = [(p, q) for p in range(count) for q in range(count) if p + q < count and a_q[p] is not None]
+        present = sorted([pq for pq in present if b_q[pq[1]] is not None], key=lambda pq: -sum(pq))
+        stacked = deterministic._stacked(a_q, b_q, present, bits)
+        assert stacked.tobytes() == deterministic._pairwise(a_q, b_q, present, bits).tobytes()
