@@ -12,7 +12,7 @@ import numpy as np
 from attention_conformance import dtypes
 from attention_conformance.dtypes import np_dtype
 from attention_conformance.run import tolerance_model
-from attention_conformance.tools.explain import forms, qk
+from attention_conformance.tools.explain import forms, npz, qk
 from attention_conformance.tools.explain.forms import BadInput, refuse, scalar
 
 # What a file may give of the computation, in its order: each judged; the last one given sets the dtype judged.
@@ -153,11 +153,12 @@ def load(path):
     try:
         if not stat.S_ISREG(path.stat().st_mode):
             refuse(path, "not a regular file")
-        stored = np.load(path, allow_pickle=False)
-        if not isinstance(stored, np.lib.npyio.NpzFile):  # np.save's .npy: one array, no names
-            refuse(path, "holds one array (np.save's .npy), not named arrays: save them with np.savez(path, q=q, ...)")
-        with stored:
-            arrays = {name: stored[name] for name in stored.files}
+        with open(path, "rb") as file:  # ours to close: np.load leaves a file it opened open when it is no zip
+            stored = np.load(file, allow_pickle=False)
+            if not isinstance(stored, np.lib.npyio.NpzFile):  # np.save's .npy: one array, no names
+                refuse(path, "holds one array (np.save's .npy), not named arrays: save them with np.savez(path, q=q)")
+            with stored:
+                arrays = npz.arrays(stored, file)
     except BadInput:
         raise
     except FileNotFoundError:
