@@ -137,3 +137,27 @@ def test_a_front_gives_the_judges_margin_at_any_model():
     for k_ in (0.0, 1.0, 3.0, 20.0):
         want = tolerance_model.judge("out", "float32", got, exact, plain, derived, k_).margin
         assert sweep.margin_at(row, k_) == pytest.approx(want, rel=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_large_output_judged_in_pieces_gets_the_verdict_of_the_whole(monkeypatch, seed):
+    """judge cuts an output past _PIECE elements into consecutive pieces (a Llama-3-8B prefill's out judged whole held
+    1.6 GB of temporaries): the same margin, worst element and numbers as judged whole, ties (the first one), NaN and
+    inf included."""
+    rng = np.random.default_rng(seed)
+    exact = rng.standard_normal((3, 5, 7, 4)) if seed % 3 else rng.choice([-0.75, 0.75], (3, 5, 7, 4))  # all tied
+    plain = exact + rng.standard_normal(exact.shape) * 1e-3
+    got = exact + rng.choice([0.0, 1e-3, -1e-3], exact.shape)
+    derived = np.abs(rng.standard_normal(exact.shape)) * 1e-3 if seed % 3 else np.full(exact.shape, 1e-3)
+    if seed % 3 == 0:
+        plain, got = exact + 1e-3, exact + 1e-3
+    if seed % 3 == 1:
+        got[1, 2, 3, 1], got[2, 0, 0, 0] = np.nan, np.nan
+    if seed % 3 == 2:
+        got[0, 4, 6, 3] = np.inf
+        exact[2, 1] = 0.0
+    whole = tolerance_model.judge("out", "bfloat16", got, exact, plain, derived, MODEL["bfloat16"])
+    for piece in (1, 4, 9, 28, 70):
+        monkeypatch.setattr(tolerance_model, "_PIECE", piece)
+        pieces = tolerance_model.judge("out", "bfloat16", got, exact, plain, derived, MODEL["bfloat16"])
+        assert repr(pieces) == repr(whole), piece

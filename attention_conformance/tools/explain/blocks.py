@@ -10,6 +10,7 @@ turn a group's q and k once (their cost and size are linear), inside the same bo
 sample (chosen): the first and last rows, the edges of the query tiles kernels switch at, and random rows, seeded."""
 
 import copy
+import functools
 import sys
 import time
 
@@ -132,7 +133,8 @@ class _Said:
 
 def stream(p, rows, err=None):
     """(exact, plain, derived): {stage: [..., len(rows), H]} for the linear stages the file gives, at query `rows`
-    (sorted file indices), computed a block at a time. Raises tolerance_model.Overflow as Problem.bound does."""
+    (sorted file indices), computed a block at a time, and a K/V head's group at a time: its plain rounding, then its
+    oracle and bound. Raises tolerance_model.Overflow as Problem.bound does."""
     names = [n for n in LINEAR if n in p.arrays]
     groups = range(p.kv_heads) if _grouped(p) else [None]
     shared = p.heads // p.kv_heads if p.headed else 1
@@ -141,55 +143,73 @@ def stream(p, rows, err=None):
     whole.norm = whole.pairing = None  # turned once, below, for every block
     chunks = list(_chunks(rows, rows_per_block(p, groups[0])))
 
-    def attention(q, k, v, rounding=None, what="the plain rounding", given=lambda t: t):
-        """The linear stages of the rows, a group at a time: its query heads and K/V head turned (norm and RoPE
-        are per head and per position), then a block of rows at a time. `given` makes k and v the bound's exact
-        inputs a group at a time: a decode's cache is never whole in float64."""
-        out, turned = [], []
-        for group in groups:
-            heads = kv = (Ellipsis,)
-            if group is not None:  # axis -3: the group's query heads, and its K/V head, shared by broadcasting
-                heads = (Ellipsis, slice(group * shared, (group + 1) * shared), slice(None), slice(None))
-                kv = (Ellipsis, slice(group, group + 1), slice(None), slice(None))
-            q_g, k_g, rotated = p.before_scores(q[heads], given(k[kv]), rounding, {})
-            v_g, part = given(v[kv]), []
-            for chunk in chunks:
-                b = block(whole, chunk, group)
-                keys = (Ellipsis, _seen(b), slice(None))
-                part.append(b.compute(rounding, q=q_g, k=k_g[keys], v=v_g[keys])["out"])
-                said.rows(b.shape[-2], what)
-            out.append(np.concatenate(part, axis=-2))
-            turned.append(rotated)
-        found = {"out": np.concatenate(out, axis=-3) if len(out) > 1 else out[0]}
-        if turned[0] is not None:
-            rotated = np.concatenate(turned, axis=-3) if len(turned) > 1 else turned[0]
+    def attention(group, q, k, v, rounding=None, what="the plain rounding", given=lambda t: t):
+        """The linear stages of the rows for `group`'s query heads (q) and K/V head (k, v), shared by broadcasting:
+        q and k turned (norm and RoPE are per head and per position), then a block of rows at a time. `given` makes
+        k and v the bound's exact inputs."""
+        q, k, rotated = p.before_scores(q, given(k), rounding, {})
+        v, part = given(v), []
+        for chunk in chunks:
+            b = block(whole, chunk, group)
+            keys = (Ellipsis, _seen(b), slice(None))
+            part.append(b.compute(rounding, q=q, k=k[keys], v=v[keys])["out"])
+            said.rows(b.shape[-2], what)
+        found = {"out": np.concatenate(part, axis=-2)}
+        if rotated is not None:
             rotated = rotated[..., rows, :]
             found["q_rotated"] = (
                 np.asarray(rotated).astype(np_dtype(rounding)).astype(np.float64) if rounding else rotated
             )
         return {n: found[n] for n in names}
 
-    k, v = p.own_kv if groups[0] is not None else (p.k, p.v)
-    kept = {}  # the bound's values: its steps are the oracle's on the same numbers, so they are the exact answer
-
-    def bounded(found):
-        kept.update(found)
-        return found
-
+    exact, plain, derived = {}, {}, {}
     with np.errstate(all="ignore"):
-        plain = attention(p.q, k, v, tolerance_model.plain_dtype(p.dtype), "the plain rounding")
-        if p.form == "x and weights":
+        if p.form == "x and weights":  # one group: the projections are inside the bound
+            _put(plain, attention(None, p.q, p.k, p.v, tolerance_model.plain_dtype(p.dtype)))
 
             def projected(x, w_query, w_key, w_value):
                 q, k, v = p._project(dict(w_query=w_query, w_key=w_key, w_value=w_value), "repeat", x)
-                return bounded(attention(q, k, v, what="the oracle and its bound"))
+                found = attention(None, q, k, v, what="the oracle and its bound")
+                _put(exact, {n: a.value for n, a in found.items()})  # the bound's steps are the oracle's
+                return found
 
-            derived = tolerance_model.bound(p.dtype, projected, p.x, **p.weights_given)
-        else:
-            exact_input = bounds.Bounded  # an input: exact, its err no bytes
-            derived = tolerance_model.bound(
-                p.dtype,
-                lambda q: bounded(attention(q, k, v, what="the oracle and its bound", given=exact_input)),
-                q=p.q,
-            )
-    return {n: kept[n].value for n in names}, plain, derived
+            _put(derived, tolerance_model.bound(p.dtype, projected, p.x, **p.weights_given))
+            return exact, plain, derived
+        q, (k, v) = p.q, p.own_kv if groups[0] is not None else (p.k, p.v)
+
+        def one(group):
+            """A group's (query heads, exact, plain, derived)."""
+            heads = kv = (Ellipsis,)
+            if group is not None:  # axis -3: the group's query heads, and its K/V head
+                heads = (Ellipsis, slice(group * shared, (group + 1) * shared), slice(None), slice(None))
+                kv = (Ellipsis, slice(group, group + 1), slice(None), slice(None))
+            given = (q[heads], k[kv], v[kv])
+            found = [{}, attention(group, *given, tolerance_model.plain_dtype(p.dtype))]
+            bounded = functools.partial(_exact_kept, found[0], attention, group, k=given[1], v=given[2])
+            return heads, *found, tolerance_model.bound(p.dtype, bounded, q=given[0])
+
+        count = None if groups[0] is None else p.heads
+        for group in groups:
+            heads, *found = one(group)
+            for store, stages in zip((exact, plain, derived), found):
+                _put(store, stages, heads, count)
+    return exact, plain, derived
+
+
+def _exact_kept(exact, attention, group, q, k, v):
+    """A group's stages bounded, k and v given exactly (an input's err has no bytes), their values kept in `exact`:
+    the bound's steps are the oracle's on the same numbers, so its values are the exact answer."""
+    found = attention(group, q, k, v, what="the oracle and its bound", given=bounds.Bounded)
+    exact.update({n: a.value for n, a in found.items()})
+    return found
+
+
+def _put(store, found, heads=(Ellipsis,), count=None):
+    """Each of `found`'s stages into `store`'s, at the query `heads` of a group of them (`count` heads in all)."""
+    for name, a in found.items():
+        if count is None:
+            store[name] = a
+            continue
+        if name not in store:
+            store[name] = np.empty(a.shape[:-3] + (count,) + a.shape[-2:])
+        store[name][heads] = a

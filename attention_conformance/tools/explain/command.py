@@ -215,7 +215,7 @@ def _explain(path, out, err, record, allowances, rows, seed):
         f"{', scaled to float64' if p.dtype == 'float64' else ''}; an exact zero no rounding reaches stays zero)"
     )
     given = {name: p.arrays[name] for name in problem.STAGES if name in p.arrays}
-    if judged is not None:
+    if judged is not None and judged.size < p.T:  # every row: the file's own arrays, not a copy
         given = {name: t[..., judged, :] for name, t in given.items()}
     verdicts = [tolerance_model.judge(n, p.dtype, t, exact[n], plain[n], derived[n], k) for n, t in given.items()]
     if judged is not None:  # the worst element's place in the file, and the diagnostics on the block holding it

@@ -13,12 +13,14 @@ from attention_conformance.run import tolerance_model
 
 # Past STREAM_FROM [..., T, S] scores, explain computes a block of query rows at a time (blocks.py), each block
 # BLOCK_SCORES: 16 MiB a float64 array, and attend and its bound hold about 30 of them. The whole [..., T, S] at
-# once held 250 bytes a score (2.07 GB at 2**23, measured: T = S = 1024, 8 heads).
+# once held 250 bytes a score (2.07 GB at 2**23, measured: T = S = 1024, 8 heads). Blocks of 2**19 took a Llama-3-8B
+# prefill 568 s where 2**21 took 464 s (each block splits its keys for the exact products again; issue 73).
 STREAM_FROM = BLOCK_SCORES = 1 << 21
-# The float64 arrays of q's size explain holds at most (q, the three answers, the result judged and the allowance's
-# steps), k's and v's (held in float32, widened a K/V head at a time), and a block's scores: the peak memory of the
-# streamed runs in docs/speed.md ("explain at real sizes") is 0.7-0.95 of this estimate.
-Q_COPIES, KV_COPIES, BLOCK_COPIES = 10, 1, 30
+# The float64 arrays of q's size explain holds at most (the file's q and result, the three answers; the allowance is
+# judged a piece at a time), k's and v's (held as the file gives them, widened a K/V head at a time), and a block's
+# scores: the peak memory of the Llama-3-8B prefill and the 131,072-key decode in docs/speed.md ("explain at real
+# sizes") is 0.9 of this estimate.
+Q_COPIES, KV_COPIES, BLOCK_COPIES = 6, 1, 30
 
 
 class BadInput(tolerance_model.BadInput):
