@@ -1,8 +1,8 @@
-"""A user's FILE.npz read at its disk's speed: np.load reads a member 256 KiB at a time through zipfile into a
-Python buffer, 5.8 of a 131,072-key decode's 30 seconds for its 1 GB (profiled, issue 73). np.savez stores each
-array uncompressed, so its bytes lie in the file as they are: read with np.fromfile from where the member starts, and
-checked against the member's CRC as zipfile would. A member compressed (np.savez_compressed), encrypted or in an
-.npy version other than 1.0 and 2.0 is read by np.load."""
+"""A user's FILE.npz read at its disk's speed, and refused in one line when it is none. np.load reads a member 256 KiB
+at a time through zipfile into a Python buffer, 5.8 of a 131,072-key decode's 30 seconds for its 1 GB (profiled, issue
+73). np.savez stores each array uncompressed, so its bytes lie in the file as they are: read with np.fromfile from
+where the member starts, and checked against the member's CRC as zipfile would. A member compressed
+(np.savez_compressed), encrypted or in an .npy version other than 1.0 and 2.0 is read by np.load."""
 
 import struct
 import zipfile
@@ -12,6 +12,31 @@ import numpy as np
 
 _LOCAL_HEADER = struct.Struct("<4s22xHH")  # a zip member's local header: signature, ..., name and extra lengths
 _HEADERS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+
+
+class Unreadable(Exception):
+    """Why a file is no .npz explain reads, in one line (the caller names the file)."""
+
+
+def read(path):
+    """{name: array} of the .npz at `path`, nothing unpickled. Raises Unreadable, or FileNotFoundError."""
+    try:
+        with open(path, "rb") as file:  # ours to close: np.load leaves a file it opened open when it is no zip
+            start = file.read(6)
+            if not start.startswith((b"PK", b"\x93NUMPY")):  # else np.load says "pickled data... allow_pickle"
+                raise Unreadable("empty" if not start else "not an .npz: no zip archive (np.savez writes one), no .npy")
+            file.seek(0)
+            stored = np.load(file, allow_pickle=False)
+            if not isinstance(stored, np.lib.npyio.NpzFile):  # np.save's .npy: one array, no names
+                raise Unreadable(
+                    "holds one array (np.save's .npy), not named arrays: save them with np.savez(path, q=q)"
+                )
+            with stored:
+                return arrays(stored, file)
+    except zipfile.BadZipFile as exc:
+        raise Unreadable(f"not a readable .npz, damaged or cut short: {exc} (write it again with np.savez)") from None
+    except (ValueError, EOFError) as exc:
+        raise Unreadable(f"not a readable .npz (np.savez writes one): {type(exc).__name__}: {exc}") from None
 
 
 def arrays(stored, file):

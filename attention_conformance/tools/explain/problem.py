@@ -3,8 +3,8 @@ the file read within limits and checked (every refusal one line naming the file 
 attention it holds computed in float64 by the oracle, plainly rounded, or bounded, as the model needs. The call
 forms it takes are tools/forms.py's."""
 
+import difflib
 import stat
-import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -153,21 +153,17 @@ def load(path):
     try:
         if not stat.S_ISREG(path.stat().st_mode):
             refuse(path, "not a regular file")
-        with open(path, "rb") as file:  # ours to close: np.load leaves a file it opened open when it is no zip
-            stored = np.load(file, allow_pickle=False)
-            if not isinstance(stored, np.lib.npyio.NpzFile):  # np.save's .npy: one array, no names
-                refuse(path, "holds one array (np.save's .npy), not named arrays: save them with np.savez(path, q=q)")
-            with stored:
-                arrays = npz.arrays(stored, file)
-    except BadInput:
-        raise
+        arrays = npz.read(path)
     except FileNotFoundError:
         refuse(path, "no such file")
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
-        refuse(path, f"not a readable .npz (np.savez writes one): {type(exc).__name__}: {exc}")
+    except npz.Unreadable as exc:
+        raise BadInput(f"{path}: {exc}") from None
+    except OSError as exc:
+        refuse(path, f"not readable: {type(exc).__name__}: {exc}")
     unknown = sorted(set(arrays) - set(INPUTS))
     if unknown:
-        refuse(path, f"unknown key {unknown[0]!r}; {USAGE}")
+        near = difflib.get_close_matches(unknown[0], INPUTS, n=1)
+        refuse(path, f"unknown key {unknown[0]!r}{f' (did you mean {near[0]!r}?)' if near else ''}; {USAGE}")
     return arrays
 
 

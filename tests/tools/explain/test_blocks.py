@@ -118,14 +118,14 @@ def test_a_long_computation_says_how_far_it_is(monkeypatch):
 
 def test_too_large_for_this_machine_is_refused_in_one_line_naming_the_size(tmp_path, monkeypatch):
     monkeypatch.setattr(forms, "_free_bytes", lambda: 1000)
-    with pytest.raises(problem.BadInput, match=r"GiB in float64, and this machine has 0.0 GiB free: save fewer heads"):
+    with pytest.raises(forms.BadInput, match=r"GiB in float64, and this machine has 0.0 GiB free: save fewer heads"):
         explained(tmp_path, **_causal(8, 8, 2, 1, 8))
 
 
 def test_a_scores_stage_past_the_whole_is_refused_not_streamed(tmp_path, monkeypatch):
     monkeypatch.setattr(problem, "MAX_SCORES", 8)
     arrays = dict(q=np.ones((3, 4)), k=np.ones((3, 4)), v=np.ones((3, 4)), weights=np.ones((3, 3)), out=np.ones((3, 4)))
-    with pytest.raises(problem.BadInput, match="is 9 scores: past 8, explain judges out and q_rotated"):
+    with pytest.raises(forms.BadInput, match="is 9 scores: past 8, explain judges out and q_rotated"):
         explained(tmp_path, **arrays)
 
 
