@@ -115,7 +115,7 @@ def _chunks(rows, most):
         yield slice(int(chunk[0]), int(chunk[-1]) + 1) if chunk[-1] - chunk[0] + 1 == chunk.size else chunk
 
 
-class _Said:
+class Said:
     """The progress line on stderr: nothing for a computation done within PROGRESS_S."""
 
     def __init__(self, total, write, clock=time.monotonic):
@@ -138,7 +138,7 @@ def stream(p, rows, err=None):
     names = [n for n in LINEAR if n in p.arrays]
     groups = range(p.kv_heads) if _grouped(p) else [None]
     shared = p.heads // p.kv_heads if p.headed else 1
-    said = _Said(2 * rows.size * len(groups), err or (lambda line: print(line, file=sys.stderr)))
+    said = Said(2 * rows.size * len(groups), err or (lambda line: print(line, file=sys.stderr)))
     whole = copy.copy(p)
     whole.norm = whole.pairing = None  # turned once, below, for every block
     chunks = list(_chunks(rows, rows_per_block(p, groups[0])))

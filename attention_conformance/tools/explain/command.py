@@ -158,10 +158,12 @@ def _masked_rows(p, out):
     return None
 
 
-def _known(p, name, got, exact, k):
+def _known(p, name, got, exact, k, err):
     """'convention: meaning' for each known difference whose `name` output `got` is within, judged as the stated one."""
-    named = []
-    for convention, meaning, arguments in _conventions(p):
+    named, known = [], list(_conventions(p))
+    said = blocks.Said(len(known), err)  # each one a whole oracle and bound: a long decode's took 90 s, said nothing
+    for convention, meaning, arguments in known:
+        said.rows(1, "the known differences")
         with np.errstate(all="ignore"):
             other = p.compute(**arguments)[name]
             if np.array_equal(other, exact[name], equal_nan=True):  # the same as stated: it explains nothing
@@ -248,7 +250,7 @@ def _explain(path, out, err, record, allowances, rows, seed):
     if final.within:
         named = stages.mixed_up(p, diverged, exact, plain, derived, k)
         if not named and diverged.name == "q_rotated":  # RoPE's positions, which the output may not show
-            named = _known(p, diverged.name, np.asarray(p.arrays[diverged.name], dtype=np.float64), exact, k)
+            named = _known(p, diverged.name, np.asarray(p.arrays[diverged.name], dtype=np.float64), exact, k, err)
         _tried(where, named, out)
         for convention in named:
             out(f"matches a known difference: {convention}")
@@ -277,7 +279,7 @@ def _explain(path, out, err, record, allowances, rows, seed):
         if (np.abs(got - exact["out"]) <= limit)[elsewhere].all():
             named.append(f"{convention}; every other row is within")
     if not named:
-        named = _known(p, name, got, exact, k)
+        named = _known(p, name, got, exact, k, err)
     _tried(where, named, out)
     for convention in named:
         out(f"matches a known difference: {convention}")
