@@ -176,23 +176,17 @@ def stream(p, rows, err=None):
             _put(derived, tolerance_model.bound(p.dtype, projected, p.x, **p.weights_given))
             return exact, plain, derived
         q, (k, v) = p.q, p.own_kv if groups[0] is not None else (p.k, p.v)
-
-        def one(group):
-            """A group's (query heads, exact, plain, derived)."""
+        count = None if groups[0] is None else p.heads
+        for group in groups:
             heads = kv = (Ellipsis,)
             if group is not None:  # axis -3: the group's query heads, and its K/V head
                 heads = (Ellipsis, slice(group * shared, (group + 1) * shared), slice(None), slice(None))
                 kv = (Ellipsis, slice(group, group + 1), slice(None), slice(None))
-            given = (q[heads], k[kv], v[kv])
-            found = [{}, attention(group, *given, tolerance_model.plain_dtype(p.dtype))]
-            bounded = functools.partial(_exact_kept, found[0], attention, group, k=given[1], v=given[2])
-            return heads, *found, tolerance_model.bound(p.dtype, bounded, q=given[0])
-
-        count = None if groups[0] is None else p.heads
-        for group in groups:
-            heads, *found = one(group)
-            for store, stages in zip((exact, plain, derived), found):
-                _put(store, stages, heads, count)
+            _put(plain, attention(group, q[heads], k[kv], v[kv], tolerance_model.plain_dtype(p.dtype)), heads, count)
+            kept = {}
+            bounded = functools.partial(_exact_kept, kept, attention, group, k=k[kv], v=v[kv])
+            _put(derived, tolerance_model.bound(p.dtype, bounded, q=q[heads]), heads, count)
+            _put(exact, kept, heads, count)
     return exact, plain, derived
 
 
