@@ -37,14 +37,6 @@ from attention_conformance import deterministic, remembered
 # Within 1 ULP for Sleef (torch), 1-2 for Eigen (TensorFlow, XLA) and MLAS's softmax (ONNX Runtime),
 # as their sources state; 4 ULP leaves room for a vectorised exp none of them documents.
 EXP_ULPS = 4
-# Sleef's u10 cos and sin (torch) within 1 ULP, Eigen's (TensorFlow, XLA) and NumPy's float32 SIMD ones (ONNX
-# Runtime's caches here) within 1-2 of 1 where range reduction leaves an absolute error; the power of a RoPE
-# frequency, theta ** -e, within 1-2 ULP in glibc, Sleef and Eigen: 4 and 2 leave room for a kernel none documents.
-TRIG_ULPS = 4
-POW_ULPS = 2
-# tanh (soft-capping): 0.5 ULP in torch (Sleef), 4.5 in TensorFlow, 4.1 in JAX, 1.9 in MLX on float32 over [-12, 12]
-# (measured); 8 for an ISA whose kernel none of them documents.
-TANH_ULPS = 8
 _units = contextvars.ContextVar("units", default=None)
 
 
@@ -188,9 +180,13 @@ def stored(a):
         _units.get()[3].append(largest)
     if not a.err.flags.writeable:  # an input (err None): nothing rounds it
         return a
-    normal, subnormal = float(limits.smallest_normal), float(limits.smallest_subnormal)
-    tiny = np.where((magnitude := np.abs(value)) - a.err < normal, subnormal, 0.0)
-    return Bounded(a.value, np.where(a.err > 0, a.err + (_store() - _accumulate()) * magnitude + tiny, a.err))
+    normal, subnormal, more = float(limits.smallest_normal), float(limits.smallest_subnormal), _store() - _accumulate()
+
+    def rounded(value, err):  # elementwise, in pieces the cache holds
+        tiny = np.where((magnitude := np.abs(value)) - err < normal, subnormal, 0.0)
+        return (np.where(err > 0, err + more * magnitude + tiny, err),)
+
+    return Bounded(a.value, deterministic.in_pieces(rounded, value, a.err)[0])
 
 
 def _constant(a):
@@ -336,65 +332,45 @@ def softmax(scaled, hidden=None):
     tests/run/test_false_alarms.py: log-sum-exp's shift (below)."""
     value, err = _parts(stored(scaled))
     hidden = np.zeros(value.shape, dtype=bool) if hidden is None else np.broadcast_to(hidden, value.shape)
-    with np.errstate(all="ignore"):
-        filled = np.where(hidden, -np.inf, value)
-        top = filled.max(axis=-1, keepdims=True)
-        empty = np.isneginf(top)
-        shifted = filled - np.where(empty, 0.0, top)
-        a = np.where(hidden, 0.0, deterministic.exp(shifted))
-        n = np.count_nonzero(~hidden, axis=-1, keepdims=True)  # the keys held beyond these are hidden too
-        # Subtracting the max rounds, in the dtype itself where the softmax is written elementwise
-        # (jax.nn.softmax in bfloat16: s - max of 56.8 rounds by 0.06, e^0.06 is 6% of a weight; found by
-        # the fuzzer, JAX seed 16), as its exp terms are stored in it before they are summed.
-        d = np.where(hidden, 0.0, err + _store() * np.abs(shifted))
-        # exp(s - max + d), not a e^d: a term whose a underflows (a gap of 800 between bfloat16 logits of 1e5,
-        # each uncertain by hundreds) may still tie the max (found by the fuzzer: 0.5 where exact is 0).
-        up = np.where(hidden, 0.0, deterministic.exp(np.minimum(shifted + d, 700.0)))
-        down = np.where(hidden, 0.0, deterministic.exp(shifted - d))
-        Z = deterministic.sum(a, keepdims=True)
-        w = np.where(empty, 0.0, a / np.where(empty, 1.0, Z))
-        # A softmax through log-sum-exp, exp(s - (max + log Z)), shifts every exponent by the rounding of max + log Z
-        # and of s - (max + log Z) (u (|max| + 2 log n)) and by log's own error (EXP_ULPS ULP of log Z <= log n).
-        logs = np.array([math.log(max(c, 2)) for c in range(int(n.max(initial=0)) + 1)])  # libm's, not NumPy's SIMD
-        shift = _accumulate() * (np.abs(np.where(empty, 0.0, top)) + (2 + 2 * EXP_ULPS) * logs[n])
-        # Written so that an `up` or a sum of them beyond float64 gives the limits 1 and 0, never inf / inf.
-        # deterministic.exp, not np.exp: NumPy's exp differs in its last bit between SIMD paths, and in float64
-        # that bit is 1% of the spread below (tox -e portability).
-        highest = np.where(up > 0, 1.0 / (1.0 + _others(down) / up) * deterministic.exp(np.minimum(shift, 700.0)), 0.0)
-        lowest = np.nan_to_num(down / (down + _others(up)), nan=0.0) * deterministic.exp(-shift)
-        spread = np.maximum(highest - w, w - lowest)
-        own = highest * ((4 * EXP_ULPS + 1) * _accumulate() + 2 * _store() + _gamma(n))
-        # A weight that may be subnormal may be any, or 0 where the kernel flushes subnormals (TF.js' WebAssembly
-        # backend: 7.8e-45 came back 0). Only there: float16's 6.1e-5 on every weight was 0.1 of a 2048-key output.
-        floor = np.where(lowest - own < (normal := float(ml_dtypes.finfo(_units.get()[2]).smallest_normal)), normal, 0)
+    # log n for each count of visible keys n: libm's, not NumPy's SIMD; the subnormals' start, for the floor below.
+    logs = np.array([math.log(max(c, 2)) for c in range(value.shape[-1] + 1)])
+    normal = float(ml_dtypes.finfo(_units.get()[2]).smallest_normal)
+    with np.errstate(all="ignore"):  # a row at a time is the whole's bytes: a few rows fill a piece of the cache
+        weights = deterministic.in_pieces(lambda *rows: _weights(*rows, logs, normal), value, err, hidden, rows=True)
+    return Bounded(*weights)
+
+
+def _weights(value, err, hidden, logs, normal):
+    """softmax's (weights, bound) on rows of `value`, each within `err`, with `hidden` keys."""
+    filled = np.where(hidden, -np.inf, value)
+    top = filled.max(axis=-1, keepdims=True)
+    empty = np.isneginf(top)
+    shifted = filled - np.where(empty, 0.0, top)
+    a = np.where(hidden, 0.0, deterministic.exp(shifted))
+    n = np.count_nonzero(~hidden, axis=-1, keepdims=True)  # the keys held beyond these are hidden too
+    # Subtracting the max rounds, in the dtype itself where the softmax is written elementwise (jax.nn.softmax in
+    # bfloat16: s - max of 56.8 rounds by 0.06, e^0.06 is 6% of a weight; found by the fuzzer, JAX seed 16), as its exp
+    # terms are stored in it before they are summed.
+    d = np.where(hidden, 0.0, err + _store() * np.abs(shifted))
+    # exp(s - max + d), not a e^d: a term whose a underflows (a gap of 800 between bfloat16 logits of 1e5, each
+    # uncertain by hundreds) may still tie the max (found by the fuzzer: 0.5 where exact is 0).
+    up = np.where(hidden, 0.0, deterministic.exp(np.minimum(shifted + d, 700.0)))
+    down = np.where(hidden, 0.0, deterministic.exp(shifted - d))
+    Z = deterministic.sum(a, keepdims=True)
+    w = np.where(empty, 0.0, a / np.where(empty, 1.0, Z))
+    # A softmax through log-sum-exp, exp(s - (max + log Z)), shifts every exponent by the rounding of max + log Z and of
+    # s - (max + log Z) (u (|max| + 2 log n)) and by log's own error (EXP_ULPS ULP of log Z <= log n).
+    shift = _accumulate() * (np.abs(np.where(empty, 0.0, top)) + (2 + 2 * EXP_ULPS) * logs[n])
+    # Written so that an `up` or a sum of them beyond float64 gives the limits 1 and 0, never inf / inf.
+    # deterministic.exp, not np.exp: NumPy's exp differs in its last bit between SIMD paths, and in float64 that bit is
+    # 1% of the spread below (tox -e portability).
+    highest = np.where(up > 0, 1.0 / (1.0 + _others(down) / up) * deterministic.exp(np.minimum(shift, 700.0)), 0.0)
+    lowest = np.nan_to_num(down / (down + _others(up)), nan=0.0) * deterministic.exp(-shift)
+    spread = np.maximum(highest - w, w - lowest)
+    own = highest * ((4 * EXP_ULPS + 1) * _accumulate() + 2 * _store() + _gamma(n))
+    # A weight that may be subnormal may be any, or 0 where the kernel flushes subnormals (TF.js' WebAssembly backend:
+    # 7.8e-45 came back 0). Only there: float16's 6.1e-5 on every weight was 0.1 of a 2048-key output.
+    floor = np.where(lowest - own < normal, normal, 0)
     err = np.where(hidden | empty, 0.0, np.nan_to_num(spread, nan=np.inf) + own + floor)
     # A weight lies in [0, 1] however uncertain its logits: no bound beyond that (and no inf x 0 after it).
-    return Bounded(w, np.minimum(err, 1.0 + own + floor))
-
-
-def power(exact, base, exponents, raised=0):
-    """base ** -exponents (RoPE's frequencies, ALiBi's slopes), given `exact`, as a framework computes it: a kernel's
-    power is exp2(-e log2 base), so the rounding of e, of log2 base and of their product each move it by |e ln base| u
-    relative (found by the fuzzer: mx.fast.rope's 2.1 |e ln base| u at pair 5 of 8), then its own POW_ULPS and a
-    division (HF's 1 / base ** e); a rounded base raised to the integer `raised` (BLOOM's slopes) by raised u more."""
-    e = np.abs(raised) + 3 * np.abs(exponents) * math.log(base)
-    return Bounded(exact, exact * (e + POW_ULPS + 1) * _accumulate())
-
-
-def cos_sin(angle):
-    """cos and sin of a bounded angle: each moves by at most the angle's error (|d cos| <= |d angle|) and errs
-    TRIG_ULPS units itself; the oracle's own float64 angle and cos_sin are within 2**-52 (|angle| + 1). Never
-    beyond 2, whatever the angle's error."""
-    value, err = _parts(angle)
-    own = err + 2.0**-52 * (np.abs(value) + 1) + TRIG_ULPS * _accumulate()
-    return tuple(Bounded(v, np.minimum(own, 2.0)) for v in deterministic.cos_sin(value))
-
-
-def tanh(a):
-    """tanh of a bounded value: tanh moves by at most err x its largest slope within err of the value (sech^2 at the
-    point nearest 0), errs TANH_ULPS itself; the oracle's own tanh within 2**-50 |tanh|. Never beyond 2."""
-    value, err = _parts(a)
-    result = deterministic.tanh(value)
-    slope = 1 - deterministic.tanh(np.maximum(np.abs(value) - err, 0.0)) ** 2
-    own = (TANH_ULPS * _accumulate() + 2.0**-50) * np.abs(result)
-    return Bounded(result, np.minimum(err * slope + own, 2.0))
+    return w, np.minimum(err, 1.0 + own + floor)

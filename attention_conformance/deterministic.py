@@ -170,13 +170,31 @@ _LN2_LO = float.fromhex("0x1.a39ef35793c76p-33")
 _TAYLOR = tuple(1.0 / math.factorial(n) for n in range(14, -1, -1))
 
 
+def in_pieces(func, *arrays, rows=False):
+    """func(*arrays) (arrays of one shape, results of it too) computed _PIECE elements at a time, or as few whole rows
+    of the last axis as hold them where func works along rows (rows=True): each piece's passes stay in the CPU's
+    cache, where whole each went to memory and back (a softmax's bound: 40 of them). Elementwise or row by row, so
+    the same bytes as whole."""
+    shape = arrays[0].shape
+    width = (shape[-1] if rows else 1) if shape else 1
+    if (
+        arrays[0].size <= _PIECE or not 0 < width <= _PIECE
+    ):  # a row past a piece: no cache holds it, whole is fewer calls
+        return func(*arrays)
+    flat = [np.reshape(a, (-1, width)) for a in arrays]
+    step, found = max(1, _PIECE // width), None
+    for start in range(0, flat[0].shape[0], step):
+        got = func(*(a[start : start + step] for a in flat))
+        found = found or [np.empty(flat[0].shape, dtype=g.dtype) for g in got]
+        for whole, piece in zip(found, got):
+            whole[start : start + step] = piece
+    return tuple(whole.reshape(shape) for whole in found)
+
+
 def exp(x):
     """np.exp in float64, elementwise from basic operations: the same bytes on every machine."""
     x = np.asarray(x, dtype=np.float64)
-    flat, out = x.reshape(-1), np.empty(x.size)
-    for start in range(0, x.size, _PIECE):
-        out[start : start + _PIECE] = _exp(flat[start : start + _PIECE])
-    return out.reshape(x.shape)
+    return x if x.size == 0 else in_pieces(lambda piece: (_exp(piece),), x)[0]
 
 
 def _exp(x):

@@ -2,6 +2,8 @@
 
 import numpy as np
 
+from attention_conformance.run import tolerance_model
+from attention_conformance.tools.examples import _attention
 from attention_conformance.tools.explain import command
 
 
@@ -12,6 +14,17 @@ def explained(tmp_path, name="case", **arrays):
     lines = []
     code = command.explain(path, out=lines.append, err=lines.append)
     return code, "\n".join(lines)
+
+
+def causal_arrays(T, S, N, K, H, seed=0):
+    """q, k, v of a causal attention with N query heads over K K/V heads, and its float32 result."""
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((1, N, T, H)).astype(np.float32)
+    k, v = (rng.standard_normal((1, K, S, H)).astype(np.float32) for _ in range(2))
+    hidden = tolerance_model.hidden_keys(T, S, causal=True)
+    shared = [np.repeat(t, N // K, axis=1) for t in (k, v)]
+    out = _attention(q, *shared, "float32", hidden=hidden)
+    return dict(q=q, k=k, v=v, out=out.astype(np.float32), causal=np.array(True), num_kv_heads=np.array(K))
 
 
 def qkv_arrays():

@@ -188,7 +188,7 @@ def _cos_sin_exactly(x):
 
 
 def test_cos_and_sin_are_within_one_unit_of_the_angle_and_two_ulp_of_themselves():
-    """RoPE's angles, from a small one to 8e5 radians: within 2**-52 (|angle| + 1), what bounds.cos_sin says of
+    """RoPE's angles, from a small one to 8e5 radians: within 2**-52 (|angle| + 1), what elementary.cos_sin says of
     the oracle's own error, and within 2 ULP of the result where the angle is small; beyond 8e5, a clear error."""
     rng = np.random.default_rng(3)
     x = np.concatenate([rng.uniform(-4, 4, 300), rng.uniform(-8e5, 8e5, 300), np.arange(64) * math.pi / 4, [0.0]])

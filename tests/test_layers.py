@@ -22,6 +22,7 @@ PUBLIC = {"attention_conformance", "attention_conformance.ports", "attention_con
 ORACLE_ONLY = {
     "attention_conformance.deterministic",
     "attention_conformance.bounds",
+    "attention_conformance.elementary",
     "attention_conformance.remembered",
     "attention_conformance.sides",
 }

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from attention_conformance import bounds, sides
+from attention_conformance import bounds, deterministic, sides
 from attention_conformance.remembered import remembered
 
 from .documents import blend, project, scale, softmax, transposed_matmul
@@ -33,6 +33,13 @@ def _on_side(weights, hidden):
 def _softmax_of_visible(scaled, hidden, keys=None):
     if _bounded(scaled):
         return bounds.softmax(scaled, hidden)
+    shape = np.broadcast_shapes(np.shape(scaled), np.shape(hidden))
+    scaled, hidden = np.broadcast_to(np.asarray(scaled, dtype=np.float64), shape), np.broadcast_to(hidden, shape)
+    with np.errstate(all="ignore"):  # rows a piece of the CPU's cache at a time: the whole's bytes, faster
+        return deterministic.in_pieces(lambda *rows: (_visible_weights(*rows, keys),), scaled, hidden, rows=True)[0]
+
+
+def _visible_weights(scaled, hidden, keys):
     filled = np.where(hidden, -np.inf, scaled)  # the -inf before softmax trick
     row_max = filled.max(axis=-1, keepdims=True)
     empty = np.isneginf(row_max)  # every key hidden: nothing to attend to

@@ -6,7 +6,7 @@ from decimal import Decimal, localcontext
 
 import numpy as np
 
-from attention_conformance import bounds
+from attention_conformance import bounds, elementary
 
 from .documents import blend, project, scale, transposed_matmul
 from .heads import _future, _masked_head, _masked_softmax
@@ -81,7 +81,7 @@ def alibi_slopes(num_heads):
     if bounds.units() is None:
         return values
     with bounds.in_float32_at_least():
-        slopes = bounds.power(values, 2.0, 8 * powers / spans, raised=powers)
+        slopes = elementary.power(values, 2.0, 8 * powers / spans, raised=powers)
     return _f64(slopes)[0]
 
 

@@ -6,7 +6,7 @@ from decimal import Decimal, localcontext
 
 import numpy as np
 
-from attention_conformance import bounds, deterministic
+from attention_conformance import bounds, deterministic, elementary
 
 from .rotary import _rotated
 from .shared import _bounded, _f64
@@ -59,7 +59,7 @@ def _scaled_frequencies(
     rotary_dim, theta, rope_type, factor, original_max_positions, beta_fast, beta_slow, truncate, length, like
 ):
     """The R/2 frequencies and the factor cos and sin are multiplied by (YaRN's 0.1 ln(factor) + 1, 1 otherwise):
-    exact (Decimal), or with a bound as a framework computes them in float32 at least (bounds.power)."""
+    exact (Decimal), or with a bound as a framework computes them in float32 at least (elementary.power)."""
     R = int(rotary_dim)
     exponents = np.arange(0, R, 2) / R
     with localcontext() as exact:
@@ -72,7 +72,7 @@ def _scaled_frequencies(
         f = np.array([float(base ** (Decimal(-2 * i) / R)) for i in range(R // 2)])
         attention_factor = float(Decimal("0.1") * Decimal(factor).ln() + 1) if rope_type == "yarn" else 1.0
     if _bounded(like):
-        f = bounds.power(f, float(base), exponents, raised=1 + moved / bounds.units()[1])
+        f = elementary.power(f, float(base), exponents, raised=1 + moved / bounds.units()[1])
     if rope_type != "yarn":
         return f, attention_factor
     share = _ramp(R, theta, original_max_positions, beta_fast, beta_slow, truncate, like)
@@ -113,7 +113,7 @@ def _scaled_cos_sin(
     with bounds.in_float32_at_least() if _bounded(like) else contextlib.nullcontext():
         f, attention_factor = _scaled_frequencies(*args, like=like)
         angles = positions[:, None] * f
-        cos, sin = bounds.cos_sin(angles) if _bounded(angles) else deterministic.cos_sin(angles)
+        cos, sin = elementary.cos_sin(angles) if _bounded(angles) else deterministic.cos_sin(angles)
         if attention_factor != 1.0:
             cos, sin = cos * attention_factor, sin * attention_factor
     return _f64(cos, sin)

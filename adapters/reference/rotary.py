@@ -7,7 +7,7 @@ from decimal import Decimal, localcontext
 
 import numpy as np
 
-from attention_conformance import bounds, deterministic
+from attention_conformance import bounds, deterministic, elementary
 
 from .documents import project
 from .heads import _future, _masked_head
@@ -21,7 +21,7 @@ THETA = 10000.0  # the attention ops' base: RoFormer's, Llama 2's
 
 def _frequencies(rotary_dim, theta, scaling, factor, like):
     """f_i = theta ** (-2i/R) for the R/2 pairs, decimal arithmetic to float64's last bit (the same bytes on every
-    machine), then scaled; with a bound, as a framework computes them (bounds.power)."""
+    machine), then scaled; with a bound, as a framework computes them (elementary.power)."""
     exponents = np.arange(0, rotary_dim, 2) / rotary_dim
     with localcontext() as exact:
         exact.prec = 40
@@ -29,7 +29,7 @@ def _frequencies(rotary_dim, theta, scaling, factor, like):
         f = np.array([float(base ** (Decimal(-2 * i) / rotary_dim)) for i in range(rotary_dim // 2)])
     wavelength = 2 * np.pi / f  # which of llama3's three rules a pair takes: decided on the exact values
     if _bounded(like):
-        f = bounds.power(f, theta, exponents)
+        f = elementary.power(f, theta, exponents)
     if scaling == "linear":  # HF's rope_type "linear": every position divided by the factor
         return f / factor
     if scaling != "llama3":
@@ -52,7 +52,7 @@ def _cos_sin(positions, rotary_dim, theta, scaling, factor, like):
     stored in the dtype, as HF's rotary embedding casts them to the model's."""
     with bounds.in_float32_at_least() if _bounded(like) else contextlib.nullcontext():
         angles = positions[:, None] * _frequencies(rotary_dim, theta, scaling, factor, like)
-        cos, sin = bounds.cos_sin(angles) if _bounded(angles) else deterministic.cos_sin(angles)
+        cos, sin = elementary.cos_sin(angles) if _bounded(angles) else deterministic.cos_sin(angles)
     return _f64(cos, sin)
 
 

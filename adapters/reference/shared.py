@@ -6,7 +6,7 @@ import contextvars
 
 import numpy as np
 
-from attention_conformance import bounds, deterministic, sides
+from attention_conformance import bounds, deterministic, elementary, sides
 from attention_conformance.remembered import product
 
 _round_to = contextvars.ContextVar("round_to", default=None)
@@ -30,8 +30,9 @@ def _remembering():
 
 def _f64(*arrays):
     dtype = _round_to.get()
-    if dtype is not None:
-        arrays = [np.asarray(a, dtype=np.float64).astype(dtype) for a in arrays]
+    if dtype is not None:  # in pieces the CPU's cache holds: both conversions of a block's scores went to memory
+        rounded = lambda piece: (piece.astype(dtype).astype(np.float64),)  # noqa: E731
+        arrays = [deterministic.in_pieces(rounded, np.asarray(a, dtype=np.float64))[0] for a in arrays]
     return [bounds.stored(a) if isinstance(a, bounds.Bounded) else np.asarray(a, dtype=np.float64) for a in arrays]
 
 
@@ -39,7 +40,7 @@ exp = deterministic.exp
 
 
 def tanh(a):
-    return bounds.tanh(a) if _bounded(a) else deterministic.tanh(a)
+    return elementary.tanh(a) if _bounded(a) else deterministic.tanh(a)
 
 
 # Every product and sum goes through these two, and every softmax checks _bounded: given bounds.Bounded

@@ -28,7 +28,7 @@ import math
 import ml_dtypes
 import numpy as np
 
-from attention_conformance import bounds, safe_io
+from attention_conformance import bounds, elementary, safe_io
 from attention_conformance.adapters import reference
 from attention_conformance.contract.ops import OPS
 from attention_conformance.dtypes import DTYPES, np_dtype
@@ -101,6 +101,7 @@ def attend(
     cap_after_mask=False,
     bias=None,
     bias_before_cap=False,
+    keep=None,
 ):
     """{"scores": q k^T, "scaled", "capped", "masked", "weights", "out"} in float64; q [..., T, H], k and v
     [..., S, H] with the same leading axes (broadcastable), `hidden` broadcastable to [..., T, S]. `scale` None is
@@ -110,7 +111,8 @@ def attend(
     T5's) is added to the capped scores, stored once more; "masked" is the softmax's input, -inf where hidden;
     `sinks` (one logit, or one per head of q's axis -3) joins each row's softmax (conventions.sinks).
     `over_queries` normalises the weights over the wrong axis, `cap_after_mask` caps a hidden key's -inf to
-    -cap and `bias_before_cap` caps the biased scores: mistakes `explain` recognises."""
+    -cap and `bias_before_cap` caps the biased scores: mistakes `explain` recognises. `keep` names the stages given
+    (all by default): rounding the others to the dtype was a tenth of a streamed `explain`."""
     steps = reference.rounding_to(np_dtype(rounding)) if rounding else contextlib.nullcontext()
     stored = (lambda a: np.asarray(a).astype(np_dtype(rounding)).astype(np.float64)) if rounding else (lambda a: a)
     with steps:
@@ -155,7 +157,7 @@ def attend(
             weights = weights[..., :-1]
         out = reference.blend(weights, v)
     stages = dict(scores=scores, scaled=scaled, capped=capped, masked=masked, weights=weights, out=out)
-    return {name: stored(value) for name, value in stages.items()}
+    return {name: stored(value) for name, value in stages.items() if keep is None or name in keep}
 
 
 # --- the judgement -----------------------------------------------------------------------------
@@ -199,7 +201,7 @@ class Derived:
     def __init__(self, dtype, sums_in_dtype=False):
         self.dtype, self.sums_in_dtype = dtype, sums_in_dtype
         # What the cached answer depends on: the oracle's modules, the bounds' rules and this model.
-        self.__file__ = (*oracle_cache.sources(reference), bounds.__file__, __file__)
+        self.__file__ = (*oracle_cache.sources(reference), bounds.__file__, elementary.__file__, __file__)
         self.deciding_inputs, self.DTYPES = reference.deciding_inputs, reference.DTYPES
 
     def __getattr__(self, op):

@@ -19,7 +19,7 @@ import numpy as np
 from attention_conformance import bounds
 from attention_conformance.dtypes import np_dtype
 from attention_conformance.run import tolerance_model
-from attention_conformance.tools.explain import forms
+from attention_conformance.tools.explain import forms, workers
 from attention_conformance.tools.explain.problem import STAGES
 
 BLOCK_SCORES = forms.BLOCK_SCORES
@@ -28,6 +28,7 @@ EDGES_TO = 1024  # --rows takes every tile's edges up to here, powers of two pas
 LINEAR = ("q_rotated", "out")  # the stages as long as q: the only ones judged whole at sizes past problem.MAX_SCORES
 AROUND = 4  # the query rows explain names known differences on when it streams: each is computed three times
 PROGRESS_S = 5.0  # stderr says how far a computation is after this long, and every this long after
+PARALLEL_FROM = 1 << 24  # scores past which the K/V head groups go to a process per core: forking costs ~0.1 s
 CHOSEN = f"the first and last, the edges of the {TILE}-row tiles to {EDGES_TO} and of powers of two, the rest at random"
 
 
@@ -152,8 +153,8 @@ def stream(p, rows, err=None):
         for chunk in chunks:
             b = block(whole, chunk, group)
             keys = (Ellipsis, _seen(b), slice(None))
-            part.append(b.compute(rounding, q=q, k=k[keys], v=v[keys])["out"])
-            said.rows(b.shape[-2], what)
+            part.append(b.compute(rounding, q=q, k=k[keys], v=v[keys], keep=("out",))["out"])
+            workers.counted(b.shape[-2]) or said.rows(b.shape[-2], what)
         found = {"out": np.concatenate(part, axis=-2)}
         if rotated is not None:
             rotated = rotated[..., rows, :]
@@ -177,17 +178,36 @@ def stream(p, rows, err=None):
             return exact, plain, derived
         q, (k, v) = p.q, p.own_kv if groups[0] is not None else (p.k, p.v)
         count = None if groups[0] is None else p.heads
-        for group in groups:
-            heads = kv = (Ellipsis,)
-            if group is not None:  # axis -3: the group's query heads, and its K/V head
-                heads = (Ellipsis, slice(group * shared, (group + 1) * shared), slice(None), slice(None))
-                kv = (Ellipsis, slice(group, group + 1), slice(None), slice(None))
-            _put(plain, attention(group, q[heads], k[kv], v[kv], tolerance_model.plain_dtype(p.dtype)), heads, count)
+
+        def answers(group):
+            """The group's (plain, derived, exact) stages: `heads` of q with the K/V head `kv` (axis -3)."""
+            heads, kv = _axes(group, shared)
+            found = attention(group, q[heads], k[kv], v[kv], tolerance_model.plain_dtype(p.dtype))
             kept = {}
             bounded = functools.partial(_exact_kept, kept, attention, group, k=k[kv], v=v[kv])
-            _put(derived, tolerance_model.bound(p.dtype, bounded, q=q[heads]), heads, count)
-            _put(exact, kept, heads, count)
+            return found, tolerance_model.bound(p.dtype, bounded, q=q[heads]), kept
+
+        if workers.usable(len(groups)) and rows.size * p.S * p.heads >= PARALLEL_FROM:
+            found = workers.each(
+                answers,
+                list(groups),
+                lambda rows: said.rows(rows - said.done, f"K/V head groups on {workers.cores()} cores"),
+                PROGRESS_S / 5,
+            )
+        else:
+            found = ((group, answers(group)) for group in groups)
+        for group, stages in found:
+            for store, one in zip((plain, derived, exact), stages):
+                _put(store, one, _axes(group, shared)[0], count)
     return exact, plain, derived
+
+
+def _axes(group, shared):
+    """(the query heads, the K/V head) of a group, on axis -3: all of them where there are no groups."""
+    if group is None:
+        return (Ellipsis,), (Ellipsis,)
+    whole = (slice(None), slice(None))
+    return (Ellipsis, slice(group * shared, (group + 1) * shared), *whole), (Ellipsis, slice(group, group + 1), *whole)
 
 
 def _exact_kept(exact, attention, group, q, k, v):

@@ -3,22 +3,10 @@ whole; `--rows` judging a sample that holds the tile boundaries; a progress line
 
 import numpy as np
 import pytest
+from explained import causal_arrays as _causal
 from explained import explained
 
-from attention_conformance.run import tolerance_model
-from attention_conformance.tools.examples import _attention
 from attention_conformance.tools.explain import blocks, command, forms, problem
-
-
-def _causal(T, S, N, K, H, seed=0):
-    """q, k, v of a causal attention with N query heads over K K/V heads, and its float32 result."""
-    rng = np.random.default_rng(seed)
-    q = rng.standard_normal((1, N, T, H)).astype(np.float32)
-    k, v = (rng.standard_normal((1, K, S, H)).astype(np.float32) for _ in range(2))
-    hidden = tolerance_model.hidden_keys(T, S, causal=True)
-    shared = [np.repeat(t, N // K, axis=1) for t in (k, v)]
-    out = _attention(q, *shared, "float32", hidden=hidden)
-    return dict(q=q, k=k, v=v, out=out.astype(np.float32), causal=np.array(True), num_kv_heads=np.array(K))
 
 
 def _whole_and_streamed(tmp_path, monkeypatch, arrays, block_scores):

@@ -1,0 +1,72 @@
+"""explain's K/V head groups on every core (tools/explain/workers.py): the same answer as one process, a worker's
+exception raised in the caller, a worker killed a MemoryError, the workers' rows counted for the progress line,
+BLAS held to one thread in each."""
+
+import os
+import signal
+
+import numpy as np
+import pytest
+from explained import causal_arrays
+from threadpoolctl import threadpool_info
+
+from attention_conformance.tools.explain import blocks, problem, workers
+
+pytestmark = pytest.mark.skipif(not workers.usable(2), reason="needs fork and two cores (Linux)")
+
+
+def test_groups_on_every_core_give_the_bytes_of_one_process(tmp_path, monkeypatch):
+    np.savez(tmp_path / "case.npz", **causal_arrays(24, 40, 4, 2, 16, seed=7))
+    p = problem.Problem(tmp_path / "case.npz", problem.load(tmp_path / "case.npz"))
+    monkeypatch.setattr(blocks, "BLOCK_SCORES", 2 * 40 * 3)
+    alone = blocks.stream(p, np.arange(p.T), err=lambda line: None)
+    monkeypatch.setattr(blocks, "PARALLEL_FROM", 0)
+    monkeypatch.setattr(workers, "each", counting := _Counting(workers.each))
+    shared = blocks.stream(p, np.arange(p.T), err=lambda line: None)
+    assert counting.calls == 1
+    for one, other in zip(alone, shared):
+        assert one.keys() == other.keys() and all(np.array_equal(one[n], other[n]) for n in one)
+
+
+class _Counting:
+    def __init__(self, each):
+        self.each, self.calls = each, 0
+
+    def __call__(self, *args):
+        self.calls += 1
+        return self.each(*args)
+
+
+def _fails(item):
+    if item == 3:
+        raise ValueError("group 3 overflowed")
+    return item
+
+
+def test_a_workers_exception_is_raised_in_the_caller():
+    with pytest.raises(ValueError, match="group 3 overflowed"):
+        list(workers.each(_fails, [1, 2, 3, 4], lambda rows: None, 0.01))
+
+
+def _killed(item):
+    if item == 2:
+        os.kill(os.getpid(), signal.SIGKILL)  # as the out-of-memory killer does
+    return item
+
+
+def test_a_worker_killed_is_a_memory_error_not_a_hang():
+    with pytest.raises(MemoryError, match="killed, most likely for memory"):
+        list(workers.each(_killed, [1, 2, 3], lambda rows: None, 0.01))
+
+
+def _counts(item):
+    assert workers.counted(5)
+    return sorted(pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas")
+
+
+def test_workers_count_their_rows_and_run_blas_on_one_thread():
+    said = []
+    answers = dict(workers.each(_counts, [0, 1, 2], said.append, 0.01))
+    assert sorted(answers) == [0, 1, 2] and all(threads == [1] for threads in answers.values())
+    assert said[-1] == 15  # every worker's rows, counted where the parent says them
+    assert not workers.counted(5)  # the parent counts its own
