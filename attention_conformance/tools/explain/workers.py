@@ -3,15 +3,14 @@ never copied, with BLAS held to one thread in each. Measured on 2 cores (Intel X
 Llama-shaped file): one process 32 s; two at once with BLAS's two threads each 74 s each (its threads spin for a core
 the other process holds), with one thread each 36 s each. A group's answer is its bytes whichever process gives it."""
 
-import concurrent.futures
 import multiprocessing
 import os
+import queue
+import signal
 import sys
-from concurrent.futures.process import BrokenProcessPool
 
 from threadpoolctl import threadpool_limits
 
-_task = None  # what each process computes for an item: set before the fork, so no process pickles it
 _counter = None  # in a worker, the rows done by every worker: shared, the parent says it
 
 
@@ -34,34 +33,53 @@ def counted(n):
 
 
 def each(task, items, wait, every):
-    """(item, task(item)) for each of `items`, in as many processes as cores, as each ends: `wait(rows)` is called
-    with the rows the workers have counted as each ends and whenever `every` seconds pass with none ended. A task's
-    exception is raised here; a worker killed (the out-of-memory killer's way) is a MemoryError, never a hang."""
-    global _task
-    context = multiprocessing.get_context("fork")
-    counter = context.Value("q", 0)
-    _task = task
+    """(item, task(item)) for each of `items`, in as many processes as cores (each its share of them), as each ends:
+    `wait(rows)` is called with the rows the workers have counted as each ends and whenever `every` seconds pass with
+    none ended. A task's exception is raised here; a worker killed (the out-of-memory killer's way) is a MemoryError,
+    never a hang; leaving early (an exception, Ctrl-C) stops every worker."""
+    context = multiprocessing.get_context("fork")  # the task and its arrays inherited, never pickled
+    counter, answers = context.Value("q", 0), context.Queue()
+    count = min(cores(), len(items))
+    workers = [context.Process(target=_work, args=(task, items[n::count], answers, counter)) for n in range(count)]
     try:
-        with concurrent.futures.ProcessPoolExecutor(
-            min(cores(), len(items)), mp_context=context, initializer=_started, initargs=(counter,)
-        ) as pool:
-            running = {pool.submit(_answer, item) for item in items}
-            while running:
-                ended, running = concurrent.futures.wait(running, every, concurrent.futures.FIRST_COMPLETED)
-                for future in ended:
-                    yield future.result()
-                wait(counter.value)
-    except BrokenProcessPool as exc:
-        raise MemoryError(f"a process computing K/V head groups was killed, most likely for memory ({exc})") from exc
+        for worker in workers:
+            worker.start()
+        for _ in items:
+            while True:
+                try:
+                    item, answer, failed = answers.get(timeout=every)
+                    break
+                except queue.Empty:
+                    if any(worker.exitcode not in (None, 0) for worker in workers):
+                        raise MemoryError(
+                            "a process computing K/V head groups was killed, most likely for memory"
+                        ) from None
+                    if all(worker.exitcode is not None for worker in workers):  # an answer that could not be sent
+                        raise RuntimeError(
+                            "explain's worker processes ended without every K/V head group's answer"
+                        ) from None
+                    wait(counter.value)
+            if failed is not None:
+                raise failed
+            yield item, answer
+            wait(counter.value)
     finally:
-        _task = None
+        for worker in workers:
+            if worker.is_alive():
+                worker.terminate()
+            if worker.pid is not None:
+                worker.join()
+        answers.close()
 
 
-def _started(counter):
+def _work(task, items, answers, counter):
     global _counter
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops the workers
     _counter = counter
     threadpool_limits(1)
-
-
-def _answer(item):
-    return item, _task(item)
+    for item in items:
+        try:
+            answers.put((item, task(item), None))
+        except Exception as exc:  # noqa: BLE001 - raised in the parent, as the same computation in one process would be
+            answers.put((item, None, exc))
+            return

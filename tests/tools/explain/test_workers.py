@@ -1,9 +1,11 @@
 """explain's K/V head groups on every core (tools/explain/workers.py): the same answer as one process, a worker's
-exception raised in the caller, a worker killed a MemoryError, the workers' rows counted for the progress line,
-BLAS held to one thread in each."""
+exception raised in the caller, a worker killed a MemoryError, every worker stopped when the caller leaves early,
+the workers' rows counted for the progress line, BLAS held to one thread in each."""
 
+import multiprocessing
 import os
 import signal
+import time
 
 import numpy as np
 import pytest
@@ -57,6 +59,19 @@ def _killed(item):
 def test_a_worker_killed_is_a_memory_error_not_a_hang():
     with pytest.raises(MemoryError, match="killed, most likely for memory"):
         list(workers.each(_killed, [1, 2, 3], lambda rows: None, 0.01))
+
+
+def _slow(item):
+    if item > 1:
+        time.sleep(60)
+    return item
+
+
+def test_leaving_early_stops_every_worker():
+    answers = workers.each(_slow, [1, 2, 3, 4], lambda rows: None, 0.01)
+    assert next(answers) == (1, 1)
+    answers.close()  # as an exception or Ctrl-C in the caller does
+    assert multiprocessing.active_children() == []
 
 
 def _counts(item):
