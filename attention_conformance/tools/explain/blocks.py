@@ -125,6 +125,8 @@ class Said:
 
     def rows(self, n, what):
         self.done += n
+        if self.done == self.total and not n:  # the workers' count, polled again after the end: said already
+            return
         now = self.clock()
         if now - self.said >= PROGRESS_S or (self.done == self.total and now - self.start >= PROGRESS_S):
             done = 100 * self.done // self.total

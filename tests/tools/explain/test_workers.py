@@ -74,6 +74,45 @@ def test_leaving_early_stops_every_worker():
     assert multiprocessing.active_children() == []
 
 
+def _orphaned(item):
+    time.sleep(60)
+
+
+def test_a_worker_ends_with_its_parent_however_the_parent_ends():
+    """The parent killed outright (kill -9, the OOM killer): its workers die with it, never left computing."""
+    reader, writer = os.pipe()
+    parent = os.fork()
+    if parent == 0:  # the parent to be killed: starts workers, says their pids, waits
+        os.close(reader)
+        context = multiprocessing.get_context("fork")
+        answers, counter = context.Queue(), context.Value("q", 0)
+        started = [
+            context.Process(target=workers._work, args=(_orphaned, [0], answers, counter, os.getpid())) for _ in "ab"
+        ]
+        for worker in started:
+            worker.start()
+        os.write(writer, " ".join(str(w.pid) for w in started).encode() + b"\n")
+        time.sleep(60)
+        os._exit(0)
+    os.close(writer)
+    pids = [int(pid) for pid in os.read(reader, 100).split()]
+    os.kill(parent, signal.SIGKILL)
+    os.waitpid(parent, 0)
+    for _ in range(200):  # up to 10 s for the kernel to deliver the parent's death
+        if not any(_alive(pid) for pid in pids):
+            break
+        time.sleep(0.05)
+    assert not any(_alive(pid) for pid in pids)
+
+
+def _alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split()[2] != "Z"  # a zombie has ended: only its reaping is left
+    except FileNotFoundError:
+        return False
+
+
 def _counts(item):
     assert workers.counted(5)
     return sorted(pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas")
