@@ -177,9 +177,8 @@ def in_pieces(func, *arrays, rows=False):
     the same bytes as whole."""
     shape = arrays[0].shape
     width = (shape[-1] if rows else 1) if shape else 1
-    if (
-        arrays[0].size <= _PIECE or not 0 < width <= _PIECE
-    ):  # a row past a piece: no cache holds it, whole is fewer calls
+    # A row wider than a piece is computed whole: no cache holds it, and whole is fewer calls.
+    if arrays[0].size <= _PIECE or not 0 < width <= _PIECE:
         return func(*arrays)
     flat = [np.reshape(a, (-1, width)) for a in arrays]
     step, found = max(1, _PIECE // width), None

@@ -156,7 +156,8 @@ def stream(p, rows, err=None):
             b = block(whole, chunk, group)
             keys = (Ellipsis, _seen(b), slice(None))
             part.append(b.compute(rounding, q=q, k=k[keys], v=v[keys], keep=("out",))["out"])
-            workers.counted(b.shape[-2]) or said.rows(b.shape[-2], what)
+            if not workers.counted(b.shape[-2]):  # a worker's rows are said by the parent
+                said.rows(b.shape[-2], what)
         found = {"out": np.concatenate(part, axis=-2)}
         if rotated is not None:
             rotated = rotated[..., rows, :]
@@ -193,7 +194,7 @@ def stream(p, rows, err=None):
             found = workers.each(
                 answers,
                 list(groups),
-                lambda rows: said.rows(rows - said.done, f"K/V head groups on {workers.cores()} cores"),
+                lambda done: said.rows(done - said.done, f"K/V head groups on {workers.cores()} cores"),
                 PROGRESS_S / 5,
             )
         else:
