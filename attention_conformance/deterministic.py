@@ -35,33 +35,42 @@ _COVERED = 60  # bits of each row's (column's) largest magnitude kept across sli
 _PIECE = 1 << 15
 
 
-def _slices(a, axis, bits, count):
-    """(q, e): integer-valued arrays q[0..count-1], |q[p]| < 2**bits, and exponents e, |a| < 2**e
-    along `axis`, with a = sum_p q[p] * 2**(e - (p+1)*bits) up to the bits of `a` below
-    2**(e - count*bits). In integers, products stay far from overflow and underflow. A slice that is
-    zero everywhere is None: float16 and bfloat16 inputs (and float32 weights) fill only the first
-    one or two, and a product with it would add nothing."""
-    # The largest magnitude without |a| (a copy as large as a), then the cuts _PIECE elements at a time: their
-    # passes stay in the CPU's cache, where whole they went to memory and back for each (a 131072-key decode's
-    # keys: 0.25 s -> 0.17 s a split, measured). Elementwise, so the same bytes.
+def _exponents(a, axis):
+    """e, |a| < 2**e along `axis` (e = 0 for a zero row: its slices are zero): without |a|, a copy as large as a."""
     largest = np.maximum(np.max(a, axis=axis, keepdims=True), -np.min(a, axis=axis, keepdims=True))
-    _, e = np.frexp(largest)  # largest < 2**e (e = 0 for a zero row: its slices are zero)
+    return np.frexp(largest)[1]
+
+
+def _split(a, e, bits, count):
+    """Integer-valued arrays q[0..count-1], |q[p]| < 2**bits, with a = sum_p q[p] * 2**(e - (p+1)*bits) up to the
+    bits of `a` below 2**(e - count*bits), |a| < 2**e. In integers, products stay far from overflow and underflow. A
+    slice that is zero everywhere is None: float16 and bfloat16 inputs (and float32 weights) fill only the first one
+    or two, and a product with it would add nothing. Its passes are quick where the CPU's cache holds `a`."""
+    rest, q = np.ldexp(a, bits - e), []  # a power of two: exact
+    for n in range(count):
+        if n:
+            rest *= 2.0**bits  # exact, a power of two
+        whole = np.trunc(rest)
+        q.append(whole if whole.any() else None)
+        rest -= whole  # exact: the fraction left
+        if not rest.any():  # half-precision inputs end after the first slice or two
+            break
+    return q + [None] * (count - len(q))
+
+
+def _slices(a, axis, bits, count):
+    """(_split's slices of a whole, e along `axis`), cut _PIECE elements at a time along the longer of the last two
+    axes so that each piece's passes stay in the CPU's cache. Elementwise, so the same bytes."""
+    e = _exponents(a, axis)
     q = [np.zeros(a.shape) for _ in range(count)]  # a page no piece writes is never touched: it costs no memory
     filled = [False] * count
-    along = -1 if a.shape[-1] >= a.shape[-2] else -2  # pieces along the longer of the last two axes
+    along = -1 if a.shape[-1] >= a.shape[-2] else -2
     step = max(1, _PIECE * a.shape[along] // max(a.size, 1))
     for start in range(0, a.shape[along], step):
         cut = (Ellipsis, slice(start, start + step)) + ((slice(None),) if along == -2 else ())
-        rest = np.ldexp(a[cut], bits - e[cut if e.shape[along] > 1 else Ellipsis])  # a power of two: exact
-        for n in range(count):
-            if n:
-                rest *= 2.0**bits  # exact, a power of two
-            whole = np.trunc(rest)
-            if whole.any():
+        for n, whole in enumerate(_split(a[cut], e[cut if e.shape[along] > 1 else Ellipsis], bits, count)):
+            if whole is not None:
                 q[n][cut], filled[n] = whole, True
-            rest -= whole  # exact: the fraction left
-            if not rest.any():  # half-precision inputs end after the first slice or two
-                break
     return [s if f else None for s, f in zip(q, filled)], e
 
 
@@ -85,24 +94,25 @@ def matmul(a, b):
     bits = (_MANTISSA - (K - 1).bit_length()) // 2
     count = -(-_COVERED // bits)
     # Last columns of `a` that are zero in every row add nothing (a causal block of attention weights
-    # ends at its last visible key): the slices' products stop before them. The split still covers
+    # ends at its last visible key): the slices' products stop before them. b's scale still covers
     # all K rows of b, so the result is the same bytes.
     used = K
     if not a[..., -1].any():
         nonzero = np.flatnonzero(np.any(a != 0, axis=tuple(range(a.ndim - 1))))
         used = nonzero[-1] + 1 if nonzero.size else 1
-    (a_q, e_a), (b_q, e_b) = _slices(a[..., :used], -1, bits, count), _slices(b, -2, bits, count)
     # Slice pairs whose bits all lie below the kept range are dropped; the rest, smallest first.
     pairs = sorted(
         ((p, q) for p in range(count) for q in range(count) if p + q < count), key=lambda pq: -(pq[0] + pq[1])
     )
-    present = [(p, q) for p, q in pairs if a_q[p] is not None and b_q[q] is not None]  # a zero slice adds nothing
-    b_q = [q if q is None else q[..., :used, :] for q in b_q]
     result = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
-    if not present:  # a or b is zero
-        total = np.zeros(result)
+    if math.prod(result) < max(a.size, b.size):
+        e_a, e_b = _exponents(a[..., :used], -1), _exponents(b, -2)
+        total = _pieced(a[..., :used], b[..., :used, :], e_a, e_b, bits, count, pairs, result)
     else:
-        total = (_stacked if math.prod(result) < max(a.size, b.size) else _pairwise)(a_q, b_q, present, bits)
+        (a_q, e_a), (b_q, e_b) = _slices(a[..., :used], -1, bits, count), _slices(b, -2, bits, count)
+        present = [(p, q) for p, q in pairs if a_q[p] is not None and b_q[q] is not None]  # a zero slice adds nothing
+        b_q = [q if q is None else q[..., :used, :] for q in b_q]
+        total = _pairwise(a_q, b_q, present, bits) if present else np.zeros(result)  # or a or b is zero
     return np.ldexp(total, e_a + e_b)  # (.., M, 1) + (.., 1, N): each row's and column's scale, once
 
 
@@ -128,24 +138,52 @@ def _pairwise(a_q, b_q, present, bits):
     return total
 
 
-def _stacked(a_q, b_q, present, bits):
-    """The sum of the `present` pairs' products, in their order, where the result is smaller than an operand (a
-    decode's q k^T and its weights times v: 4 query heads against 131072 keys; a block's weights times v): the
-    smaller operand's slices, each scaled, side by side, so that each slice of the larger is read once, not once a
-    pair. The terms, and their sum's order, are the pairwise loop's: the same bytes."""
-    by_a = a_q[present[0][0]].size <= b_q[present[0][1]].size  # a's slices side by side, each times one of b's
-    terms = {}
-    for one in {pq[1] if by_a else pq[0] for pq in present}:
-        pairs = [pq for pq in present if (pq[1] if by_a else pq[0]) == one]
-        if by_a:
-            left = np.concatenate([np.ldexp(a_q[p], -(p + q + 2) * bits) for p, q in pairs], axis=-2)
-            terms.update(zip(pairs, np.split(np.matmul(left, b_q[one]), len(pairs), axis=-2)))
+def _pieced(a, b, e_a, e_b, bits, count, pairs, result):
+    """The sum of the pairs' products, in their order, where the `result` is smaller than an operand (a decode's
+    q k^T and its weights times v: 4 query heads against 131072 keys; a block's weights times v): the larger operand
+    cut _PIECE elements at a time along its longer axis, K or its own, each piece split and multiplied while the
+    CPU's cache holds it (whole, the slices went to memory and back: a decode's q k^T 0.29 -> 0.15 s, measured). The
+    slices' products and their partial sums are exact integers however K is cut: the bytes of the whole split."""
+    larger = a if a.size >= b.size else b
+    free = larger.shape[-2] if larger is a else larger.shape[-1]
+    K = a.shape[-1]
+    step = max(1, _PIECE * max(K, free) // max(larger.size, 1))
+    # Along its own axis, the larger's pieces each meet the whole of the other operand, split once.
+    once = None if K >= free else _split(b, e_b, bits, count) if larger is a else _split(a, e_a, bits, count)
+    terms, held_a, held_b = {}, [False] * count, [False] * count
+    for start in range(0, max(K, free), step):
+        cut = slice(start, start + step)
+        if once is None:
+            place = None  # each piece's products are partial sums of the whole's
+            a_q, b_q = _split(a[..., cut], e_a, bits, count), _split(b[..., cut, :], e_b, bits, count)
+        elif larger is a:
+            place = (Ellipsis, cut, slice(None))
+            a_q, b_q = _split(a[..., cut, :], e_a[..., cut, :], bits, count), once
         else:
-            right = np.concatenate([np.ldexp(b_q[q], -(p + q + 2) * bits) for p, q in pairs], axis=-1)
-            terms.update(zip(pairs, np.split(np.matmul(a_q[one], right), len(pairs), axis=-1)))
-    total = terms[present[0]].copy()
-    for pq in present[1:]:
-        total += terms[pq]
+            place = (Ellipsis, cut)
+            a_q, b_q = once, _split(b[..., cut], e_b[..., cut], bits, count)
+        held_a = [h or s is not None for h, s in zip(held_a, a_q)]
+        held_b = [h or s is not None for h, s in zip(held_b, b_q)]
+        for p, q in pairs:
+            if a_q[p] is None or b_q[q] is None:
+                continue
+            term = np.matmul(a_q[p], b_q[q])
+            term *= 2.0 ** (-(p + q + 2) * bits)  # a power of two: exact
+            if (p, q) not in terms:
+                terms[p, q] = np.zeros(result)
+            whole = terms[p, q]
+            if place is None:
+                whole += term
+            else:
+                whole[place] = term
+    # A pair whose slices both hold bits somewhere, but never in one piece, is a zero the whole split adds too.
+    present = [(p, q) for p, q in pairs if held_a[p] and held_b[q]]
+    total = np.zeros(result)
+    for n, pq in enumerate(present):
+        if n == 0:
+            total = terms.get(pq, total)
+        else:
+            total += terms.get(pq, 0.0)
     return total
 
 

@@ -314,26 +314,29 @@ def test_the_shortcuts_give_the_bytes_of_every_slice_product_with_signed_zeros_i
     [
         ((1, 4, 1, 128), (1, 1, 128, 3000)),
         ((1, 4, 1, 3000), (1, 1, 3000, 64)),
+        ((2, 40, 3000), (3000, 64)),
+        ((3000, 9), (9, 2)),
         ((2, 3, 40), (2, 40, 2)),
         ((5, 9), (9, 1)),
     ],
-    ids=["decode-qk", "decode-wv", "batched", "column"],
+    ids=["decode-qk", "decode-wv", "block-wv", "long-a", "batched", "column"],
 )
-def test_a_result_smaller_than_an_operand_is_the_bytes_of_every_slice_product(shape_a, shape_b):
-    """Where the result is smaller than an operand (a decode's q k^T and its weights times v), the smaller operand's
-    slices are multiplied side by side (deterministic._stacked): the bytes of the pairwise sum, and of the slices
-    as first written."""
+@pytest.mark.parametrize("piece", [1, 7, 1000, deterministic._PIECE])
+def test_a_result_smaller_than_an_operand_is_the_bytes_of_every_slice_product(shape_a, shape_b, piece, monkeypatch):
+    """Where the result is smaller than an operand (a decode's q k^T and its weights times v, a block's weights times
+    v), the larger operand is split and multiplied a piece at a time (deterministic._pieced), along K or its own
+    axis: the bytes of every slice product of the whole, whatever the piece, signed zeros and slices that hold bits
+    in some pieces only included."""
+    monkeypatch.setattr(deterministic, "_PIECE", piece)
     rng = np.random.default_rng(3)
+    small = rng.standard_normal(shape_a) * rng.choice([1.0, 2.0**-30], shape_a)  # a second slice in some pieces
+    small[..., :1] = -0.0
     for a, b in (
         (rng.standard_normal(shape_a), rng.standard_normal(shape_b)),
         (rng.standard_normal(shape_a).astype(np.float32).astype(np.float64), rng.uniform(0, 1e-3, shape_b)),
+        (small, -0.0 * np.abs(rng.standard_normal(shape_b))),
     ):
         assert deterministic.matmul(a, b).tobytes() == _every_slice_product(a, b).tobytes()
-        K = a.shape[-1]
-        bits = (deterministic._MANTISSA - (K - 1).bit_length()) // 2
-        count = -(-deterministic._COVERED // bits)
-        a_q, b_q = deterministic._slices(a, -1, bits, count)[0], deterministic._slices(b, -2, bits, count)[0]
-        present = [(p, q) for p in range(count) for q in range(count) if p + q < count and a_q[p] is not None]
-        present = sorted([pq for pq in present if b_q[pq[1]] is not None], key=lambda pq: -sum(pq))
-        stacked = deterministic._stacked(a_q, b_q, present, bits)
-        assert stacked.tobytes() == deterministic._pairwise(a_q, b_q, present, bits).tobytes()
+        assert deterministic.matmul(b.swapaxes(-1, -2), a.swapaxes(-1, -2)).tobytes() == (
+            _every_slice_product(b.swapaxes(-1, -2), a.swapaxes(-1, -2)).tobytes()
+        )
