@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from attention_conformance.dtypes import np_dtype
 from attention_conformance.run import tolerance_model
 from attention_conformance.tools.examples import _attention
 from attention_conformance.tools.explain import command
@@ -25,6 +26,20 @@ def causal_arrays(T, S, N, K, H, seed=0):
     shared = [np.repeat(t, N // K, axis=1) for t in (k, v)]
     out = _attention(q, *shared, "float32", hidden=hidden)
     return dict(q=q, k=k, v=v, out=out.astype(np.float32), causal=np.array(True), num_kv_heads=np.array(K))
+
+
+def decode_arrays(S, mistake=None, dtype="bfloat16"):
+    """One query over S keys, 8 heads over 2 K/V heads, head size 64, in `dtype` (inputs and result stored in it),
+    with a `mistake` a kernel makes: "tiled K/V heads" (query head n reads K/V head n % 2), "last keys dropped"."""
+    arrays = causal_arrays(1, S, 8, 2, 64, seed=3)
+    q, k, v = (arrays[n] for n in "qkv")
+    if dtype == "bfloat16":
+        q, k, v = (t.astype(np_dtype("bfloat16")).astype(np.float32) for t in (q, k, v))
+    heads = np.arange(8) % 2 if mistake == "tiled K/V heads" else np.arange(8) // 4
+    kept = S - S // 16 if mistake == "last keys dropped" else S
+    out = _attention(q, k[:, heads, :kept], v[:, heads, :kept], "float32")
+    out = out.astype(np_dtype(dtype)).astype(np.float32)
+    return dict(q=q, k=k, v=v, out=out, num_kv_heads=np.array(2), dtype=np.array(dtype), causal=np.array(True))
 
 
 def qkv_arrays():

@@ -1,16 +1,20 @@
 """The table of exit codes in docs/usage.md is what the commands return: one representative of each row, through the
 installed command's entry point (cli.main) or, for `run`, pytest's own process."""
 
+import json
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+from explained import decode_arrays
 
 from attention_conformance import cli, writing
 from attention_conformance.cases import loader
 from attention_conformance.run import reports
+from attention_conformance.tools.explain import blind
 
 USAGE = Path(__file__).resolve().parent.parent / "docs" / "usage.md"
 
@@ -22,7 +26,7 @@ def _table():
 
 
 def test_the_usage_page_lists_every_code_a_command_returns():
-    assert sorted(_table()) == [0, 1, 2, 3, 4, 5, writing.EXIT]
+    assert sorted(_table()) == [0, 1, 2, 3, 4, 5, blind.NO_ANSWER, writing.EXIT]
 
 
 def _report(directory, outcome):
@@ -83,3 +87,10 @@ def test_run_keeps_pytests_codes(tmp_path, args, code):
         timeout=300,
     )
     assert done.returncode == code, done.stdout[-2000:] + done.stderr[-2000:]
+
+
+def test_explain_without_an_answer_is_its_own_code(tmp_path):
+    """A bfloat16 decode over 16,384 keys: an output of zeros would be within, so neither 0 nor 1 (blind.py)."""
+    np.savez(tmp_path / "decode.npz", **decode_arrays(16384))
+    assert _code("explain", str(tmp_path / "decode.npz"), "--json", str(tmp_path / "v.json")) == blind.NO_ANSWER
+    assert json.loads((tmp_path / "v.json").read_text())["verdict"] == "no answer"

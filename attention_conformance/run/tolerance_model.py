@@ -218,11 +218,12 @@ class Derived:
         return compute
 
 
-def allowed(dtype, exact, plain, derived, k):
+def allowed(dtype, exact, plain, derived, k, B=None):
     """What |got - exact| may be, elementwise: k x max|plain - exact| + the derived bound E + one ULP of the dtype
-    at exact (last_place); 0 where exact is 0 and E is 0 (nothing there can round)."""
+    at exact (last_place); 0 where exact is 0 and E is 0 (nothing there can round). `B`, the baseline taken over the
+    whole tensor, where `exact` and `plain` are a piece of it."""
     exact = np.asarray(exact, dtype=np.float64)
-    return _allowed(dtype, exact, baseline(dtype, exact, plain), derived, k)
+    return _allowed(dtype, exact, baseline(dtype, exact, plain) if B is None else B, derived, k)
 
 
 def _allowed(dtype, exact, B, derived, k):

@@ -13,7 +13,8 @@ import numpy as np
 from attention_conformance import safe_io, writing
 from attention_conformance.dtypes import np_dtype
 from attention_conformance.run import tolerance_model
-from attention_conformance.tools.explain import blocks, conventions, problem, stages
+from attention_conformance.tools.explain import blind, blocks, conventions, problem, stages
+from attention_conformance.tools.explain.record import worst, write_files
 
 
 def _conventions(p):
@@ -182,7 +183,7 @@ def explain(path, out=print, err=print, record=None, allowances=False, rows=None
     when asked for). `rows` judges a sample of the query rows (blocks.chosen, drawn with `seed`)."""
     record = {} if record is None else record
     code = _explain(path, out, err, record, allowances, rows, seed)
-    record["verdict"] = "within" if code == 0 else "beyond"
+    record["verdict"] = {0: "within", blind.NO_ANSWER: "no answer"}.get(code, "beyond")
     return code
 
 
@@ -227,7 +228,7 @@ def _explain(path, out, err, record, allowances, rows, seed):
             out(f"judged {judged.size} of {p.T} query rows (--rows {rows}, seed {seed}): {blocks.CHOSEN}")
     for v in verdicts:
         out(f"  {v.name}: {'within' if v.within else 'BEYOND'} (margin {v.margin:.3g}); worst {v.describe()}")
-        record["stages"].append(_worst(v))
+        record["stages"].append(worst(v))
         if allowances:
             with np.errstate(all="ignore"):  # -inf scores where a key is hidden: inf - inf, not judged there
                 allowed = tolerance_model.allowed(p.dtype, exact[v.name], plain[v.name], derived[v.name], k)
@@ -237,6 +238,12 @@ def _explain(path, out, err, record, allowances, rows, seed):
     sampled = "" if rows is None else f", on the {judged.size} of {p.T} query rows judged"
     diverged = next((v for v in verdicts if not v.within), None)
     if diverged is None:
+        unseen = blind.rows(p.dtype, exact["out"], plain["out"], derived["out"], k) if final.name == "out" else None
+        if unseen is not None and unseen.any():
+            judged = np.arange(p.T) if judged is None else judged
+            record["rows_without_answer"] = judged[unseen].tolist()
+            out(blind.verdict(p.dtype, unseen, judged, final.margin, p.S))
+            return blind.NO_ANSWER
         out(
             f"verdict: within the expected error of {p.dtype} attention at this shape{sampled} "
             f"(margin {final.margin:.3g} of the model's allowance): rounding, not a bug"
@@ -315,24 +322,6 @@ def _tried(where, named, out):
         out(f"known differences tried on {where}: " + (f"{len(named)} match" if named else "none matches"))
 
 
-def _worst(v):
-    """A stage's verdict as a program reads it: its worst element, the error there and what the model allows."""
-    worst = {"index": [int(i) for i in v.index], "got": v.got, "expected": v.expected, "error": v.error}
-    worst |= {"allowed": v.limit, "derived_bound": v.derived, "plain_error": v.plain_error, "ulps": v.ulps}
-    return {"name": v.name, "within": bool(v.within), "margin": v.margin, "worst": worst}
-
-
-def _finite(value):
-    """JSON has no inf or NaN: they are written as the strings 'inf', '-inf' and 'nan'."""
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_finite(v) for v in value]
-    if isinstance(value, (float, np.floating)):
-        return float(value) if np.isfinite(value) else str(float(value))
-    return value
-
-
 def options(parser):
     """explain's arguments (cli.py's parser)."""
     parser.add_argument("file", metavar="FILE.npz")
@@ -367,8 +356,6 @@ def _count(text):
 
 
 def main(path, json_path=None, allowance_path=None, rows=None, seed=0):
-    import io
-    import json
     import sys
 
     record = {}
@@ -383,16 +370,7 @@ def main(path, json_path=None, allowance_path=None, rows=None, seed=0):
         print(f"error: {path}: {safe_io.one_line(said)}", file=sys.stderr)
         return 2
     try:
-        if json_path is not None:
-            shown = {k: v for k, v in record.items() if k not in ("allowed", "expected")}
-            writing.whole(json_path, (json.dumps(_finite(shown), indent=1) + "\n").encode(), "--json")
-        if allowance_path is not None:
-            arrays = {f"allowed_{n}": a for n, a in record["allowed"].items()}
-            arrays |= {f"expected_{n}": a for n, a in record["expected"].items()}
-            arrays |= {"rows": np.asarray(record["rows"])} if "rows" in record else {}
-            buffer = io.BytesIO()
-            np.savez(buffer, **arrays)
-            writing.whole(allowance_path, buffer.getvalue(), "--allowance")
+        write_files(record, json_path, allowance_path)
     except writing.Refused as exc:
         print(f"error: {exc}", file=sys.stderr)
         return writing.EXIT

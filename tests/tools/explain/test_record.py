@@ -10,7 +10,7 @@ from explained import float32_stages, qkv_arrays
 
 from attention_conformance import cli
 from attention_conformance.tools.examples import _attention
-from attention_conformance.tools.explain import problem
+from attention_conformance.tools.explain import problem, record
 
 
 @pytest.fixture
@@ -71,3 +71,11 @@ def test_the_allowance_of_masked_scores_holds_their_hidden_keys_without_a_warnin
     allowance = np.load(tmp_path / "a.npz")
     assert np.isneginf(allowance["expected_masked"][..., -2:]).all()
     assert allowance["allowed_masked"].shape == stages["masked"].shape
+
+
+def test_json_writes_inf_and_nan_as_strings():
+    assert record.finite({"a": [float("inf"), np.float64("-inf")], "b": np.nan, "c": 1.5}) == {
+        "a": ["inf", "-inf"],
+        "b": "nan",
+        "c": 1.5,
+    }
