@@ -274,8 +274,9 @@ def _command(argv):
         "explain",
         help="your own attention's inputs and result: a bug, or rounding?",
         description="Judge the result in FILE.npz against the float64 oracle with the tolerance model of its dtype.\n"
-        "Exit 0 within, 1 beyond, 2 bad input, 74 a --json or --allowance file it could not write (the verdict is "
-        "printed first). FILE.npz holds (np.savez) these keys:\n\n" + explain_keys(),
+        "Exit 0 within, 1 beyond, 2 bad input, 6 no answer (rows where an output of zeros would be within too: "
+        "judge float32 there), 74 a --json or --allowance file it could not write (the verdict is printed first). "
+        "FILE.npz holds (np.savez) these keys:\n\n" + explain_keys(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     explain_options(explain_parser)
