@@ -14,7 +14,7 @@ from explained import decode_arrays
 from attention_conformance import cli, writing
 from attention_conformance.cases import loader
 from attention_conformance.run import reports
-from attention_conformance.tools.explain import blind
+from attention_conformance.tools.explain import per_row
 
 USAGE = Path(__file__).resolve().parent.parent / "docs" / "usage.md"
 
@@ -26,7 +26,7 @@ def _table():
 
 
 def test_the_usage_page_lists_every_code_a_command_returns():
-    assert sorted(_table()) == [0, 1, 2, 3, 4, 5, blind.NO_ANSWER, writing.EXIT]
+    assert sorted(_table()) == [0, 1, 2, 3, 4, 5, per_row.NO_ANSWER, writing.EXIT]
 
 
 def _report(directory, outcome):
@@ -90,7 +90,7 @@ def test_run_keeps_pytests_codes(tmp_path, args, code):
 
 
 def test_explain_without_an_answer_is_its_own_code(tmp_path):
-    """A bfloat16 decode over 16,384 keys: an output of zeros would be within, so neither 0 nor 1 (blind.py)."""
+    """A bfloat16 decode over 16,384 keys: an output of zeros would be within, so neither 0 nor 1 (per_row.py)."""
     np.savez(tmp_path / "decode.npz", **decode_arrays(16384))
-    assert _code("explain", str(tmp_path / "decode.npz"), "--json", str(tmp_path / "v.json")) == blind.NO_ANSWER
+    assert _code("explain", str(tmp_path / "decode.npz"), "--json", str(tmp_path / "v.json")) == per_row.NO_ANSWER
     assert json.loads((tmp_path / "v.json").read_text())["verdict"] == "no answer"

@@ -13,7 +13,7 @@ import numpy as np
 from attention_conformance import safe_io, writing
 from attention_conformance.dtypes import np_dtype
 from attention_conformance.run import tolerance_model
-from attention_conformance.tools.explain import blind, blocks, conventions, problem, stages
+from attention_conformance.tools.explain import blocks, conventions, per_row, problem, stages
 from attention_conformance.tools.explain.record import worst, write_files
 
 
@@ -183,7 +183,7 @@ def explain(path, out=print, err=print, record=None, allowances=False, rows=None
     when asked for). `rows` judges a sample of the query rows (blocks.chosen, drawn with `seed`)."""
     record = {} if record is None else record
     code = _explain(path, out, err, record, allowances, rows, seed)
-    record["verdict"] = {0: "within", blind.NO_ANSWER: "no answer"}.get(code, "beyond")
+    record["verdict"] = {0: "within", per_row.NO_ANSWER: "no answer"}.get(code, "beyond")
     return code
 
 
@@ -237,13 +237,17 @@ def _explain(path, out, err, record, allowances, rows, seed):
     final = verdicts[-1]
     sampled = "" if rows is None else f", on the {judged.size} of {p.T} query rows judged"
     diverged = next((v for v in verdicts if not v.within), None)
+    out_last, rows_judged = final.name == "out", np.arange(p.T) if judged is None else judged
+    if out_last and not final.within:  # before `around` below takes p, exact, plain and derived to one block
+        beyond = per_row.beyond(p.dtype, given["out"], exact["out"], plain["out"], derived["out"], k)
+        record["rows_beyond"] = rows_judged[beyond].tolist()
+        out(per_row.said_beyond(beyond, rows_judged))
     if diverged is None:
-        unseen = blind.rows(p.dtype, exact["out"], plain["out"], derived["out"], k) if final.name == "out" else None
+        unseen = per_row.without_answer(p.dtype, exact["out"], plain["out"], derived["out"], k) if out_last else None
         if unseen is not None and unseen.any():
-            judged = np.arange(p.T) if judged is None else judged
-            record["rows_without_answer"] = judged[unseen].tolist()
-            out(blind.verdict(p.dtype, unseen, judged, final.margin, p.S))
-            return blind.NO_ANSWER
+            record["rows_without_answer"] = rows_judged[unseen].tolist()
+            out(per_row.no_answer(p.dtype, unseen, rows_judged, final.margin, p.S))
+            return per_row.NO_ANSWER
         out(
             f"verdict: within the expected error of {p.dtype} attention at this shape{sampled} "
             f"(margin {final.margin:.3g} of the model's allowance): rounding, not a bug"
