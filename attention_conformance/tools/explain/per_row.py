@@ -68,6 +68,10 @@ def no_answer(dtype, rows, judged, margin, S):
 
 
 def said_beyond(rows, judged):
-    """Where the rows beyond are: how many of the `judged` (file indices), the first and the last."""
-    at = judged[rows]
-    return f"beyond on {at.size} of the {judged.size} query rows judged: the first row {at[0]}, the last {at[-1]}"
+    """Where the rows beyond are: how many of the `judged` (file indices), the first and the last; in a sample, the
+    row judged before the first, within, so that the start is bounded (a trial read a sample's first as the start)."""
+    at, first = judged[rows], int(np.argmax(rows))
+    start, before = f"row {at[0]}", int(judged[first - 1]) if first else None
+    if before is not None and before != at[0] - 1:
+        start += f" (row {before}, judged before it, is within: it starts in rows {before + 1}..{at[0]})"
+    return f"beyond on {at.size} of the {judged.size} query rows judged: the first {start}, the last {at[-1]}"

@@ -89,4 +89,12 @@ def test_a_kernel_that_skips_a_tile_from_row_150_is_beyond_from_row_150(tmp_path
     assert record["rows_beyond"][0] == (150 if rows is None else min(r for r in record["rows"] if r >= 150))
     assert all(r >= 150 for r in record["rows_beyond"])
     said = next(line for line in lines if line.startswith("beyond on "))
-    assert f"the first row {record['rows_beyond'][0]}, the last 255" in said
+    first = record["rows_beyond"][0]
+    if rows is None:
+        assert f"the first row {first}, the last 255" in said
+    else:  # the sample's row before its first beyond bounds where the kernel starts to go wrong
+        before = max(r for r in record["rows"] if r < first)
+        assert (
+            before < 150
+            and f"row {before}, judged before it, is within: it starts in rows {before + 1}..{first})" in said
+        )
