@@ -308,6 +308,23 @@ def sgd_step(x, w_query, w_key, w_value, g, lr):
 #     # 0..T-1), scores scaled by 1/sqrt(H), capped by `cap` (0 none), a causal window of `window` keys (T or more:
 #     # plain causal), head n's sink sinks[n] in its softmax (-inf: no sink)
 #
+# Optional: Llama 4's attention (spec conventions.chunked_attention, temperature_tuning, l2_qk_norm).
+# chunked_attention: one head, causal within chunks of `chunk` tokens starting at each row's first real token
+# (`padding` [B, T], True = left padding, hidden as keys; a padding row 0).
+# def chunked_attention(x, w_query, w_key, w_value, chunk, padding):
+#     return {"weights": ..., "context": ...}
+#
+# def chunked_flag(x, w_query, w_key, w_value, chunk, padding):  # your fused attention given the chunks as its mask
+#     return ...  # the context, a padding row 0
+#
+# llama4_attention: a Llama 4 layer for the queries start..T-1, grouped heads; a RoPE layer (use_rope) turns each head
+# (interleaved, theta 10000), RMS-norms queries and keys with no weight (`eps`) and attends within chunks of `chunk`
+# (0 none); a NoPE layer scales query p by log(floor((p + 1) / floor_scale) + 1) * attn_scale + 1 (0 none).
+# def llama4_attention(
+#     x, w_query, w_key, w_value, num_heads, num_kv_heads, use_rope, chunk, floor_scale, attn_scale, eps, start
+# ):
+#     return {"queries": ..., "context": ...}  # queries [B, N, T - start, H] as they enter the scores
+#
 # grouped_attention: grouped-query / multi-query attention, the textbook path.
 # def grouped_attention(x, w_query, w_key, w_value, num_heads, num_kv_heads, causal):
 #     return ...  # heads (.., N, T, H); w_key, w_value are num_kv_heads heads wide; query head n uses K/V head n //

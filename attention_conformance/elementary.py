@@ -16,6 +16,9 @@ POW_ULPS = 2
 # tanh (soft-capping): 0.5 ULP in torch (Sleef), 4.5 in TensorFlow, 4.1 in JAX, 1.9 in MLX on float32 over [-12, 12]
 # (measured); 8 for an ISA whose kernel none of them documents.
 TANH_ULPS = 8
+# log (Llama 4's attention temperature): within 1 ULP in glibc's logf and Sleef's u10 log, 1-2 in Eigen's plog; 4
+# leaves room for an ISA whose kernel none of them documents, as for cos and sin.
+LOG_ULPS = 4
 
 
 def power(exact, base, exponents, raised=0):
@@ -44,3 +47,9 @@ def tanh(a):
     slope = 1 - deterministic.tanh(np.maximum(np.abs(value) - err, 0.0)) ** 2
     own = (TANH_ULPS * bounds.units()[1] + 2.0**-50) * np.abs(result)
     return bounds.Bounded(result, np.minimum(err * slope + own, 2.0))
+
+
+def log(exact):
+    """ln of an exactly held argument (a count plus one), given `exact`: the kernel's own LOG_ULPS (one ULP is at most
+    2 u of the result); ln 1 is exactly 0 in every libm, so nothing errs there."""
+    return bounds.Bounded(exact, 2 * LOG_ULPS * bounds.units()[1] * np.abs(exact))

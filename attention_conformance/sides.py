@@ -16,6 +16,9 @@ SIDES = {
     # keys 0..i as if the block started at position 0 (top left).
     "causal_alignment": ("bottom_right", "top_left"),
     "sliding_window": ("bottom_right", "top_left"),
+    # Llama 4's chunks in a left-padded row: the spec's from its first real token (transformers' chunked_overlay);
+    # from index 0 of the padded row (its _legacy_chunked_overlay, "do not correctly account for left padding").
+    "chunk_alignment": ("first_token", "position"),
     # keras.layers.Attention's scores are q k^T unless use_scale: the spec's op is scaled dot-product attention.
     "attention_layer_scale": ("scaled", "unscaled"),
 }

@@ -16,6 +16,7 @@ import jax
 from attention_conformance import cache
 
 from .bands import *
+from .chunks import *
 from .cross import *
 from .documents import *
 from .heads import *

@@ -10,6 +10,7 @@ is read (np.array below), so every function's graph is evaluated once, at its re
 import mlx.core as mx
 
 from .bands import *
+from .chunks import *
 from .cross import *
 from .documents import *
 from .heads import *

@@ -16,6 +16,7 @@ import onnx
 import onnxruntime as ort
 
 from .bands import *
+from .chunks import *
 from .cross import *
 from .documents import *
 from .heads import *

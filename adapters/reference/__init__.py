@@ -15,6 +15,7 @@ template reference` prints it as one file.
 import numpy as np
 
 from .bands import *
+from .chunks import *
 from .cross import *
 from .cross import _t5_ties
 from .documents import *

@@ -12,11 +12,11 @@ from .shared import _f64, fsum
 def _rms_norm(t, weight, eps):
     """t / sqrt(mean(t^2) + eps) * weight over t's last axis: normed as a framework does it in float32 at least, stored
     in the dtype (HF's .to(input_dtype)), then times the weight (Qwen3's order; Gemma's and OLMo 2's multiply before
-    the cast: one rounding fewer, inside this bound)."""
+    the cast: one rounding fewer, inside this bound). No weight (None): Llama 4's L2Norm, the normed values stored."""
     (t,) = _f64(t)
     mean_square = fsum(t * t, axis=-1, keepdims=True) / np.shape(t)[-1]
     (normed,) = _f64(t / np.sqrt(mean_square + eps))
-    return normed * weight
+    return normed if weight is None else normed * weight
 
 
 def qk_norm_attention(x, w_query, w_key, w_value, num_heads, norm_weight_q, norm_weight_k, eps, per_head, causal):

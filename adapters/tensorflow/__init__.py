@@ -7,6 +7,7 @@ import keras
 import tensorflow as tf
 
 from .bands import *
+from .chunks import *
 from .cross import *
 from .documents import *
 from .heads import *

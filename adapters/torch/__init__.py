@@ -3,6 +3,7 @@
 import torch
 
 from .bands import *
+from .chunks import *
 from .cross import *
 from .documents import *
 from .heads import *

@@ -12,7 +12,13 @@ def _shape(value):
 
 def problem(op, inputs):
     """'field ...: what is wrong' for the first rule the inputs break, or None."""
-    return _heads_divide(inputs) or _even_heads(op, inputs) or _trailing_padding(op, inputs) or _one_packed_row(inputs)
+    return (
+        _heads_divide(inputs)
+        or _even_heads(op, inputs)
+        or _trailing_padding(op, inputs)
+        or _leading_padding(op, inputs)
+        or _one_packed_row(inputs)
+    )
 
 
 def _heads_divide(inputs):
@@ -35,7 +41,7 @@ def _even_heads(op, inputs):
     """A decoder and packed documents turn each head whole: its dims must pair up."""
     shape = _shape(inputs.get("w_query"))
     if (
-        op in ("decoder_attention", "varlen_attention", "varlen_flag")
+        op in ("decoder_attention", "varlen_attention", "varlen_flag", "llama4_attention")
         and shape
         and (shape[-1] // inputs["num_heads"]) % 2
     ):
@@ -54,6 +60,23 @@ def _trailing_padding(op, inputs):
         real = row.count(False)
         if real == 0 or any(row[:real]):
             return "field 'inputs.padding': each row's real keys come first, at least one, then its padding"
+    return None
+
+
+def _leading_padding(op, inputs):
+    """Llama 4's chunks hold a token at least and start at a row's first real token: its padding is left padding, and a
+    row keeps a token."""
+    if op not in ("chunked_attention", "chunked_flag"):
+        return None
+    if inputs.get("chunk") == 0:
+        return "field 'inputs.chunk': 0, where chunked attention needs chunks of 1 token or more"
+    rows = inputs.get("padding")
+    if not isinstance(rows, list):
+        return None
+    for row in rows:
+        padded = row.count(True)
+        if padded == len(row) or not all(row[:padded]):
+            return "field 'inputs.padding': each row's padding comes first (left padding), then at least one real token"
     return None
 
 

@@ -31,6 +31,19 @@ SCALARS = {
         functools.partial(yaml_values.is_int, low=1, high=1_000_000),
         "an integer in 1..1000000 (keys a query sees)",
     ),
+    "chunk": (
+        functools.partial(yaml_values.is_int, low=0, high=1_000_000),
+        "an integer in 0..1000000 (tokens a chunk holds; llama4_attention's 0: no chunks)",
+    ),
+    "floor_scale": (
+        functools.partial(yaml_values.is_int, low=1, high=1_000_000),
+        "an integer in 1..1000000 (positions a temperature step takes; Llama 4's 8192)",
+    ),
+    "attn_scale": (
+        lambda v: yaml_values.is_number(v) and 0 <= v <= 10,
+        "a number in 0..10 (the temperature's slope; Llama 4's 0.1, 0: none)",
+    ),
+    "use_rope": (lambda v: isinstance(v, bool), "true or false"),
     "left": (
         functools.partial(yaml_values.is_int, low=-1, high=1_000_000),
         "an integer in -1..1000000 (keys a query sees before its own; -1: all of them)",

@@ -283,6 +283,21 @@ MEANINGS = {
         "head n's sink sinks[n] in its softmax (-inf: no sink)",
         "a decoder's attention: Mistral (GQA, RoPE, a window), Gemma 2 (and a soft cap), gpt-oss (and sinks)",
     ),
+    "chunked_attention": (
+        '`{"weights", "context"}`: one head, causal within chunks of `chunk` tokens starting at each row\'s first real '
+        "token (`padding` [B, T], True = left padding, hidden as keys; a padding row 0), from the framework's own ops",
+        "Llama 4's chunked attention, transformers' chunked_overlay with left_padding (attention_chunk_size)",
+    ),
+    "chunked_flag": (
+        "context of the same through the framework's fused attention given the chunks as a mask, padding rows 0",
+        "SDPA's attn_mask, flex_attention's mask_mod, mlx-lm's ChunkedKVCache mask",
+    ),
+    "llama4_attention": (
+        '`{"queries", "context"}`: a Llama 4 layer for queries start..T-1, grouped heads; RoPE layers (use_rope) turn '
+        "each head (interleaved, theta 10000), RMS-norm queries and keys with no weight (`eps`) and attend within "
+        "chunks of `chunk` (0 none); NoPE layers scale query p by log(floor((p + 1) / floor_scale) + 1) attn_scale + 1",
+        "transformers' Llama4TextAttention, mlx-lm's llama4 Attention",
+    ),
     "attention_stages": (
         '`{"scaled", "capped", "weights"}`, one head [B, T, S] each: q k^T scaled by 1/sqrt(H); that capped, '
         "cap * tanh(s / cap) (0 none); neither masked: the causal mask (if `causal`) enters the weights only, the "

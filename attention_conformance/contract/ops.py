@@ -161,6 +161,19 @@ OPS = {
         _X_W + ("num_heads", "num_kv_heads", "pairing", "window", "cap", "sinks"),
         ("context",),
     ),
+    # Llama 4's attention (conventions.chunked_attention, temperature_tuning, l2_qk_norm). chunked_attention: one head,
+    # causal within chunks of `chunk` tokens, `padding` [B, T] the rows' left padding (True = padding, leading; the
+    # chunks start at each row's first real token, a padding row is 0), from the framework's ops; chunked_flag: the
+    # same through its fused attention given the chunks as a mask. llama4_attention: a Llama 4 layer for the queries
+    # start..T-1, grouped heads; a RoPE layer (use_rope) turns each head (interleaved, theta 10000), RMS-norms queries
+    # and keys with no weight (`eps`) and attends within chunks (`chunk`, 0 = none); a NoPE layer scales query p by
+    # log(floor((p + 1) / floor_scale) + 1) attn_scale + 1 (0 = none) and attends every earlier key.
+    "chunked_attention": (_X_W + ("chunk", "padding"), ("weights", "context")),
+    "chunked_flag": (_X_W + ("chunk", "padding"), ("context",)),
+    "llama4_attention": (
+        _X_W + ("num_heads", "num_kv_heads", "use_rope", "chunk", "floor_scale", "attn_scale", "eps", "start"),
+        ("queries", "context"),
+    ),
     # ONNX's Attention operator past the mapping table (opsets 23-24, as onnx 1.23's specification words them), each
     # through the framework's own fused op. attention_stages: one head's scores at each stage the operator can
     # return (qk_matmul_output_mode 0, 1 and 3): scaled q k^T, then capped (before the causal mask), then the
@@ -201,7 +214,8 @@ CHOICES = {
 # True = hidden; "padding" bool [B, S], True = a padded key; "weight" [D, D] (x @ W layout); "bias" [D]; "sink" [N], one
 # logit a head; "gain" a norm's weight, [H] (per head) or [N*H]; "table" a bias per bucket and head [num_buckets, N].
 # Scalars: "width" (a size), "heads", "seed", "probability", "count", "rate", "offset" (a token index), "window" (keys
-# a query sees), "reach" (keys a query sees on one side beyond its own, -1 = all), "rotary" (dims RoPE turns, even),
+# a query sees), "chunk" (tokens a chunk holds), "floor" (positions a temperature's step takes), "temperature" (its
+# slope, 0 = none), "reach" (keys a query sees on one side beyond its own, -1 = all), "rotary" (dims RoPE turns, even),
 # "base" (RoPE's theta), "factor" (a frequency scaling's), "position" (a token's position), "cap" (a soft cap, 0 =
 # none), "multiplier" (what the scores are multiplied by in place of 1/sqrt(H)), "epsilon" (what a norm adds under its
 # root), "buckets" (relative-position buckets), "distance" (where T5's last bucket starts), "offsets" (cumulative
@@ -239,6 +253,10 @@ PARAMETERS = {
     "lr": "rate",
     "start": "offset",
     "window": "window",
+    "chunk": "chunk",
+    "floor_scale": "floor",
+    "attn_scale": "temperature",
+    "use_rope": "switch",
     "left": "reach",
     "right": "reach",
     "rotary_dim": "rotary",

@@ -183,6 +183,16 @@ OUTPUTS = {
         "packed": "varlen_flag's packed with no RoPE, (1, T, N*H)",
         "padded": "varlen_flag's padded with no RoPE: must equal `packed`",
     },
+    "chunked_attention": {
+        "weights": "one head's softmax of the scaled scores, key j hidden from query i after i, in another chunk or "
+        "padding; a padding row 0, (B, T, T)",
+        "context": "`weights @ value`, a padding row 0, (B, T, H)",
+    },
+    "llama4_attention": {
+        "queries": "each head's queries as they enter the scores: turned and normed (RoPE layer) or scaled by their "
+        "temperature (NoPE layer), (B, N, T - start, H)",
+        "context": "the heads' `weights @ value` concatenated, (B, T - start, N*H)",
+    },
     "attention_stages": {
         "scaled": "one head's q k^T / sqrt(H), (B, T, S), unmasked",
         "capped": "cap * tanh(scaled / cap), unmasked (cap 0: equal to scaled)",

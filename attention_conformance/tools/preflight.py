@@ -26,6 +26,9 @@ _SCALARS = {
     "rate": 0.1,
     "offset": T - 2,
     "window": 2,  # shorter than the tiny sequence: the band hides a key
+    "chunk": 2,  # shorter than the tiny sequence: a query's earlier chunk is hidden
+    "floor": 1,  # every position a step: the temperature grows from the first query
+    "temperature": 0.1,  # Llama 4's attn_scale
     "reach": 1,  # a key on each side of the tiny sequence's middle queries, the rest hidden
     "rotary": HEADS,  # a head's width (D / HEADS) in attention, a part of the tiny row's in rotary_embedding
     "base": 10000.0,

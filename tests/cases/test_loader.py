@@ -98,6 +98,16 @@ MALFORMED = {
         "op: key_padding_flag\n    inputs: {" + X_W.replace("Q", "4") + ", padding: [[true, false]]}",
         ["case 'sat'", "field 'inputs.padding'", "real keys come first"],
     ),
+    "chunks_padded_on_the_right": (
+        SMALL,
+        "op: chunked_attention\n    inputs: {" + X_W.replace("Q", "4") + ", chunk: 2, padding: [[false, true]]}",
+        ["case 'sat'", "field 'inputs.padding'", "left padding"],
+    ),
+    "chunk_of_no_tokens": (
+        SMALL,
+        "op: chunked_flag\n    inputs: {" + X_W.replace("Q", "4") + ", chunk: 0, padding: [[false, false]]}",
+        ["case 'sat'", "field 'inputs.chunk'", "chunks of 1 token or more"],
+    ),
     "decoder_heads_of_odd_width": (
         SMALL,
         "op: decoder_attention\n    inputs: {" + X_W.replace("Q", "6") + ", num_heads: 2, num_kv_heads: 2, "

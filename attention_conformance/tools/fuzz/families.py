@@ -1,6 +1,6 @@
 """Drawing the cases of the families where 2025-26's ports and kernels broke (issue 61): ALiBi, QK-norm,
-cross-attention and T5's bias, the shapes kernels switch at, packed documents; and flash-attention's masks (issue 74):
-a two-sided window, padded queries. tools/fuzz/cases.py draws the rest
+cross-attention and T5's bias, the shapes kernels switch at, packed documents; flash-attention's masks (issue 74):
+a two-sided window, padded queries; and Llama 4's attention (issue 72). tools/fuzz/cases.py draws the rest
 and hands these ops here with its own helpers (`x`, `w` and `tensor` draw tokens, weights and any tensor)."""
 
 import numpy as np
@@ -24,7 +24,14 @@ OPS = (
     "band_flag",
     "query_padding_attention",
     "query_padding_flag",
+    "chunked_attention",
+    "chunked_flag",
+    "llama4_attention",
 )
+# Llama 4's query heads over K/V heads (Scout's 40 over 8 is 5: a ratio past a power of two) and its temperature's
+# steps: every position, a few, and Llama 4's own 8192 (no effect at these lengths), its slopes 0 (none), 0.1, 1.
+LLAMA4_GROUPS = ((1, 1), (2, 1), (4, 2), (5, 1), (4, 4))
+FLOOR_SCALES = (2, 1, 3, 8192)
 # Where fused kernels switch paths (conventions.kernel_paths): key counts at a tile and one past it, a head size each
 # kernel specialises (64, 80, 128) beside odd ones.
 PATH_KEYS = (1, 2, 17, 31, 33, 64, 65, 97, 129, 257, 513)
@@ -114,6 +121,32 @@ def draw_inputs(draw, op, T, D, H, lead, x, w, tensor, tokens):
             rows.append([j < T - real if before else j >= real for j in range(T)])
         weights = {n: w(D, H) for n in ("w_query", "w_key", "w_value")}
         return {"x": x(), **weights, "padding": rows, "causal": draw(st.booleans())}
+    if op in ("chunked_attention", "chunked_flag"):  # chunks of one, a few, half and past the row; left padding
+        weights = {n: w(D, H) for n in ("w_query", "w_key", "w_value")}
+        # Mostly chunks that cut the row and a few tokens of padding (where chunks counted from index 0 cut
+        # elsewhere), then one token a chunk, a chunk past the row, no padding; a real token left in every row.
+        T = T if T > 3 or draw(st.booleans()) else T + 6  # half the rows of 1..3 tokens, where no chunk cuts, longer
+        chunk = draw(st.sampled_from((3, 2, 5, max(2, T // 2), 1, T + 3)))
+        padded = [min(T - 1, draw(st.sampled_from((1, 2, 3, max(1, T // 2), 0)))) for _ in range(lead[0])]
+        return {"x": x(t=T), **weights, "chunk": chunk, "padding": [[j < n for j in range(T)] for n in padded]}
+    if (
+        op == "llama4_attention"
+    ):  # either layer, chunks or none, a decode's offset, weights small enough for eps to tell
+        T = T if T > 3 or draw(st.booleans()) else T + 6  # half the rows of 1..3 tokens longer: chunks, steps, decodes
+        (N, K), H = draw(st.sampled_from(LLAMA4_GROUPS)), 2 * draw(st.sampled_from((1, 2, 4, 32)))
+        weights = {"w_query": w(D, N * H), "w_key": w(D, K * H), "w_value": w(D, K * H)}
+        return {
+            "x": x(t=T),
+            **weights,
+            "num_heads": N,
+            "num_kv_heads": K,
+            "use_rope": draw(st.booleans()),
+            "chunk": draw(st.sampled_from((0, 1, 2, 3, max(1, T // 2), T))),
+            "floor_scale": draw(st.sampled_from(FLOOR_SCALES)),
+            "attn_scale": draw(st.sampled_from((0.1, 1.0, 0.0))),
+            "eps": draw(st.sampled_from((1e-6, 1e-5, 0.01))),
+            "start": draw(st.sampled_from((T - 1, T // 2, 1, 0))) % T,  # decodes past position 0, and a prefill
+        }
     # Documents of one token, cut one off a tile, one filling the row.
     if op in ("varlen_attention", "varlen_flag", "varlen_unrotated_flag"):
         N, H = draw(st.sampled_from((1, 2, 3, 4))), 2 * draw(st.sampled_from((1, 2, 4, 32)))
