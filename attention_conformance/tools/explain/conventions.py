@@ -1,6 +1,6 @@
 """The conventions past the documents that `explain` tries on a file (command.py): where causal order starts, windows,
-soft caps, biases, sinks, RoPE, packed documents, QK-norm and RoPE scaling, each the wrong side a framework
-or a port is known to take, as (name, what it means, the Problem's compute arguments)."""
+Llama 4's chunks, soft caps, biases, sinks, RoPE, packed documents, QK-norm and RoPE scaling, each the wrong side a
+framework or a port is known to take, as (name, what it means, the Problem's compute arguments)."""
 
 import numpy as np
 
@@ -41,6 +41,33 @@ def past_the_documents(p):
                     "a window aligned top-left",
                     "the band started at key 0 for the first query; decoding needs it at the query's own position",
                     dict(hidden=p.keys_hidden(position=0)),
+                )
+            )
+    if p.chunk:
+        found.append(
+            (
+                "no chunks",
+                f"every earlier key attended, where Llama 4's RoPE layers see their own chunk of {p.chunk} "
+                "positions only (a chunked layer given the full-attention layers' mask)",
+                dict(hidden=p.keys_hidden(chunk=None)),
+            )
+        )
+        found.append(
+            (
+                "chunks one position later",
+                f"chunks of positions 1..{p.chunk}, {p.chunk + 1}..{2 * p.chunk}, ..: positions counted from 1, or a "
+                f"left padding of one token counted (transformers' chunked_overlay cuts at 0, {p.chunk}, .. from a "
+                "row's first real token)",
+                dict(hidden=p.keys_hidden(chunk_origin=-1)),
+            )
+        )
+        if p.position:
+            found.append(
+                (
+                    "chunks counted from the query block",
+                    "the queries' chunks counted from the block's first row, not their positions (a decode step's "
+                    "chunk mask built without the cache's offset)",
+                    dict(hidden=p.keys_hidden(chunk_position=0)),
                 )
             )
     if p.cap:

@@ -229,6 +229,9 @@ class Forms:
                 f"position {self.position}, right_window {self.right_window}: a position in 0..500000; "
                 "right_window >= 0, the keys past the query's own that a window shows (it needs window)",
             )
+        self.chunk = scalar(path, arrays, "chunk", "i", None)
+        if self.chunk is not None and (self.chunk < 1 or "valid_length" in arrays):
+            refuse(path, f"chunk {self.chunk}: Llama 4's chunks hold 1 position or more, and take no valid_length")
         self.valid = None
         if "valid_length" not in arrays:
             return
@@ -274,10 +277,12 @@ class Forms:
 
     def keys_hidden(self, **changes):
         """True where a query may not see a key, as the file states it or with `changes` (mask, causal, window,
-        right, position, valid, documents): the mask; causal order and the window from each query's position; a row's
-        keys past its valid length; another document's keys; the keys the bias hides."""
+        right, position, valid, documents, chunk, chunk_origin, chunk_position): the mask; causal order and the window
+        from each query's position; a row's keys past its valid length; another document's keys; a key of another of
+        Llama 4's chunks, counted from position chunk_origin (the queries' from chunk_position, default theirs); the
+        keys the bias hides."""
         s = dict(mask=self.mask, causal=self.causal, window=self.window, right=self.right_window, position=None)
-        s = s | dict(valid=self.valid, documents=self.documents) | changes
+        s = s | dict(valid=self.valid, documents=self.documents, chunk=self.chunk, chunk_origin=0) | changes
         position = s["position"]
         if position is None:
             position = self.position if s["valid"] is None else s["valid"] - self.T
@@ -290,4 +295,7 @@ class Forms:
             hidden = hidden | (np.arange(self.S) >= s["valid"])
         if s["documents"] is not None:
             hidden = hidden | (s["documents"][rows, None] != s["documents"][None, :])
+        if s["chunk"]:
+            queries, keys = s.get("chunk_position", position) + rows - s["chunk_origin"], np.arange(self.S)
+            hidden = hidden | ((queries[:, None] // s["chunk"]) != (keys - s["chunk_origin"]) // s["chunk"])
         return hidden | self.sliced(self.bias_hides)

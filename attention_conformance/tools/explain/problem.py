@@ -34,6 +34,7 @@ INPUTS = (
         "dtype",
         "window",
         "right_window",
+        "chunk",
         "softcap",
         "sinks",
         "pairing",
@@ -91,6 +92,7 @@ KEYS = (
         "window, right_window",
         "a band of `window` keys up to the query's own, and `right_window` keys after it (default 0: causal)",
     ),
+    ("chunk", "Llama 4's chunked attention: a query sees the keys of its own chunk of `chunk` positions from key 0"),
     ("softcap", "cap tanh(s / cap) before the bias and the mask; 0 is none"),
     (
         "bias",
@@ -374,6 +376,7 @@ class Problem(forms.Forms, qk.QK):
         masking = (", mask" if self.mask is not None else "") + (", causal" if self.causal else "")
         masking += f", a window of {self.window}" if self.window else ""
         masking += f" and {self.right_window} after" if self.right_window else ""
+        masking += f", chunks of {self.chunk}" if self.chunk else ""
         if self.documents is not None:
             masking += f", {self.documents[-1] + 1} packed documents"
         if self.valid is not None:

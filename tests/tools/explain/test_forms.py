@@ -1,5 +1,5 @@
 """`explain` on the call forms ONNX's Attention and RotaryEmbedding state (tools/forms.py): packed heads, the
-first query's position and each row's valid length, a window's right side, RoPE from given cos and sin tables. Each
+first query's position and each row's valid length, a window's right side, Llama 4's chunks, RoPE from given cos and sin tables. Each
 right float32 answer is within; each wrong one is named (the intermediates: test_stages.py)."""
 
 import numpy as np
@@ -80,6 +80,28 @@ def test_a_window_reaching_past_the_query_is_stated_and_ignoring_its_right_side_
     causal_band = float32_stages(q, k, v, tolerance_model.hidden_keys(5, 5, window=2, position=0))["out"]
     code, text = explained(tmp_path, **band, out=causal_band)
     assert code == 1 and "matches a known difference: the right window ignored" in text, text
+
+
+def test_llama4_chunks_are_stated_and_each_wrong_boundary_named(tmp_path):
+    """A decode block of 4 queries over 12 keys in chunks of 5 (positions 8..11: the boundary at 10 inside it)."""
+    q, k, v = _heads(1, 2, 4, 8), _heads(1, 2, 12, 8), _heads(1, 2, 12, 8)
+    keys = dict(q=q, k=k, v=v, causal=np.array(True), chunk=np.array(5))
+    queries, key = np.arange(8, 12)[:, None], np.arange(12)
+
+    def out(hidden):
+        return float32_stages(q, k, v, hidden)["out"]
+
+    code, text = explained(tmp_path, **keys, out=out((key > queries) | (key // 5 != queries // 5)))
+    assert code == 0 and "chunks of 5" in text, text
+    for name, hidden in (
+        ("no chunks", key > queries),
+        ("chunks one position later", (key > queries) | ((key + 1) // 5 != (queries + 1) // 5)),
+        ("chunks counted from the query block", (key > queries) | (key // 5 != (queries - 8) // 5)),
+    ):
+        code, text = explained(tmp_path, **keys, out=out(hidden))
+        assert code == 1 and f"matches a known difference: {name}" in text, f"{name}:\n{text}"
+    with pytest.raises(forms.BadInput, match="chunks hold 1 position or more"):
+        explained(tmp_path, **keys | dict(chunk=np.array(0)), out=out(key > queries))
 
 
 def _rotated(t, cos, sin, interleaved):
