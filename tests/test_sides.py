@@ -81,3 +81,28 @@ def test_keras_attention_layer_unscaled_is_the_softmax_of_raw_scores():
         found = reference.attention_layer(X, *W)
     q, k, v = X @ W[0], X @ W[1], X @ W[2]
     np.testing.assert_allclose(found, _softmax(q @ k.T) @ v, rtol=1e-13)
+
+
+def test_llama4_chunks_from_index_0_of_a_left_padded_row_are_the_legacy_overlays():
+    """transformers' _legacy_chunked_overlay counts chunks from index 0 of the padded row; the spec's from its first real
+    token. A row of 6 left-padded by 2, chunks of 3: the spec's cut at 5 (2..4, 5), the legacy's at 3 (2, 3..5)."""
+    padding = np.array([[True, True, False, False, False, False]])
+    x = X[None]
+    q, k, v = X @ W[0], X @ W[1], X @ W[2]
+    i, j = np.arange(6)[:, None], np.arange(6)[None, :]
+
+    def attended(first):
+        hidden = (j > i) | ((j - first) // 3 != (i - first) // 3) | padding[0][None, :]
+        with np.errstate(invalid="ignore"):
+            context = _softmax(np.where(hidden, -np.inf, q @ k.T / 2)) @ v
+        return np.where(padding[0][:, None], 0.0, context)
+
+    np.testing.assert_allclose(reference.chunked_flag(x, *W, 3, padding)[0], attended(2), rtol=1e-13)
+    with sides.taking({"chunk_alignment": "position"}):
+        legacy = reference.chunked_flag(x, *W, 3, padding)[0]
+    np.testing.assert_allclose(legacy, attended(0), rtol=1e-13)
+    assert not np.allclose(legacy, attended(2))  # the split shows on this row
+    unpadded = np.zeros_like(padding)
+    spec_side = reference.chunked_flag(x, *W, 3, unpadded)
+    with sides.taking({"chunk_alignment": "position"}):  # without padding the two sides agree
+        np.testing.assert_array_equal(reference.chunked_flag(x, *W, 3, unpadded), spec_side)
