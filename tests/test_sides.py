@@ -84,8 +84,8 @@ def test_keras_attention_layer_unscaled_is_the_softmax_of_raw_scores():
 
 
 def test_llama4_chunks_from_index_0_of_a_left_padded_row_are_the_legacy_overlays():
-    """transformers' _legacy_chunked_overlay counts chunks from index 0 of the padded row; the spec's from its first real
-    token. A row of 6 left-padded by 2, chunks of 3: the spec's cut at 5 (2..4, 5), the legacy's at 3 (2, 3..5)."""
+    """transformers' _legacy_chunked_overlay counts chunks from index 0 of the padded row; the spec's from its first
+    real token. A row of 6 left-padded by 2, chunks of 3: the spec's cut at 5 (2..4, 5), the legacy's at 3 (2, 3..5)."""
     padding = np.array([[True, True, False, False, False, False]])
     x = X[None]
     q, k, v = X @ W[0], X @ W[1], X @ W[2]

@@ -1,6 +1,6 @@
 """`explain` on the call forms ONNX's Attention and RotaryEmbedding state (tools/forms.py): packed heads, the
-first query's position and each row's valid length, a window's right side, Llama 4's chunks, RoPE from given cos and sin tables. Each
-right float32 answer is within; each wrong one is named (the intermediates: test_stages.py)."""
+first query's position and each row's valid length, a window's right side, Llama 4's chunks, RoPE from given cos and
+sin tables. Each right float32 answer is within; each wrong one is named (the intermediates: test_stages.py)."""
 
 import numpy as np
 import pytest
