@@ -319,7 +319,8 @@ def sgd_step(x, w_query, w_key, w_value, g, lr):
 #
 # llama4_attention: a Llama 4 layer for the queries start..T-1, grouped heads; a RoPE layer (use_rope) turns each head
 # (interleaved, theta 10000), RMS-norms queries and keys with no weight (`eps`) and attends within chunks of `chunk`
-# (0 none); a NoPE layer scales query p by log(floor((p + 1) / floor_scale) + 1) * attn_scale + 1 (0 none).
+# (chunk 0: none); a NoPE layer scales query p by log(floor((p + 1) / floor_scale) + 1) * attn_scale + 1 (attn_scale
+# 0: no temperature) and attends every earlier key.
 # def llama4_attention(
 #     x, w_query, w_key, w_value, num_heads, num_kv_heads, use_rope, chunk, floor_scale, attn_scale, eps, start
 # ):

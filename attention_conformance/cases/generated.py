@@ -27,6 +27,8 @@ def features(op, inputs):
             features["offset"] = value > 0
         elif name in ("mask", "padding") and isinstance(value, (list, np.ndarray)):
             features["fully_masked"] = bool(np.asarray(value, dtype=bool).all(axis=-1).any())
+            if name == "padding":  # a batch with padding or none (Llama 4's chunks: a library with no padded path)
+                features["padded"] = bool(np.asarray(value, dtype=bool).any())
         elif name == "num_kv_heads":  # one K/V head shared by several query heads; one head alone is plain attention
             features["multi_query"] = value == 1 and inputs.get("num_heads", 1) > 1
         elif name == "softmax_scale":  # a scale float32 holds exactly: kernels that keep it in float32 lose nothing
@@ -75,6 +77,9 @@ DECIDING = {
     "alibi_flag": ("one_query",),
     "band_flag": ("one_query",),
     "query_padding_flag": ("one_query",),
+    # mlx-lm's chunk mask has no left-padded batch (an outside trial's): declared on the padded cases, it leaves the
+    # unpadded draws judged.
+    **{op: ("padded",) for op in ("chunked_attention", "chunked_flag")},
     # XLA's one-query bfloat16 dot, declared on the per-head case, holds for a whole-projection draw too.
     "qk_norm_flag": ("one_query",),
     # A memory all padding (conventions.fully_masked_rows) declared for a textbook's NaN excuses only such draws.

@@ -295,7 +295,8 @@ MEANINGS = {
     "llama4_attention": (
         '`{"queries", "context"}`: a Llama 4 layer for queries start..T-1, grouped heads; RoPE layers (use_rope) turn '
         "each head (interleaved, theta 10000), RMS-norm queries and keys with no weight (`eps`) and attend within "
-        "chunks of `chunk` (0 none); NoPE layers scale query p by log(floor((p + 1) / floor_scale) + 1) attn_scale + 1",
+        "chunks of `chunk` (0: none); NoPE layers scale query p by log(floor((p + 1) / floor_scale) + 1) attn_scale "
+        "+ 1 (attn_scale 0: none)",
         "transformers' Llama4TextAttention, mlx-lm's llama4 Attention",
     ),
     "attention_stages": (

@@ -166,3 +166,13 @@ def test_a_one_query_case_declares_for_every_one_query_draw_of_its_op_whatever_i
     one-query draw too: the first fresh-clone CI of the word rule found it (jax's fuzz budget, seed 0)."""
     drawn = dict(SPEC.cases["qk_norm_flag_one_query"].inputs) | {"per_head": False}
     assert "qk_norm_flag_one_query" in [c.id for c in generated.declaring(SPEC, "qk_norm_flag", drawn)]
+
+
+def test_a_chunked_draw_stands_with_the_padded_or_the_unpadded_spec_cases():
+    """An outside trial's mlx-lm adapter declared the left-padded chunked cases not applicable (its chunk mask has no
+    padded batch) and fuzz excused every chunked_flag draw, the unpadded ones too."""
+    drawn = X_W | {"x": np.ones((2, 8, 4)), "chunk": 3}
+    unpadded = _twins("chunked_flag", drawn | {"padding": np.zeros((2, 8), dtype=bool)})
+    padded = _twins("chunked_flag", drawn | {"padding": np.arange(8) < np.array([[0], [2]])})
+    assert unpadded == ["chunked_flag_two_rows"], unpadded
+    assert padded and "chunked_flag_two_rows" not in padded and "chunked_flag_left_padded" in padded
