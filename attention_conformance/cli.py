@@ -141,6 +141,9 @@ def _drawing(parser, examples, each=""):
     )
 
 
+INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command Ctrl-C stopped
+
+
 def main(argv=None):
     """The command's exit code (docs/usage.md: exit codes); a file the machine will not let it write is one line."""
     try:
@@ -148,6 +151,9 @@ def main(argv=None):
     except writing.Refused as exc:
         print(f"error: {exc}", file=sys.stderr)
         return writing.EXIT
+    except KeyboardInterrupt:  # Ctrl-C: one line and the shell's code for SIGINT, not a traceback (every file whole)
+        print("interrupted: nothing half-written; the last complete files stay where they were", file=sys.stderr)
+        return INTERRUPTED
 
 
 def _command(argv):
@@ -370,6 +376,8 @@ def _command(argv):
             args.adapter, args.examples, args.seed, args.json, args.model, args.dtype, args.op, args.verbose
         )
     if args.command == "sensitivity":
+        if args.seed < 0:  # NumPy's generator takes no negative seed: its traceback, not a usage line, otherwise
+            parser.error("sensitivity: --seed must be at least 0")
         return sensitivity.main(args.seed, args.json, args.family)
     if args.command == "explain":
         from attention_conformance.tools.explain import command

@@ -61,8 +61,16 @@ def test_sweep_refuses_an_op_it_does_not_cover_before_loading_an_adapter(capsys)
         ["validate", "a", "b"],
         ["summary", "--html", " "],
         ["fuzz", "--adapter", "x", "y"],
+        ["sensitivity", "--seed", "-1"],
     ],
-    ids=["unknown command", "check without a module", "validate twice", "summary with an empty page path", "extra"],
+    ids=[
+        "unknown command",
+        "check without a module",
+        "validate twice",
+        "summary with an empty page path",
+        "extra",
+        "sensitivity with a negative seed",
+    ],
 )
 def test_wrong_usage_exits_2(argv, capsys):
     with pytest.raises(SystemExit) as refused:

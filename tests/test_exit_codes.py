@@ -26,7 +26,16 @@ def _table():
 
 
 def test_the_usage_page_lists_every_code_a_command_returns():
-    assert sorted(_table()) == [0, 1, 2, 3, 4, 5, per_row.NO_ANSWER, writing.EXIT]
+    assert sorted(_table()) == [0, 1, 2, 3, 4, 5, per_row.NO_ANSWER, writing.EXIT, cli.INTERRUPTED]
+
+
+def test_ctrl_c_is_one_line_and_130(monkeypatch, capsys):
+    def interrupted(argv):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_command", interrupted)
+    assert cli.main(["explain", "x.npz"]) == cli.INTERRUPTED == 130
+    assert capsys.readouterr().err.startswith("interrupted: ")
 
 
 def _report(directory, outcome):

@@ -3,8 +3,8 @@
 import torch
 import torch.nn.functional as F
 
-from .shared import _causal_mask, _np, _t
-from .varlen import _attend, _padded, _split_heads
+from .shared import _causal_mask, _np, _split_heads, _t
+from .varlen import _attend, _padded
 
 
 def band_attention(x, w_query, w_key, w_value, left, right):
