@@ -354,6 +354,12 @@ def main(directory=reports.DEFAULT_DIR, root="."):
         "portability": portability_data(directory),
         "costs": costs.data(directory),
     }
+    lacking = made["summary"] and reports.unpublished(Path(root) / PUBLISHED, made["summary"]["adapters"])
+    if lacking:
+        raise SystemExit(
+            f"error: {Path(directory)} has no {', '.join(lacking)} column, which {PUBLISHED} publishes: run the full "
+            f"tier too (`tox -m full -p auto`), or delete {PUBLISHED}/<column>.json.gz to stop publishing one"
+        )
     for name, data in made.items():
         if data is None:
             print(f"{name}: nothing for it in {Path(directory)}, table left as it is ({MADE_BY[name]} makes it)")

@@ -313,12 +313,20 @@ def _published(directory):
 
 def publish(directory, columns, into):
     """The published run's reports (`columns` of folder `directory`) gzipped into `into` (spec/published in a
-    checkout), what `summary --with-published` puts beside a user's own; a column no longer published goes."""
+    checkout), what `summary --with-published` puts beside a user's own."""
     for column in columns:
         data = (Path(directory) / file_name(column)).read_bytes()
         writing.whole(Path(into) / f"{file_name(column)}.gz", gzip.compress(data, 9, mtime=0))
-    for stale in set(Path(into).glob("*.json.gz")) - {Path(into) / f"{file_name(c)}.gz" for c in columns}:
-        stale.unlink()
+
+
+def unpublished(into, columns):
+    """The columns `into` publishes that `columns` lacks: a run of the first tier alone would drop the compiled and
+    eager columns from the page (publishing deleted them before)."""
+    return sorted(
+        p.name.removesuffix(".json.gz")
+        for p in Path(into).glob("*.json.gz")
+        if p.name.removesuffix(".json.gz") not in columns
+    )
 
 
 def merge(directories):

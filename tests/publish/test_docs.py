@@ -78,3 +78,13 @@ def test_the_shipped_published_reports_are_the_summary_tables_run():
     for column, report in found.items():
         assert report["complete"] and "finished" in report, column
         assert report["spec_sha256"] == tables.spec_sha256(), f"{column}: run `attention-conformance publish`"
+
+
+def test_publishing_names_a_published_column_the_run_lacks(tmp_path):
+    """A run of the first tier alone has no compiled columns: publishing it used to delete theirs from the page."""
+    from attention_conformance.run import reports
+
+    for column in ("torch", "torch-compiled"):
+        (tmp_path / f"{column}.json.gz").write_bytes(b"")
+    assert reports.unpublished(tmp_path, ["torch"]) == ["torch-compiled"]
+    assert reports.unpublished(tmp_path, ["torch", "torch-compiled"]) == []
