@@ -53,7 +53,9 @@ def test_cuts_that_do_not_end_at_the_row_are_refused_naming_cu_seqlens(tmp_path)
 
 
 def test_without_packed_documents_none_of_their_conventions_is_tried():
-    problem = type("P", (), dict(documents=None, window=None, cap=None, bias=None, sinks=None, pairing=None))()
+    problem = type(
+        "P", (), dict(documents=None, window=None, chunk=None, cap=None, bias=None, sinks=None, pairing=None)
+    )()
     assert conventions.past_the_documents(problem) == []
 
 
