@@ -229,6 +229,16 @@ def before_the_scores(p):
                 dict(norm=n | dict(eps_outside=True)),
             )
         )
+        width = p.H * (p.heads if n["over_heads"] and p.headed else 1)  # the dims one mean of squares is over
+        found.append(
+            (
+                "an L2 norm, x / ||x||",
+                f"q and k divided by their length (torch's F.normalize), {np.sqrt(width):.3g} = sqrt({width}) times "
+                "smaller than an RMS norm's x / sqrt(mean(x^2) + eps): Llama 4's Llama4TextL2Norm, despite its name, "
+                "is an RMS norm with no weight",
+                dict(norm=n | dict(weights=(w_q / np.sqrt(width), w_k / np.sqrt(width)), eps=0.0)),
+            )
+        )
         for eps in (1e-6, 1e-5):  # rms_norm_eps of Qwen3's, OLMo 2's and Gemma 3's configs; Llama's
             if not np.isclose(eps, n["eps"], rtol=1e-9, atol=0):
                 stated = f"this file says {n['eps']:g}" if "eps" in p.arrays else f"this file gives none ({n['eps']:g})"

@@ -105,6 +105,17 @@ def test_each_qk_norm_mistake_is_named(tmp_path, wrong, named):
     assert code == 1 and f"matches a known difference: {named}" in text, text
 
 
+def test_an_l2_norm_in_place_of_an_rms_norm_is_named(tmp_path):
+    """Llama 4's Llama4TextL2Norm is an RMS norm; a port taking its name at its word divides by the length, sqrt(H)
+    times more (F.normalize)."""
+    given, _, _ = _normed_attention()
+    length = lambda t: np.sqrt((t * t).sum(axis=-1, keepdims=True, dtype=np.float32))  # noqa: E731
+    qr, kr = (_turned((given[t] / length(given[t]) * given[w]).astype(np.float32), _frequencies(), np.arange(T))
+              for t, w in (("q", "norm_weight_q"), ("k", "norm_weight_k")))  # fmt: skip
+    code, text = explained(tmp_path, **given, out=float32_stages(qr, kr, given["v"], CAUSAL)["out"])
+    assert code == 1 and "matches a known difference: an L2 norm, x / ||x||" in text, text
+
+
 def test_another_model_s_eps_is_named(tmp_path):
     """The trial's: the kernel's eps 1e-5 (Llama's rms_norm_eps), where the file says 1e-6."""
     given, _, _ = _normed_attention()
