@@ -224,7 +224,9 @@ class Fuzzer:
                 warnings.simplefilter("ignore")
                 result = getattr(self.adapter, op)(**kwargs)
         except Exception as exc:  # noqa: BLE001 - an adapter that raises on valid inputs is a finding
-            text = (str(exc).strip().splitlines() or [""])[0][:300]
+            # Every line, joined: pydantic's and transformers' errors say what failed on the second line (a trial's
+            # "Class validation error for validator 'validate_rope':" alone).
+            text = " ".join(line.strip() for line in str(exc).strip().splitlines() if line.strip())[:300]
             declared = [self.covered(op, inputs, o) for o in judged]  # asked only of a call that raised
             if all(d is not None and d.kind == "raises" and d.matches_raise(exc) for d in declared):
                 self._excuse(op, f"raised as declared: {declared[0]}", len(judged))

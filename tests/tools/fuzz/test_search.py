@@ -32,6 +32,23 @@ def test_a_softmax_over_the_wrong_axis_is_found_and_shrunk_to_few_rows():
     assert np.prod(search.generated.shape(finding.inputs["scores"])) <= 16, finding.inputs
 
 
+def test_the_reference_passes_llama4_draws():
+    adapter = registry.load("reference")
+    fuzzer = search.Fuzzer("reference", adapter, adapter.DTYPES[0], ["chunked_attention", "chunked_flag"])
+    assert fuzzer.run(12, seed=0, shrink=0) is None and fuzzer.judged > 0
+    fuzzer = search.Fuzzer("reference", adapter, adapter.DTYPES[0], ["llama4_attention"])
+    assert fuzzer.run(12, seed=0, shrink=0) is None and fuzzer.judged > 0
+
+
+def test_an_adapter_raising_is_a_finding_that_quotes_every_line_of_its_error():
+    def raising(scores):
+        raise ValueError("Class validation error for validator 'validate_rope':\n  RoPE requires an even dimension")
+
+    adapter = types.SimpleNamespace(DTYPES=("float32",), softmax=raising)
+    finding = search.Fuzzer("raising", adapter, "float32", ["softmax"]).run(1, seed=0, shrink=0)
+    assert "'validate_rope': RoPE requires an even dimension" in finding.messages["weights"], finding.messages
+
+
 def test_an_output_is_excused_with_its_reason():
     adapter = types.SimpleNamespace(DTYPES=("float32",), softmax=reference.softmax, NOT_APPLICABLE={"softmax": "why"})
     fuzzer = search.Fuzzer("excusing", adapter, "float32", ["softmax"])
