@@ -72,6 +72,14 @@ def llama4_attention(
     arrays = {"x": x, "rows": x[..., start:, :], "w_query": w_query, "w_key": w_key, "w_value": w_value}
     arrays |= {"cos": cos, "sin": sin, "cos_q": cos[start:], "sin_q": sin[start:], "mask": ~hidden[None, None]}
     arrays["positions"] = np.arange(start, T, dtype=wide)[:, None]
-    static = (int(num_heads), int(num_kv_heads), bool(use_rope), int(H), int(floor_scale), float(attn_scale))
-    out = _run(_llama4, *static, float(eps), **arrays)
+    static = (
+        int(num_heads),
+        int(num_kv_heads),
+        bool(use_rope),
+        int(H),
+        int(floor_scale),
+        float(attn_scale),
+        float(eps),
+    )
+    out = _run(_llama4, *static, **arrays)
     return {"queries": out["queries"], "context": out["context"]}

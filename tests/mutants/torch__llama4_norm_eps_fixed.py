@@ -2,12 +2,8 @@
 where transformers builds Llama4TextL2Norm(config.rms_norm_eps), 1e-5 in Llama 4's config; it shows where a head's mean
 square is near the epsilon."""
 
-import torch
-
+from attention_conformance.adapters import torch as real
 from attention_conformance.adapters.torch import *
-from attention_conformance.adapters.torch.chunks import _l2_norm, _wide
-from attention_conformance.adapters.torch.rotary import _rotate
-from attention_conformance.adapters.torch.shared import _np, _split_heads, _t
 
 EXPECTED = "caught"
 MUST_FAIL = ("llama4_l2_norm_small",)
@@ -16,21 +12,7 @@ MUST_FAIL = ("llama4_l2_norm_small",)
 def llama4_attention(
     x, w_query, w_key, w_value, num_heads, num_kv_heads, use_rope, chunk, floor_scale, attn_scale, eps, start
 ):
-    x = _t(x)
-    T, H, group = x.shape[-2], w_query.shape[-1] // num_heads, num_heads // num_kv_heads
-    queries = _split_heads(x[..., start:, :] @ _t(w_query), num_heads, H)
-    keys = _split_heads(x @ _t(w_key), num_kv_heads, H)
-    values = _split_heads(x @ _t(w_value), num_kv_heads, H).repeat_interleave(group, -3)  # Llama's repeat_kv
-    positions = torch.arange(T)  # cache_position: the queries' are start..T-1
-    if use_rope:
-        queries = _l2_norm(_rotate(queries, positions[start:], "interleaved", H), 1e-6)  # the bug
-        keys = _l2_norm(_rotate(keys, positions, "interleaved", H), 1e-6)
-    elif attn_scale:
-        p = positions[start:].to(_wide(queries))
-        scales = torch.log(torch.floor((p + 1.0) / floor_scale) + 1.0) * attn_scale + 1.0
-        queries = (queries * scales[:, None]).to(queries.dtype)
-    i, j = positions[start:, None], positions
-    hidden = (j > i) | ((j // chunk != i // chunk) if use_rope and chunk else False)
-    attn_scores = (queries @ keys.repeat_interleave(group, -3).mT / H**0.5).masked_fill(hidden, -torch.inf)
-    context = torch.softmax(attn_scores, dim=-1) @ values
-    return {"queries": _np(queries), "context": _np(context.transpose(-3, -2).flatten(-2))}
+    eps = 1e-6  # the bug: the given epsilon ignored
+    return real.llama4_attention(
+        x, w_query, w_key, w_value, num_heads, num_kv_heads, use_rope, chunk, floor_scale, attn_scale, eps, start
+    )
