@@ -6,6 +6,7 @@ from .bands import *
 from .chunks import *
 from .cross import *
 from .documents import *
+from .flex import *
 from .heads import *
 from .layers import *
 from .logits import *
@@ -24,22 +25,14 @@ NOT_APPLICABLE = {
         "F.scaled_dot_product_attention takes no KV cache; a cache is the caller's concatenation "
         "(decode_attention's stepwise)"
     ),
-    "softcap_flag": (
-        "torch's SDPA takes no soft cap (flex_attention's score_mod would be the user's own function, eager "
-        "flex_attention a debugging path)"
+    "fused_sink_attention": (
+        "torch's SDPA takes no sinks (gpt-oss's torch code concatenates them, as sink_attention), and flex_attention "
+        "gives a sink's share only through return_lse, refused on the CPU: torch.compile on CPU only supports "
+        "inference and `return_lse` is not supported yet (torch 2.13.0, measured)"
     ),
-    "fused_sink_attention": "torch's SDPA takes no sinks (gpt-oss's torch code concatenates them, as sink_attention)",
     "fused_rotary": (
         "core torch has no RoPE kernel (torchtune's RotaryPositionalEmbeddings and HF's are modules written from "
         "these ops, rotary_embedding's)"
-    ),
-    "window_flag": (
-        "torch has no sliding-window switch: F.scaled_dot_product_attention takes none, and flex_attention's "
-        "mask_mod is the user's own band (eager flex_attention is a debugging path, its own warning says)"
-    ),
-    "band_flag": (
-        "torch has no window switch: F.scaled_dot_product_attention takes none, and flex_attention's mask_mod is "
-        "the user's own band (band_attention's, built from torch's ops)"
     ),
     "attention_layer": "keras.layers.Attention's case; nn.MultiheadAttention owns its projections",
     "attention_stages": "F.scaled_dot_product_attention returns its output alone, none of its scores",
@@ -51,7 +44,22 @@ NOT_APPLICABLE = {
         "torch.nn has no grouped-query attention layer (nn.MultiheadAttention has one K/V head per query head); "
         "grouped heads run through F.scaled_dot_product_attention(enable_gqa=True)"
     ),
+    # FlexAttention's ops (flex.py): torch's switch for these is flex_attention, which runs compiled on the CPU.
+    "eager": {
+        op: (
+            "torch's route is flex_attention, whose eager call is an unfused debugging path (its own warning says so): "
+            "the compiled column runs it"
+        )
+        for op in ("softcap_flag", "window_flag", "band_flag")
+    },
     "compiled": {
+        **{
+            f"{op}/float64": (
+                "flex_attention refuses float64 on the CPU: NotImplementedError: `torch.float` , `torch.float16` "
+                "and `torch.bfloat16` are supported in FlexAttention for CPU device (torch 2.13.0, measured)"
+            )
+            for op in ("softcap_flag", "band_flag", "alibi_flag", "varlen_flag", "chunked_flag")
+        },
         "exercise_3_1": (
             "torch 2.13's Inductor asserts the strides a parameter had before `.data = w.T.clone()` gave it a "
             "transposed one: AssertionError: expected size 3==3, stride 2==1 at dim=0; expected size 2==2, stride "

@@ -8,6 +8,7 @@ import math
 import torch
 import torch.nn.functional as F
 
+from .flex import _flexed
 from .rotary import _rotate
 from .shared import _causal_mask, _np, _split_heads, _t
 
@@ -83,8 +84,18 @@ def alibi_attention(x, w_query, w_key, w_value, num_heads, causal):
 def alibi_flag(x, w_query, w_key, w_value, num_heads, causal):
     x = _t(x)
     queries, keys, values = _alibi_heads(x, w_query, w_key, w_value, num_heads)
-    bias = _alibi_bias(num_heads, x.shape[-2], x.dtype, causal)  # SDPA adds a float attn_mask to the scaled scores
-    context = F.scaled_dot_product_attention(queries, keys, values, attn_mask=bias)
+    if torch.compiler.is_compiling():  # compiled: FlexAttention, the bias a score_mod on its scaled scores
+        slopes = _alibi_slopes(num_heads, x.dtype)
+        context = _flexed(
+            queries,
+            keys,
+            values,
+            score_mod=lambda score, b, h, q, k: score + slopes[h] * (k - q),
+            mask_mod=(lambda b, q, k: k <= q) if causal else None,
+        )
+    else:
+        bias = _alibi_bias(num_heads, x.shape[-2], x.dtype, causal)  # SDPA adds a float attn_mask to the scaled scores
+        context = F.scaled_dot_product_attention(queries, keys, values, attn_mask=bias)
     return _np(context.transpose(-3, -2).flatten(-2))
 
 
