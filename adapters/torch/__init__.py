@@ -58,7 +58,7 @@ NOT_APPLICABLE = {
                 "flex_attention refuses float64 on the CPU: NotImplementedError: `torch.float` , `torch.float16` "
                 "and `torch.bfloat16` are supported in FlexAttention for CPU device (torch 2.13.0, measured)"
             )
-            for op in ("softcap_flag", "band_flag", "alibi_flag", "varlen_flag", "chunked_flag")
+            for op in ("softcap_flag", "band_flag", "alibi_flag")
         },
         "exercise_3_1": (
             "torch 2.13's Inductor asserts the strides a parameter had before `.data = w.T.clone()` gave it a "

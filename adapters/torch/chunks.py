@@ -1,11 +1,9 @@
 """PyTorch: Llama 4's attention as transformers' Llama4TextAttention writes it (the chunked mask on the causal one, the
-NoPE layers' query temperature, the weightless L2Norm after RoPE), and the chunks through SDPA's boolean mask (compiled:
-FlexAttention's mask_mod)."""
+NoPE layers' query temperature, the weightless L2Norm after RoPE), and the chunks through SDPA's boolean mask."""
 
 import torch
 import torch.nn.functional as F
 
-from .flex import _flexed
 from .rotary import _rotate
 from .shared import _np, _split_heads, _t
 
@@ -39,15 +37,7 @@ def chunked_attention(x, w_query, w_key, w_value, chunk, padding):
 def chunked_flag(x, w_query, w_key, w_value, chunk, padding):
     x = _t(x)
     queries, keys, values = x @ _t(w_query), x @ _t(w_key), x @ _t(w_value)
-    if torch.compiler.is_compiling():  # compiled: FlexAttention with transformers' chunked_overlay as its mask_mod
-        padded, first = _t(padding), (~_t(padding)).int().argmax(-1)
-
-        def seen(b, q, k):
-            return (k <= q) & ((k - first[b]) // chunk == (q - first[b]) // chunk) & ~padded[b, k]
-
-        context = _flexed(queries[:, None], keys[:, None], values[:, None], mask_mod=seen, batch=x.shape[0])[:, 0]
-    else:
-        context = F.scaled_dot_product_attention(queries, keys, values, attn_mask=~_chunked_hidden(padding, chunk))
+    context = F.scaled_dot_product_attention(queries, keys, values, attn_mask=~_chunked_hidden(padding, chunk))
     return _np(torch.where(_t(padding)[..., None], 0, context))  # where, not a product: SDPA's empty rows are NaN
 
 

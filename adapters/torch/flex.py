@@ -1,7 +1,7 @@
 """PyTorch: FlexAttention (torch.nn.attention.flex_attention), torch's own route where SDPA takes no switch (the soft
-cap as a score_mod, sliding and two-sided windows as a mask_mod's block mask) and, compiled, its route for the masks
-and biases SDPA takes whole (chunks, documents, ALiBi: chunks.py, varlen.py, logits.py). The compiled column only: on
-the CPU flex_attention runs under torch.compile, and eagerly it is an unfused debugging path (its own warning says)."""
+cap as a score_mod, sliding and two-sided windows as a mask_mod's block mask) and, compiled, its route for a bias SDPA
+takes whole (ALiBi, logits.py). The compiled column only: on the CPU flex_attention runs under torch.compile, and
+eagerly it is an unfused debugging path (its own warning says)."""
 
 import torch
 from torch.nn.attention.flex_attention import create_block_mask, flex_attention

@@ -38,12 +38,9 @@ _DYNAMO = {
 # What the compiler says while it compiles, not about the result: warnings are errors in a run (launch.py), so each
 # would fail its test. Inductor falls back to eager for complex numbers (the interleaved RoPE's view_as_complex);
 # dynamo reads a non-leaf tensor's .grad while it traces self_attention_v1's no-grad check; Inductor's first compile
-# imports torch.utils.mkldnn, which defines a class with the deprecated torch.jit.script_method; dynamo tracing
-# create_block_mask's vmap over a mask_mod that indexes a tensor (a document's ids, a row's padding) instantiates an
-# autograd Function of torch's own. All measured.
+# imports torch.utils.mkldnn, which defines a class with the deprecated torch.jit.script_method. All measured.
 _COMPILER_NOTES = (
     "`torch.jit.script_method` is deprecated",
-    "<class 'torch.autograd.function.Function'> should not be instantiated",
     "Torchinductor does not support code generation for complex operators",
     "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed",
 )

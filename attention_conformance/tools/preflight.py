@@ -9,6 +9,8 @@ like. Functions the adapter lists in NOT_APPLICABLE are not called. Nothing here
 verdict: numbers are compared by `attention-conformance run`.
 """
 
+import warnings
+
 import numpy as np
 
 from attention_conformance import dtypes, modes
@@ -261,7 +263,11 @@ def _call_problems(module, op, form, dtype, choose, off=()):
     shown += "".join(f", {p} off" for p in off)
     call = f"{op}({shown})" + (f" with {form} inputs" if len(ops.FORMS.get(op, ())) > 1 else "")
     try:
-        got = getattr(module, op)(**inputs)
+        with warnings.catch_warnings():  # as `run` calls it (pytest -W error): a warning there fails its test
+            warnings.simplefilter("error")
+            got = getattr(module, op)(**inputs)
+    except Warning as exc:
+        return [f"{call} warns {_first_line(exc)} (in {dtype}, on tiny inputs): `run` fails a test on a warning"]
     except Exception as exc:  # noqa: BLE001 - every failure is reported, none stops the check
         return [f"{call} raises {_first_line(exc)} (in {dtype}, on tiny inputs)"]
     try:

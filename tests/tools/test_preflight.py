@@ -53,8 +53,16 @@ def test_the_reference_adapter_is_ready_to_run():
             "exercise_3_1(x, w_query, w_key, w_value) returned ['context'], "
             "should return a dict with ['context', 'context_v2']",
         ),
+        (  # `run` turns warnings into errors, so check does (an outside trial's adapter passed check, then failed run)
+            "import warnings\n\n_dot_columns = dot_columns\n\n\n"
+            "def dot_columns(x, w):\n"
+            "    warnings.warn('the _compile flag is deprecated', DeprecationWarning)\n"
+            "    return _dot_columns(x, w)\n",
+            "dot_columns(x, w) warns DeprecationWarning: the _compile flag is deprecated (in float64, on tiny inputs): "
+            "`run` fails a test on a warning",
+        ),
     ],
-    ids=["shape", "dtype", "raises", "keys"],
+    ids=["shape", "dtype", "raises", "keys", "warns"],
 )
 def test_one_wrong_function_is_one_line_naming_it(tmp_path, wrong, said):
     assert preflight.problems(_copy(tmp_path, "almost_reference", wrong)) == [said]
