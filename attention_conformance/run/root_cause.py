@@ -105,8 +105,9 @@ def line(results):
     else:
         said = (result.get("message") or result["outcome"]).splitlines()[0]
     # Where the math has no single answer the case states the spec's choice: a port that made another is not broken
-    # there (an outside trial read "root cause ... the softmax stage" of a NaN on a fully masked row as a bug)
-    convention = worst.get("convention")
+    # there (an outside trial read "root cause ... the softmax stage" of a NaN on a fully masked row as a bug). A call
+    # that raised made no choice: no advice to declare one (a trial's crash was told to declare a window's convention).
+    convention = worst.get("convention") if "got" in worst else None
     declared = result.get("declared") or {}
     if declared.get("kind") == "convention":  # its other side is declared, and the numbers miss that side too
         convention = None

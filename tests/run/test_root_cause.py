@@ -59,6 +59,12 @@ def test_a_case_that_states_a_convention_says_it_can_be_declared():
     assert "conventions.fully_masked_rows: if yours is another, declare it in KNOWN_DIVERGENCES" in line
 
 
+def test_a_case_that_raised_is_not_advised_to_declare_its_convention():
+    raised = {"outcome": "failed", "worst": {"op": "window_flag", "convention": "sliding_window"}, "message": "raised"}
+    line = root_cause.line({"test_context[mine-float32-window_flag_chunk]": raised})
+    assert "declare it" not in line and "raised" in line
+
+
 def test_a_convention_already_declared_is_not_advised_again_its_side_is_named():
     """An outside trial: a NaN row judged on its declared uniform side was told to declare what it had declared."""
     failed = _failed("masked_attention", 4, got=float("nan"), expected=1 / 6)
