@@ -19,14 +19,14 @@ def _graph_inputs(*tensors):
     return tuple(t.contiguous() for t in tensors)
 
 
-def _flexed(queries, keys, values, score_mod=None, mask_mod=None, batch=None):
-    """flex_attention on [B, N, T, H] blocks. mask_mod(b, q, k) -> True where query q sees key k; `batch` the B its
-    mask depends on (None: one mask for every sentence). Every head shares the mask, as the suite's masks do."""
+def _flexed(queries, keys, values, score_mod=None, mask_mod=None):
+    """flex_attention on [B, N, T, H] blocks. mask_mod(b, q, k) -> True where query q sees key k: one block mask for
+    every sentence and head (B and H None), as the suite's masks of these ops are."""
     queries, keys, values = _graph_inputs(queries, keys, values)
     block_mask = None
     if mask_mod is not None:
         block_mask = create_block_mask(
-            lambda b, h, q, k: mask_mod(b, q, k), batch, None, queries.shape[-2], keys.shape[-2], device="cpu"
+            lambda b, h, q, k: mask_mod(b, q, k), None, None, queries.shape[-2], keys.shape[-2], device="cpu"
         )
     return flex_attention(queries, keys, values, score_mod=score_mod, block_mask=block_mask)
 
