@@ -31,16 +31,14 @@ def _flexed(queries, keys, values, score_mod=None, mask_mod=None):
     return flex_attention(queries, keys, values, score_mod=score_mod, block_mask=block_mask)
 
 
-def _one_head(x, w_query, w_key, w_value, start=0, **flex):
+def _one_head(x, w_query, w_key, w_value, start=0, score_mod=None, mask_mod=None):
     """One head's context [.., T - start, H] through flex_attention, the queries from `start`: mask_mod's q is their
-    absolute position."""
+    absolute position (flex_attention's is the block's own row)."""
     x = _t(x)
     projected = (x[..., start:, :] @ _t(w_query), x @ _t(w_key), x @ _t(w_value))
     queries, keys, values = (t.reshape(-1, 1, *t.shape[-2:]) for t in projected)
-    if "mask_mod" in flex and flex["mask_mod"] is not None:
-        seen = flex["mask_mod"]
-        flex["mask_mod"] = lambda b, q, k: seen(b, q + start, k)
-    context = _flexed(queries, keys, values, **flex)
+    seen = None if mask_mod is None else (lambda b, q, k: mask_mod(b, q + start, k))
+    context = _flexed(queries, keys, values, score_mod=score_mod, mask_mod=seen)
     return _np(context.reshape(*x.shape[:-2], *context.shape[-2:]))
 
 

@@ -3,8 +3,7 @@ block's own rows (0..T-start-1, create_block_mask's Q_LEN), so the band sits top
 compiled column runs flex_attention (eager declares window_flag not applicable)."""
 
 from attention_conformance.adapters.torch import *
-from attention_conformance.adapters.torch.flex import _flexed
-from attention_conformance.adapters.torch.shared import _np, _t
+from attention_conformance.adapters.torch.flex import _one_head
 
 RUN_MODE = "compiled"
 EXPECTED = "caught"
@@ -12,11 +11,7 @@ MUST_FAIL = ("window_flag_chunk", "window_flag_one_token")
 
 
 def window_flag(x, w_query, w_key, w_value, window, start):
-    x = _t(x)
-    queries, keys, values = (
-        t.reshape(-1, 1, *t.shape[-2:]) for t in (x[..., start:, :] @ _t(w_query), x @ _t(w_key), x @ _t(w_value))
+    # the bug: the band on the block's row, q - start, where the real adapter's is q, the query's absolute position
+    return _one_head(
+        x, w_query, w_key, w_value, start, mask_mod=lambda b, q, k: (k <= q - start) & (k > q - start - window)
     )
-    context = _flexed(
-        queries, keys, values, mask_mod=lambda b, q, k: (k <= q) & (k > q - window)
-    )  # the bug: no + start
-    return _np(context.reshape(*x.shape[:-2], *context.shape[-2:]))
